@@ -1,0 +1,55 @@
+// The model interface the trainer talks to.
+//
+// A model is a torch::nn::Module whose parameters are split into prior groups (each group shares
+// one Gaussian prior precision λ_g). The trainer forms
+//     Ũ(θ) = (N/n) · nll(batch) + prior.neg_log_prob(θ)
+// and hands ∇Ũ to the sampler.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace sgmcmc {
+
+enum class Task { kClassification, kRegression };
+
+// A minibatch (or a whole split): inputs and targets, on the training device.
+//  classification: inputs [n, ...] float, targets [n] int64 class labels
+//  regression:     inputs [n, d] float,   targets [n] float
+//  ratings (BPMF): inputs [n, 2] int64 (user, item), targets [n] float ratings
+struct Batch {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+  int64_t size() const { return targets.size(0); }
+};
+
+// Parameters sharing one prior precision.
+struct PriorGroup {
+  std::string name;                   // e.g. "fc1.weight"
+  std::vector<torch::Tensor> params;
+  int64_t numel() const {
+    int64_t n = 0;
+    for (const auto& p : params) n += p.numel();
+    return n;
+  }
+};
+
+class Model : public torch::nn::Module {
+ public:
+  virtual Task task() const = 0;
+  // Σ over the batch of −log p(y_i | x_i, θ) (a scalar tensor; differentiable).
+  virtual torch::Tensor nll(const Batch& batch) = 0;
+  // Class probabilities [n, classes] (classification) or predicted means [n] (regression).
+  // Posterior averaging averages these over samples.
+  virtual torch::Tensor predict(const torch::Tensor& inputs) = 0;
+  // Which parameters share a prior precision. By default each parameter tensor is its own group.
+  virtual std::vector<PriorGroup> prior_groups() {
+    std::vector<PriorGroup> groups;
+    for (const auto& item : named_parameters()) groups.push_back({item.key(), {item.value()}});
+    return groups;
+  }
+};
+
+}  // namespace sgmcmc

@@ -1,0 +1,66 @@
+// The few LibTorch 1.13 / 2.x differences, in one place.
+//
+// Everything else in sgmcmc is written against the API common to LibTorch 1.13 (Debian's CPU build)
+// and LibTorch 2.x (the CUDA builds inside PyTorch 2.x wheels).
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cstdint>
+#include <string>
+
+#if defined(SGMCMC_WITH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#endif
+
+namespace sgmcmc::compat {
+
+constexpr int kTorchMajor = TORCH_VERSION_MAJOR;
+constexpr int kTorchMinor = TORCH_VERSION_MINOR;
+
+inline std::string torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+// A seeded generator for `device`. On CPU a fresh Philox-free mt19937 generator; on CUDA a fresh
+// Philox generator for that device (1.13 and 2.x both expose make_generator<Impl>(device_index)).
+inline at::Generator make_generator(const torch::Device& device, uint64_t seed) {
+  if (device.is_cuda()) {
+#if defined(SGMCMC_WITH_CUDA)
+    auto gen = at::make_generator<at::CUDAGeneratorImpl>(device.index() < 0 ? 0 : device.index());
+    gen.set_current_seed(seed);
+    return gen;
+#else
+    TORCH_CHECK(false, "sgmcmc was built without CUDA support (configure with -DSGMCMC_CUDA=ON)");
+#endif
+  }
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return gen;
+}
+
+// Generator state as a byte tensor (for checkpoints) and back. Same calls on 1.13 and 2.x.
+inline torch::Tensor generator_state(at::Generator gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+inline void set_generator_state(at::Generator& gen, const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// LibTorch 2.x's Module/Optimizer zero_grad() sets gradients to None by default; 1.13 zeroes them.
+// sgmcmc always zeroes in place so `.grad` keeps its storage (a CUDA graph needs fixed addresses).
+inline void zero_grad_inplace(torch::Tensor& p) {
+  auto& g = p.mutable_grad();
+  if (g.defined()) {
+    g.detach_();
+    g.zero_();
+  }
+}
+
+inline bool cuda_available() { return torch::cuda::is_available(); }
+
+}  // namespace sgmcmc::compat

@@ -1,0 +1,89 @@
+#include "samplers/sampler.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "compat.h"
+
+namespace sgmcmc {
+
+Sampler::Sampler(std::vector<ParamGroup> groups, at::Generator generator, double lr,
+                 double temperature)
+    : groups_(std::move(groups)), generator_(std::move(generator)), lr_(0), temperature_(1) {
+  set_lr(lr);
+  set_temperature(temperature);
+  for (const auto& g : groups_) {
+    if (!(g.lr_scale > 0) || !std::isfinite(g.lr_scale))
+      throw std::invalid_argument("param group lr_scale must be positive");
+    for (const auto& p : g.params)
+      if (!p.defined()) throw std::invalid_argument("undefined parameter tensor");
+  }
+}
+
+torch::Tensor Sampler::step(const Closure& closure) {
+  torch::Tensor loss;
+  {
+    torch::AutoGradMode enable(true);
+    loss = closure();
+  }
+  step();
+  return loss;
+}
+
+void Sampler::zero_grad() {
+  for (auto& g : groups_)
+    for (auto& p : g.params) compat::zero_grad_inplace(p);
+}
+
+void Sampler::set_lr(double lr) {
+  if (!(lr >= 0) || !std::isfinite(lr))
+    throw std::invalid_argument("lr must be a finite number >= 0, got " + std::to_string(lr));
+  lr_ = lr;
+}
+
+void Sampler::set_temperature(double t) {
+  if (!(t >= 0) || !std::isfinite(t))
+    throw std::invalid_argument("temperature must be a finite number >= 0, got " +
+                                std::to_string(t));
+  temperature_ = t;
+}
+
+std::vector<torch::Tensor> Sampler::parameters() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& g : groups_) out.insert(out.end(), g.params.begin(), g.params.end());
+  return out;
+}
+
+torch::Tensor Sampler::randn_like(const torch::Tensor& like) {
+  return at::randn(like.sizes(), generator_, like.options());
+}
+
+void Sampler::save(torch::serialize::OutputArchive& archive) const {
+  archive.write("step_count", torch::tensor(step_count_, torch::kInt64));
+  archive.write("lr", torch::tensor(lr_, torch::kFloat64));
+  archive.write("temperature", torch::tensor(temperature_, torch::kFloat64));
+  auto tensors = const_cast<Sampler*>(this)->state_tensors();
+  for (auto& [key, t] : tensors)
+    if (t->defined()) archive.write("state." + key, *t, /*is_buffer=*/true);
+}
+
+void Sampler::load(torch::serialize::InputArchive& archive) {
+  torch::Tensor t;
+  archive.read("step_count", t);
+  step_count_ = t.item<int64_t>();
+  archive.read("lr", t);
+  lr_ = t.item<double>();
+  archive.read("temperature", t);
+  temperature_ = t.item<double>();
+  for (auto& [key, ptr] : state_tensors()) {
+    torch::Tensor value;
+    if (!archive.try_read("state." + key, value, /*is_buffer=*/true)) continue;
+    if (ptr->defined()) {
+      ptr->copy_(value);
+    } else {
+      *ptr = value.to(parameters().empty() ? torch::kCPU : parameters()[0].device());
+    }
+  }
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,28 @@
+#include "samplers/sgld.h"
+
+#include <stdexcept>
+
+#include "kernels/update_rules.h"
+#include "samplers/validate.h"
+
+namespace sgmcmc {
+
+void SgldOptions::validate() const {
+  check_positive("sgld", "lr", lr_);
+  check_nonnegative("sgld", "temperature", temperature_);
+}
+
+Sgld::Sgld(std::vector<ParamGroup> groups, at::Generator generator, SgldOptions options)
+    : Sampler(std::move(groups), std::move(generator), (options.validate(), options.lr()),
+              options.temperature()) {}
+
+void Sgld::step() {
+  torch::NoGradGuard no_grad;
+  for_each_param([&](torch::Tensor& p, const torch::Tensor& g, double lr, size_t) {
+    auto noise = randn_like(p);
+    rules::sgld_update(p, g, noise, lr, temperature_);
+  });
+  ++step_count_;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,30 @@
+// Stochastic gradient Langevin dynamics.
+//   θ ← θ − η ∇Ũ(θ) + sqrt(2 η T) ξ,   ξ ~ N(0, I)
+// M. Welling and Y. W. Teh, "Bayesian learning via stochastic gradient Langevin dynamics",
+// ICML 2011; step-size form as in C. Chen, "Large-scale Bayesian learning with SG-MCMC" (001),
+// Algorithm 1. Welling & Teh's step ε equals 2η here.
+#pragma once
+
+#include <torch/arg.h>
+
+#include "samplers/sampler.h"
+
+namespace sgmcmc {
+
+struct SgldOptions {
+  SgldOptions() = default;
+  explicit SgldOptions(double lr) : lr_(lr) {}
+  // Throws std::invalid_argument naming the offending option.
+  void validate() const;
+  TORCH_ARG(double, lr) = 1e-4;
+  TORCH_ARG(double, temperature) = 1.0;
+};
+
+class Sgld : public Sampler {
+ public:
+  Sgld(std::vector<ParamGroup> groups, at::Generator generator, SgldOptions options);
+  std::string name() const override { return "sgld"; }
+  void step() override;
+};
+
+}  // namespace sgmcmc
