@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ enum class Task { kClassification, kRegression };
 struct Batch {
   torch::Tensor inputs;
   torch::Tensor targets;
-  int64_t size() const { return targets.size(0); }
+  int64_t size() const { return targets.defined() ? targets.size(0) : 0; }
 };
 
 // Parameters sharing one prior precision.
@@ -50,6 +51,11 @@ class Model : public torch::nn::Module {
     for (const auto& item : named_parameters()) groups.push_back({item.key(), {item.value()}});
     return groups;
   }
+  // Likelihood hyperparameters with conjugate Gibbs steps (e.g. a Gaussian noise precision τ with
+  // a Gamma hyperprior), resampled given the whole training set. Default: none.
+  virtual void gibbs_step_likelihood(const Batch& train, at::Generator& generator) {}
+  // Their current values, for logging (e.g. {"tau": 2.1}).
+  virtual std::map<std::string, double> likelihood_hyperparameters() const { return {}; }
 };
 
 }  // namespace sgmcmc

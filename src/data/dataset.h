@@ -1,0 +1,25 @@
+// A data set resident on the training device, already split.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "models/model.h"
+
+namespace sgmcmc {
+
+struct Dataset {
+  Batch train, val, test;          // val may be empty (size 0)
+  Task task = Task::kClassification;
+  int64_t num_classes = 0;         // classification
+  // Shapes the model factory needs, e.g. {"features": 784} or {"users": 671, "items": 9066}.
+  std::map<std::string, int64_t> dims;
+  // Regression / ratings: predictions are clipped to [target_min, target_max] when `clip` is set.
+  bool clip = false;
+  double target_min = 0, target_max = 0;
+  std::string description;         // one line for logs, e.g. "fashion-mnist: 50000/10000/10000"
+
+  Dataset to(const torch::Device& device) const;
+};
+
+}  // namespace sgmcmc
