@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Plots for sgmcmc outputs (matplotlib from Debian's python3-matplotlib).
+
+  scripts/plot.py simulate DIR [--out FIGDIR]   figures of `sgmcmc simulate all --out DIR`
+  scripts/plot.py runs RUN_DIR... --out FILE.png [--metric test_error]
+                                                learning curves from the runs' metrics.csv
+"""
+import argparse
+import csv
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def plot_simulate(d, out):
+    os.makedirs(out, exist_ok=True)
+    made = []
+    p = os.path.join(d, "fig1_density.csv")
+    if os.path.exists(p):
+        rows = read_csv(p)
+        x = [float(r["theta"]) for r in rows]
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        ax.plot(x, [float(r["true"]) for r in rows], "k-", lw=2, label="true exp(-U)")
+        for k, style in [("hmc", "b--"), ("sghmc", "r-"), ("naive_sghmc", "g:"), ("sgld", "m-.")]:
+            ax.plot(x, [float(r[k]) for r in rows], style, label=k.replace("_", " "))
+        ax.set_xlabel("θ"); ax.set_ylabel("density"); ax.set_title("U(θ) = −2θ² + θ⁴, ∇Ũ = ∇U + N(0,4)")
+        ax.legend(fontsize=8); fig.tight_layout()
+        f = os.path.join(out, "fig1_density.png"); fig.savefig(f, dpi=120); plt.close(fig); made.append(f)
+    p = os.path.join(d, "gaussian2d_stepsizes.csv")
+    if os.path.exists(p):
+        rows = read_csv(p)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+        for s, m in [("sgld", "o-"), ("sghmc", "s-")]:
+            rs = [r for r in rows if r["sampler"] == s]
+            axes[0].plot([float(r["autocorr_time"]) for r in rs], [float(r["cov_abs_error"]) for r in rs], m, label=s.upper())
+        axes[0].set_xlabel("autocorrelation time"); axes[0].set_ylabel("mean |cov error|"); axes[0].legend()
+        axes[0].set_title("5 step sizes ε")
+        p2 = os.path.join(d, "gaussian2d_first50.csv")
+        if os.path.exists(p2):
+            rows2 = read_csv(p2)
+            for s, m in [("sgld", "o-"), ("sghmc", "s-")]:
+                rs = [r for r in rows2 if r["sampler"] == s]
+                axes[1].plot([float(r["theta0"]) for r in rs], [float(r["theta1"]) for r in rs], m, ms=3, lw=0.7, label=s.upper())
+            axes[1].set_title("first 50 samples (ε = 0.1)"); axes[1].legend(); axes[1].set_aspect("equal")
+        fig.tight_layout()
+        f = os.path.join(out, "gaussian2d.png"); fig.savefig(f, dpi=120); plt.close(fig); made.append(f)
+    p = os.path.join(d, "double_well_kl.csv")
+    if os.path.exists(p):
+        rows = read_csv(p)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+        for integ, m in [("euler", "o-"), ("ssi", "s-")]:
+            rs = [r for r in rows if r["integrator"] == integ]
+            axes[0].loglog([float(r["h"]) for r in rs], [float(r["kl"]) for r in rs], m, label="mSGNHT-" + ("E" if integ == "euler" else "S"))
+        axes[0].set_xlabel("step size h"); axes[0].set_ylabel("KL(p̂ ‖ p)"); axes[0].legend(); axes[0].set_title("double well, B = 1")
+        p2 = os.path.join(d, "double_well_thermostat.csv")
+        if os.path.exists(p2):
+            tr = read_csv(p2)
+            groups = defaultdict(list)
+            for r in tr:
+                groups[(r["integrator"], r["h"])].append((int(r["step"]), float(r["thermostat_mean"])))
+            for (integ, h), pts in sorted(groups.items()):
+                axes[1].plot([a for a, _ in pts], [b for _, b in pts], label=f"{'E' if integ == 'euler' else 'S'}, h={h}")
+            axes[1].axhline(1.0, color="k", lw=0.8); axes[1].set_xlabel("step"); axes[1].set_ylabel("mean ξ"); axes[1].legend(fontsize=8)
+        fig.tight_layout()
+        f = os.path.join(out, "double_well.png"); fig.savefig(f, dpi=120); plt.close(fig); made.append(f)
+    p = os.path.join(d, "santa_trajectories.csv")
+    if os.path.exists(p):
+        rows = read_csv(p)
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        groups = defaultdict(list)
+        for r in rows:
+            groups[(r["optimizer"], r["run"])].append((int(r["step"]), float(r["theta"])))
+        for (opt, run), pts in sorted(groups.items()):
+            ax.plot([a for a, _ in pts], [b for _, b in pts], color="r" if opt == "santa" else "b", lw=0.8,
+                    label=opt if run == "0" else None)
+        ax.axhline(-2.9354, color="k", ls=":", lw=0.8); ax.axhline(2.2237, color="k", ls=":", lw=0.8)
+        ax.set_xlabel("step"); ax.set_ylabel("θ"); ax.legend(); ax.set_title("double well: Santa vs RMSprop")
+        fig.tight_layout()
+        f = os.path.join(out, "santa_double_well.png"); fig.savefig(f, dpi=120); plt.close(fig); made.append(f)
+    return made
+
+
+def plot_runs(run_dirs, out, metric, xkey):
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for d in run_dirs:
+        p = os.path.join(d, "metrics.csv")
+        if not os.path.exists(p):
+            print(f"plot.py: {p}: missing, skipped", file=sys.stderr)
+            continue
+        rows = [r for r in read_csv(p) if r.get(metric) not in (None, "", "nan")]
+        ax.plot([float(r[xkey]) for r in rows], [float(r[metric]) for r in rows], label=os.path.basename(os.path.normpath(d)))
+    ax.set_xlabel(xkey); ax.set_ylabel(metric); ax.legend(fontsize=7); fig.tight_layout()
+    fig.savefig(out, dpi=120); plt.close(fig)
+    return [out]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("simulate"); s.add_argument("dir"); s.add_argument("--out")
+    r = sub.add_parser("runs"); r.add_argument("dirs", nargs="+"); r.add_argument("--out", required=True)
+    r.add_argument("--metric", default="test_error"); r.add_argument("--x", default="epoch")
+    a = ap.parse_args()
+    if a.cmd == "simulate":
+        made = plot_simulate(a.dir, a.out or a.dir)
+    else:
+        made = plot_runs(a.dirs, a.out, a.metric, a.x)
+    for f in made:
+        print("wrote", f)
+    if not made:
+        print("plot.py: nothing to plot", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
