@@ -15,10 +15,12 @@
 //    preconditioner, β̂) are frozen, so its stationary covariance Σ_h is the solution of the discrete
 //    Lyapunov equation Σ_h = M Σ_h Mᵀ + Q (computed below by doubling), including the injected
 //    N(0, I) gradient noise. For fixed-coefficient schemes (sgld, sghmc none/constant) Σ_h is exact
-//    and is the centre with no extra allowance. For adaptive schemes the centre is Σ_h with the
-//    coefficients frozen at their measured averages, and we allow in addition |Σ_h − Σ| (the size
-//    of the predicted discretisation bias itself) for the effect of their fluctuations, which is of
-//    second order in the fluctuation and of the same order in h as the bias.
+//    and is the centre with no extra allowance. For adaptive schemes the coefficients are frozen:
+//    pSGLD's G and fisher's β̂ at their measured averages; for thermostat schemes (sgnht, msgnht,
+//    santa) the friction is set to the value a* at which the frozen system's kinetic energy equals
+//    the one the thermostat enforces exactly (E[p²] = T, E[u²] = η/β), which reproduces the measured
+//    covariances to ~0.003. The extra allowance is kAdaptiveAllowance·|Σ_h − Σ| (+ the Γ-drop term
+//    for pSGLD), see the constants below.
 //  * Means: every scheme is exactly unbiased for the mean (linear, zero-mean noise): centre 0, 5 se.
 #include <gtest/gtest.h>
 
@@ -174,7 +176,17 @@ torch::Tensor langevin_cov(double eta_g) {
 }
 
 // Checks mean and covariance; `centre` = Σ_h; `allow_bias` adds |Σ_h − Σ| to the tolerance.
-void check(const std::string& what, const Stats& st, const torch::Tensor& centre, double allow_bias) {
+// Adaptive schemes: the frozen-coefficient centre is allowed to be off by 25% of the bias it
+// predicts (the fluctuation effect is second order; measured agreement is within 3% of the bias for
+// sgnht/msgnht/fisher, 45% of 5 se for santa).
+constexpr double kAdaptiveAllowance = 0.25;
+// pSGLD drops Γ(θ) = ∇·G: G follows |∇Ũ| along the trajectory, so the chain is (1/G)-weighted
+// towards the tails. The bias shrinks with the preconditioner memory 1/(1−α): measured +12% at
+// α = 0.99 and +2% at α = 0.999 (used here); we allow 0.03 absolute for it.
+constexpr double kGammaDropAllowance = 0.03;
+
+void check(const std::string& what, const Stats& st, const torch::Tensor& centre, double allow_bias,
+           double extra = 0.0) {
   auto truth = sigma();
   const double c[3] = {centre[0][0].item<double>(), centre[1][1].item<double>(), centre[0][1].item<double>()};
   const double tr[3] = {truth[0][0].item<double>(), truth[1][1].item<double>(), truth[0][1].item<double>()};
@@ -182,7 +194,7 @@ void check(const std::string& what, const Stats& st, const torch::Tensor& centre
   for (int i = 0; i < 2; ++i)
     EXPECT_LE(std::fabs(st.mean[i]), 5 * st.mean_se[i]) << what << " mean[" << i << "] = " << st.mean[i];
   for (int i = 0; i < 3; ++i) {
-    const double tol = 5 * st.cov_se[i] + allow_bias * std::fabs(c[i] - tr[i]);
+    const double tol = 5 * st.cov_se[i] + allow_bias * std::fabs(c[i] - tr[i]) + extra;
     EXPECT_LE(std::fabs(st.cov[i] - c[i]), tol)
         << what << " " << names[i] << ": estimate " << st.cov[i] << ", centre " << c[i] << ", truth " << tr[i]
         << ", 5se " << 5 * st.cov_se[i];
@@ -234,7 +246,7 @@ TEST(GaussianTarget, Psgld) {
     gsum += (v.sqrt() + 1e-5).reciprocal().mean().item<double>();
     ++n;
   });
-  check("psgld", st, langevin_cov(eta * gsum / n), 1.0);
+  check("psgld", st, langevin_cov(eta * gsum / n), kAdaptiveAllowance, kGammaDropAllowance);
 }
 
 TEST(GaussianTarget, SghmcEuler) {
@@ -274,7 +286,7 @@ TEST(GaussianTarget, SghmcFisher) {
   });
   const double bh = bsum / n;
   std::printf("[sghmc fisher] mean beta_hat %.5f (exact gradient-noise value %.5f)\n", bh, eta / 2);
-  check("sghmc fisher", st, momentum_cov(false, a, eta, 2 * eta * (a - bh)), 1.0);
+  check("sghmc fisher", st, momentum_cov(false, a, eta, 2 * eta * (a - bh)), kAdaptiveAllowance);
 }
 
 // Thermostats: with ξ frozen, v = h p follows the SGD-form recursion with η = h², a = hξ and
@@ -293,7 +305,7 @@ void thermostat_case(const std::string& name, const std::string& integrator) {
   std::printf("[%s %s] mean thermostat %.4f\n", name.c_str(), integrator.c_str(), xi);
   auto [centre, a_star] = kinetic_matched_cov(integrator == "ssi", h * h, h * h * 2 * D * h, h * h);
   std::printf("[%s %s] kinetic-matched friction a* = %.4f (h*mean xi = %.4f)\n", name.c_str(), integrator.c_str(), a_star, h * xi);
-  check(name + " " + integrator, st, centre, 1.0);
+  check(name + " " + integrator, st, centre, kAdaptiveAllowance);
 }
 
 TEST(GaussianTarget, SgnhtEuler) { thermostat_case("sgnht", "euler"); }
@@ -303,16 +315,20 @@ TEST(GaussianTarget, MsgnhtSsi) { thermostat_case("msgnht", "ssi"); }
 
 // Santa in exploration with β = 1: with g and α frozen, w = g⊙u follows the SGD-form recursion with
 // η_c = ηg², friction α, injected variance g²·2ηg. The Euler thermostat has a fixed point only where
-// α(2−α) = 2g is solvable, i.e. g < 1/2 (see santa.h), so the Euler case uses data_size 0.25 and
-// eps (λ) 4, which keep g = 1/sqrt(λ + 4|f|) below 1/2 from the first step; the SSI fixed point
-// sinh α = g exists for every g, and it runs with λ = 1, N = 1.
+// α(2−α) = 2g is solvable, i.e. g < 1/2, and its basin ends at α = 1 + sqrt(1 − 2g) (see santa.h),
+// so the Euler case uses data_size 0.25 and eps (λ) 16, which keep g = 1/sqrt(λ + 4|f|) <= 1/4
+// from the first step (stable α ≈ 0.2, basin up to ≈ 1.7), and η = 0.01: the thermostat moves by
+// u² − η per step, and at η = 0.05 a few consecutive ~3.5σ draws of u (2000 elements × 23000 steps)
+// leave the basin and the chain diverges. Santa-Euler mixes slowly here (overdamped step ηg²/α ≈
+// 0.002), so its 5 se is ≈ 0.05, the loosest of all cases. The SSI fixed point sinh α = g exists
+// for every g, and it runs with λ = 1, N = 1.
 void santa_case(const std::string& integrator) {
   const bool ssi = integrator == "ssi";
-  const double eta = ssi ? 0.02 : 0.05, lambda = ssi ? 1.0 : 4.0, n_data = ssi ? 1.0 : 0.25;
+  const double eta = ssi ? 0.02 : 0.01, lambda = ssi ? 1.0 : 16.0;
   auto theta = initial_theta();
   auto s = make("santa", {theta},
-                {{"lr", ssi ? "0.02" : "0.05"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", "1000000"},
-                 {"eps", ssi ? "1" : "4"}, {"data_size", ssi ? "1" : "0.25"}, {"integrator", integrator}});
+                {{"lr", ssi ? "0.02" : "0.01"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", "1000000"},
+                 {"eps", ssi ? "1" : "16"}, {"data_size", ssi ? "1" : "0.25"}, {"integrator", integrator}});
   double gsum = 0, asum = 0;
   int n = 0;
   auto st = run(*s, theta, kBurn, kSteps, [&] {
@@ -321,12 +337,11 @@ void santa_case(const std::string& integrator) {
     asum += read_state(*s, "0.alpha").mean().item<double>();
     ++n;
   });
-  (void)n_data;
   const double g = gsum / n, a = asum / n;
   std::printf("[santa %s] mean g %.4f mean alpha %.4f\n", integrator.c_str(), g, a);
   auto [centre, a_star] = kinetic_matched_cov(ssi, eta * g * g, 2 * eta * g * g * g, eta * g * g);
   std::printf("[santa %s] kinetic-matched friction a* = %.4f (mean alpha %.4f)\n", integrator.c_str(), a_star, a);
-  check("santa " + integrator, st, centre, 1.0);
+  check("santa " + integrator, st, centre, kAdaptiveAllowance);
 }
 
 TEST(GaussianTarget, SantaEuler) { santa_case("euler"); }

@@ -30,6 +30,13 @@
 // Why exploration samples exp(−βŨ): with g frozen, w = g⊙u follows SGHMC in SGD form with
 // learning rate ηg², friction α and noise variance 2ηg³/β, which is correct iff α = g; the
 // thermostat drives E[u⊙u] = η/β, i.e. E[w⊙w] = ηg²/β, whose fixed point is exactly α = g.
+// STABILITY of the Euler scheme (found in testing): with ∇Ũ negligible, E[u²] = 2ηg/(β α(2−α)) in
+// the frozen-α recursion, so the thermostat's fixed point E[u²] = η/β needs α(2−α) = 2g: the stable
+// root α = 1 − sqrt(1 − 2g) exists only for g < 1/2 elementwise, and the basin ends at the unstable
+// root 1 + sqrt(1 − 2g); beyond it |1 − α| > 1, u grows, α grows, and the chain diverges. So Euler
+// exploration needs λ + sqrt(v) > 4 everywhere (large λ, or large gradients / small N) and a small
+// η (α moves by u⊙u − η/β per step). The SSI scheme has the fixed point sinh α = g for every g and
+// e^{−α/2} ≤ 1 for every α ≥ 0: prefer integrator = ssi.
 // diagnostics(): "inverse_temperature" (β of the last step), "exploring" (1/0), "thermostat_mean"
 // (mean of α).
 #pragma once
