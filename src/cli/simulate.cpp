@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "simulate/experiments.h"
 
-namespace sgmcmc::cli {
+namespace sgmcmc {
 
 int cmd_simulate(int argc, char** argv) {
   namespace fs = std::filesystem;
@@ -93,4 +93,4 @@ int cmd_simulate(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace sgmcmc::cli
+}  // namespace sgmcmc
