@@ -282,3 +282,38 @@ TEST(KFold, MeanStd) {
   EXPECT_EQ(m.n, 3);
   EXPECT_EQ(mean_std({1.0}).std, 0.0);
 }
+
+TEST(KFold, LoadRatingsDatasetFromOptions) {
+  TempDir dir;
+  std::string text;
+  for (int k = 0; k < 100; ++k)
+    text += std::to_string(k % 7) + "::" + std::to_string(k % 11) + "::" + std::to_string(1 + k % 5) + "::0\n";
+  auto path = dir.write("ratings.dat", text);
+  OptionMap o("data");
+  o.set("path", path);
+  o.set("folds", "4");
+  o.set("fold", "3");
+  o.set("val_fraction", "0.2");
+  RatingsData raw;
+  auto ds = load_ratings_dataset(o, &raw);
+  o.check_all_used();
+  EXPECT_EQ(raw.size(), 100);
+  EXPECT_EQ(ds.test.size(), 25);
+  EXPECT_EQ(ds.val.size(), 15);
+  EXPECT_EQ(ds.train.size(), 60);
+  EXPECT_EQ(ds.dims.at("users"), 7);
+  EXPECT_EQ(ds.dims.at("items"), 11);
+  // Same split as kfold_split with split_seed 0.
+  EXPECT_TRUE(torch::equal(ds.test.targets, raw.ratings.index_select(0, kfold_split(100, 4, 3, 0, 0.2).test)));
+  OptionMap none("data");
+  EXPECT_EQ(error_of([&] { load_ratings_dataset(none); }), "data.path: required for format ratings (the ratings file)");
+  OptionMap badfold("data");
+  badfold.set("path", path);
+  badfold.set("fold", "5");
+  EXPECT_EQ(error_of([&] { load_ratings_dataset(badfold); }), "data.fold: must be in [0, 4] for 5 folds, got 5");
+  OptionMap fmt("data");
+  fmt.set("path", path);
+  fmt.set("ratings_format", "json");
+  EXPECT_EQ(error_of([&] { load_ratings_dataset(fmt); }),
+            "data.ratings_format: unknown ratings format 'json' (expected auto, dat, tsv or csv)");
+}

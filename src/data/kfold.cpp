@@ -96,6 +96,32 @@ Dataset make_ratings_dataset(const RatingsData& data, const FoldSplit& split, co
   return d;
 }
 
+Dataset load_ratings_dataset(const OptionMap& o, RatingsData* ratings) {
+  const std::string ctx = o.context().empty() ? "data" : o.context();
+  const std::string path = o.get_string("path", "");
+  if (path.empty()) throw std::invalid_argument(ctx + ".path: required for format ratings (the ratings file)");
+  RatingsReadOptions ro;
+  ro.format = parse_ratings_format(o.get_string("ratings_format", "auto"), ctx + ".ratings_format");
+  ro.min_rating = o.get_double("min_rating", ro.min_rating);
+  ro.max_rating = o.get_double("max_rating", ro.max_rating);
+  if (!(ro.min_rating < ro.max_rating))
+    throw std::invalid_argument(ctx + ".max_rating: must exceed min_rating");
+  const int64_t folds = o.get_int("folds", 5);
+  const int64_t fold = o.get_int("fold", 0);
+  const int64_t split_seed = o.get_int("split_seed", 0);
+  const double val_fraction = o.get_double("val_fraction", 0.0);
+  RatingsData data = read_ratings(path, ro);
+  FoldSplit split = kfold_split(data.size(), folds, fold, static_cast<uint64_t>(split_seed), val_fraction);
+  std::ostringstream os;
+  os << path << " (ratings, " << ratings_format_name(data.format) << "): fold " << fold << "/" << folds << ", "
+     << split.train.numel() << " train / " << split.val.numel() << " val / " << split.test.numel() << " test, "
+     << data.num_users() << " users, " << data.num_items() << " items, ratings " << data.min_rating << "-"
+     << data.max_rating;
+  Dataset d = make_ratings_dataset(data, split, os.str());
+  if (ratings) *ratings = std::move(data);
+  return d;
+}
+
 MeanStd mean_std(const std::vector<double>& values) {
   MeanStd m;
   m.n = static_cast<int64_t>(values.size());

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "config/option_map.h"
 #include "data/dataset.h"
 #include "data/ratings.h"
 
@@ -30,6 +31,18 @@ FoldSplit kfold_split(int64_t n, int64_t folds, int64_t fold, uint64_t seed, dou
 // Task::kRegression, clip = true with [target_min, target_max] = the observed rating range of the
 // whole file, dims {"users": U, "items": I}.
 Dataset make_ratings_dataset(const RatingsData& data, const FoldSplit& split, const std::string& description = "");
+
+// The `ratings` data format from the keys of a `data:` block (context "data"):
+//   path            the ratings file (required)
+//   ratings_format  auto | dat | tsv | csv (default auto: by file name, then content)
+//   min_rating, max_rating   valid rating range (default 0, 5); outside it a line is an error
+//   folds, fold     k-fold cross-validation: `fold` (0-based) of `folds` (default 5, 0) is the test set
+//   split_seed      seed of the fold permutation (default 0; independent of the run's seed, so the
+//                   folds are the same for every run of a comparison)
+//   val_fraction    fraction of the training folds held out as validation (default 0)
+// Marks those keys used (the caller runs check_all_used). `ratings`, if given, receives the parsed
+// file (id maps included). On the CPU.
+Dataset load_ratings_dataset(const OptionMap& data_block, RatingsData* ratings = nullptr);
 
 // Mean and sample standard deviation (n − 1 in the denominator; 0 when n < 2), for fold aggregates.
 struct MeanStd {

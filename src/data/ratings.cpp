@@ -253,16 +253,20 @@ RatingsData read_ratings(const std::string& path, const RatingsReadOptions& opti
   return parse_ratings(text, path, options);
 }
 
-void write_id_map(const RatingsData& data, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::invalid_argument(path + ": cannot write the id map");
+std::string id_map_csv(const RatingsData& data) {
   std::string buf = "kind,index,id\n";
   buf.reserve(32 * (data.user_ids.size() + data.item_ids.size()) + 16);
   for (size_t k = 0; k < data.user_ids.size(); ++k)
     buf += "user," + std::to_string(k) + "," + std::to_string(data.user_ids[k]) + "\n";
   for (size_t k = 0; k < data.item_ids.size(); ++k)
     buf += "item," + std::to_string(k) + "," + std::to_string(data.item_ids[k]) + "\n";
-  out << buf;
+  return buf;
+}
+
+void write_id_map(const RatingsData& data, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::invalid_argument(path + ": cannot write the id map");
+  out << id_map_csv(data);
   if (!out) throw std::invalid_argument(path + ": write error");
 }
 

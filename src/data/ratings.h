@@ -59,5 +59,7 @@ RatingsData parse_ratings(const std::string& text, const std::string& name,
 // Writes the id mapping as CSV: header `kind,index,id`, then one `user,<dense>,<original>` line a
 // user and one `item,<dense>,<original>` line an item.
 void write_id_map(const RatingsData& data, const std::string& path);
+// The same text, for callers that write it themselves.
+std::string id_map_csv(const RatingsData& data);
 
 }  // namespace sgmcmc
