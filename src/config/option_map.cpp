@@ -4,9 +4,22 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 
 namespace sgmcmc {
+namespace {
+// Shortest text that reads back as the same double.
+std::string double_text(double d) {
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::ostringstream s;
+    s.precision(prec);
+    s << d;
+    if (std::strtod(s.str().c_str(), nullptr) == d) return s.str();
+  }
+  return std::to_string(d);
+}
+}  // namespace
 
 std::optional<std::string> OptionMap::lookup(const std::string& key) const {
   read_.insert(key);
@@ -22,7 +35,7 @@ void OptionMap::fail(const std::string& key, const std::string& what) const {
 
 double OptionMap::get_double(const std::string& key, double fallback) const {
   auto v = lookup(key);
-  if (!v) return fallback;
+  if (!v) return defaults_[key] = double_text(fallback), fallback;
   const char* s = v->c_str();
   char* end = nullptr;
   errno = 0;
@@ -34,7 +47,7 @@ double OptionMap::get_double(const std::string& key, double fallback) const {
 
 int64_t OptionMap::get_int(const std::string& key, int64_t fallback) const {
   auto v = lookup(key);
-  if (!v) return fallback;
+  if (!v) return defaults_[key] = std::to_string(fallback), fallback;
   const char* s = v->c_str();
   char* end = nullptr;
   errno = 0;
@@ -51,7 +64,7 @@ int64_t OptionMap::get_int(const std::string& key, int64_t fallback) const {
 
 bool OptionMap::get_bool(const std::string& key, bool fallback) const {
   auto v = lookup(key);
-  if (!v) return fallback;
+  if (!v) return defaults_[key] = fallback ? "true" : "false", fallback;
   std::string s = *v;
   std::transform(s.begin(), s.end(), s.begin(), ::tolower);
   if (s == "true" || s == "yes" || s == "on" || s == "1") return true;
@@ -61,6 +74,7 @@ bool OptionMap::get_bool(const std::string& key, bool fallback) const {
 
 std::string OptionMap::get_string(const std::string& key, const std::string& fallback) const {
   auto v = lookup(key);
+  if (!v) defaults_[key] = fallback;
   return v ? *v : fallback;
 }
 
@@ -85,6 +99,12 @@ void OptionMap::check_all_used(const std::vector<std::string>& extra_valid) cons
     std::string near = nearest(key, valid);
     fail(key, "unknown key" + (near.empty() ? std::string() : " (did you mean '" + near + "'?)"));
   }
+}
+
+std::map<std::string, std::string> OptionMap::resolved() const {
+  std::map<std::string, std::string> out = defaults_;
+  for (const auto& [k, v] : values_) out[k] = v;
+  return out;
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {

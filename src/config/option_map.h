@@ -34,6 +34,10 @@ class OptionMap {
   // among the keys that were read (or `extra_valid`).
   void check_all_used(const std::vector<std::string>& extra_valid = {}) const;
 
+  // The given values plus the fallback of every key that was read but not given (as text), i.e.
+  // the options with defaults filled in (for writing a resolved config).
+  std::map<std::string, std::string> resolved() const;
+
  private:
   std::optional<std::string> lookup(const std::string& key) const;
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
@@ -41,6 +45,7 @@ class OptionMap {
   std::string context_;
   std::map<std::string, std::string> values_;
   mutable std::set<std::string> read_;
+  mutable std::map<std::string, std::string> defaults_;  // fallbacks handed out, as text
 };
 
 // Levenshtein distance, and the closest candidate within a small distance ("" if none).

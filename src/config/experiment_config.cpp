@@ -1,0 +1,276 @@
+#include "config/experiment_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sgmcmc {
+namespace {
+
+const std::vector<std::string> kBlocks = {"data", "model", "prior", "sampler", "schedule", "train", "output"};
+const std::vector<std::string> kTopLevel = {"name", "seed", "device"};
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+  throw std::invalid_argument(source + ": " + what);
+}
+
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string near = nearest(word, candidates);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
+std::string scalar_or_list(const YAML::Node& node, const std::string& source, const std::string& path) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsNull()) return "";
+  if (node.IsSequence()) {
+    std::string out;
+    for (const auto& item : node) {
+      if (!item.IsScalar()) fail(source, path + ": list items must be scalars");
+      out += (out.empty() ? "" : ",") + item.Scalar();
+    }
+    return out;
+  }
+  fail(source, path + ": expected a value or a list, got a mapping (nesting is one level: block.key)");
+}
+
+void check_block(const std::string& source, const std::string& block) {
+  if (std::find(kBlocks.begin(), kBlocks.end(), block) == kBlocks.end()) {
+    std::vector<std::string> all = kBlocks;
+    all.insert(all.end(), kTopLevel.begin(), kTopLevel.end());
+    fail(source, block + ": unknown key" + suggestion(block, all));
+  }
+}
+
+void check_positive_int(const std::string& where, int64_t v) {
+  if (v <= 0) throw std::invalid_argument(where + ": must be > 0, got " + std::to_string(v));
+}
+void check_nonneg_int(const std::string& where, int64_t v) {
+  if (v < 0) throw std::invalid_argument(where + ": must be >= 0, got " + std::to_string(v));
+}
+void check_positive(const std::string& where, double v) {
+  if (!(v > 0)) {
+    std::ostringstream s;
+    s << where << ": must be > 0, got " << v;
+    throw std::invalid_argument(s.str());
+  }
+}
+
+}  // namespace
+
+std::string ExperimentConfig::sampler_name() const { return sampler.get_string("name", ""); }
+
+RawConfig parse_raw_config(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(source, "YAML syntax error at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  RawConfig raw;
+  raw.source = source;
+  raw.blocks[""] = OptionMap(source);
+  for (const auto& b : kBlocks) raw.blocks[b] = OptionMap(source + ": " + b);
+  if (root.IsNull()) return raw;
+  if (!root.IsMap()) fail(source, "expected a mapping of blocks (data:, model:, sampler:, ...)");
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    const YAML::Node& value = kv.second;
+    if (std::find(kTopLevel.begin(), kTopLevel.end(), key) != kTopLevel.end()) {
+      if (!value.IsScalar()) fail(source, key + ": expected a scalar value");
+      raw.blocks[""].set(key, value.Scalar());
+      continue;
+    }
+    check_block(source, key);
+    if (value.IsNull()) continue;
+    if (!value.IsMap()) fail(source, key + ": expected a mapping of options");
+    for (const auto& item : value) {
+      std::string k = item.first.as<std::string>();
+      raw.blocks[key].set(k, scalar_or_list(item.second, source, key + "." + k));
+    }
+  }
+  return raw;
+}
+
+RawConfig read_raw_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  RawConfig raw = parse_raw_config(ss.str(), path);
+  // Default run name: the file stem.
+  if (!raw.blocks[""].has("name")) raw.blocks[""].set("name", std::filesystem::path(path).stem().string());
+  return raw;
+}
+
+void apply_override(RawConfig& raw, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument("--set " + assignment + ": expected key=value (e.g. train.epochs=5)");
+  std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  auto dot = key.find('.');
+  if (dot == std::string::npos) {
+    if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) {
+      std::vector<std::string> all = kTopLevel;
+      for (const auto& b : kBlocks) all.push_back(b + ".");
+      throw std::invalid_argument("--set " + assignment + ": unknown key '" + key + "'" + suggestion(key, all));
+    }
+    raw.blocks[""].set(key, value);
+    return;
+  }
+  std::string block = key.substr(0, dot), sub = key.substr(dot + 1);
+  if (std::find(kBlocks.begin(), kBlocks.end(), block) == kBlocks.end())
+    throw std::invalid_argument("--set " + assignment + ": unknown block '" + block + "'" +
+                                suggestion(block, kBlocks));
+  if (sub.empty() || sub.find('.') != std::string::npos)
+    throw std::invalid_argument("--set " + assignment + ": expected block.key=value");
+  // Unknown keys inside a block are caught when the block is read (check_all_used).
+  raw.blocks[block].set(sub, value);
+}
+
+ExperimentConfig build_config(RawConfig raw) {
+  ExperimentConfig c;
+  c.source = raw.source;
+  const std::string& src = raw.source;
+  for (const auto& b : kBlocks) raw.blocks.try_emplace(b, OptionMap(src + ": " + b));
+  raw.blocks.try_emplace("", OptionMap(src));
+
+  // Top level.
+  OptionMap& top = raw.blocks[""];
+  c.name = top.get_string("name", "run");
+  int64_t seed = top.get_int("seed", 1);
+  check_nonneg_int(src + ": seed", seed);
+  c.seed = static_cast<uint64_t>(seed);
+  c.device = top.get_string("device", "cpu");
+  if (c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
+    fail(src, "device: must be cpu, cuda or cuda:N, got '" + c.device + "'");
+  top.check_all_used();
+
+  // data
+  OptionMap& d = raw.blocks["data"];
+  c.data.format = d.get_choice("format", "idx", {"idx", "ratings", "csv"});
+  c.data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
+  c.data.val_size = d.get_int("val_size", 10000);
+  check_nonneg_int(d.context() + ".val_size", c.data.val_size);
+  c.data.train_limit = d.get_int("train_limit", 0);
+  check_nonneg_int(d.context() + ".train_limit", c.data.train_limit);
+  c.data.test_limit = d.get_int("test_limit", 0);
+  check_nonneg_int(d.context() + ".test_limit", c.data.test_limit);
+  c.data.normalize = d.get_bool("normalize", true);
+  c.data.options = d;  // remaining keys are the loader's (checked in load_dataset)
+
+  // prior
+  OptionMap& p = raw.blocks["prior"];
+  c.prior.precision = p.get_double("precision", 1.0);
+  check_positive(p.context() + ".precision", c.prior.precision);
+  c.prior.hyperprior = p.get_choice("hyperprior", "gamma", {"gamma", "none"});
+  c.prior.alpha = p.get_double("alpha", 1.0);
+  check_positive(p.context() + ".alpha", c.prior.alpha);
+  c.prior.beta = p.get_double("beta", 1.0);
+  check_positive(p.context() + ".beta", c.prior.beta);
+  c.prior.gibbs_every_epochs = p.get_int("gibbs_every_epochs", 1);
+  check_nonneg_int(p.context() + ".gibbs_every_epochs", c.prior.gibbs_every_epochs);
+  c.prior.gibbs_every_steps = p.get_int("gibbs_every_steps", 0);
+  check_nonneg_int(p.context() + ".gibbs_every_steps", c.prior.gibbs_every_steps);
+  c.prior.groups = p.get_choice("groups", "per_tensor", {"per_tensor", "single", "model"});
+  p.check_all_used();
+
+  // train
+  OptionMap& t = raw.blocks["train"];
+  c.train.epochs = t.get_int("epochs", 10);
+  check_positive_int(t.context() + ".epochs", c.train.epochs);
+  c.train.batch_size = t.get_int("batch_size", 500);
+  check_positive_int(t.context() + ".batch_size", c.train.batch_size);
+  c.train.burn_in = t.get_double("burn_in", 0);
+  if (c.train.burn_in < 0) fail(src, "train.burn_in: must be >= 0 epochs");
+  if (c.train.burn_in >= static_cast<double>(c.train.epochs))
+    fail(src, "train.burn_in: burn-in (" + t.get_string("burn_in", "") + " epochs) must be shorter than train.epochs (" +
+                  std::to_string(c.train.epochs) + ")");
+  c.train.burn_in_steps = t.get_int("burn_in_steps", -1);
+  c.train.thin = t.get_int("thin", 0);
+  check_nonneg_int(t.context() + ".thin", c.train.thin);
+  c.train.eval_every = t.get_int("eval_every", 1);
+  check_positive_int(t.context() + ".eval_every", c.train.eval_every);
+  c.train.eval_every_steps = t.get_int("eval_every_steps", 0);
+  check_nonneg_int(t.context() + ".eval_every_steps", c.train.eval_every_steps);
+  c.train.eval_batch_size = t.get_int("eval_batch_size", 10000);
+  check_positive_int(t.context() + ".eval_batch_size", c.train.eval_batch_size);
+  c.train.threads = t.get_int("threads", 0);
+  check_nonneg_int(t.context() + ".threads", c.train.threads);
+  t.check_all_used();
+
+  // output
+  OptionMap& o = raw.blocks["output"];
+  c.output.dir = o.get_string("dir", "");
+  c.output.save_samples = o.get_bool("save_samples", false);
+  c.output.checkpoint = o.get_bool("checkpoint", true);
+  c.output.progress = o.get_bool("progress", true);
+  o.check_all_used();
+
+  c.model = raw.blocks["model"];
+  c.sampler = raw.blocks["sampler"];
+  c.schedule = raw.blocks["schedule"];
+  if (c.sampler_name().empty()) fail(src, "sampler.name: missing (e.g. sampler: {name: sgld, lr: 1e-5})");
+  c.typed_blocks[""] = top;
+  c.typed_blocks["prior"] = p;
+  c.typed_blocks["train"] = t;
+  c.typed_blocks["output"] = o;
+  return c;
+}
+
+ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  RawConfig raw = read_raw_config(path);
+  for (const auto& a : overrides) apply_override(raw, a);
+  return build_config(std::move(raw));
+}
+
+std::string to_yaml(const ExperimentConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  auto top_it = c.typed_blocks.find("");
+  if (top_it != c.typed_blocks.end()) {
+    for (const auto& [k, v] : top_it->second.resolved()) out << YAML::Key << k << YAML::Value << v;
+  } else {
+    out << YAML::Key << "name" << YAML::Value << c.name << YAML::Key << "seed" << YAML::Value << c.seed
+        << YAML::Key << "device" << YAML::Value << c.device;
+  }
+  auto block = [&](const std::string& name, const OptionMap& m) {
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : m.resolved()) out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+  };
+  auto typed = [&](const std::string& name) {
+    auto it = c.typed_blocks.find(name);
+    block(name, it == c.typed_blocks.end() ? OptionMap() : it->second);
+  };
+  block("data", c.data.options);
+  block("model", c.model);
+  typed("prior");
+  block("sampler", c.sampler);
+  block("schedule", c.schedule);
+  typed("train");
+  typed("output");
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& where) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto b = item.find_first_not_of(" \t[]"), e = item.find_last_not_of(" \t[]");
+    if (b == std::string::npos) continue;
+    item = item.substr(b, e - b + 1);
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0')
+      throw std::invalid_argument(where + ": expected a list of integers, got '" + text + "'");
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,110 @@
+// Experiment configuration: YAML file -> typed structs (+ OptionMaps for the blocks whose keys
+// belong to a plug-in: sampler, schedule, model, data format extras).
+//
+// Layout of a config file (every block optional except sampler.name; unknown keys are errors):
+//   name: mnist_bnn_sghmc     # run name (default: file stem)
+//   seed: 1
+//   device: cpu               # cpu | cuda | cuda:N
+//   data:     {format: idx, dir: ..., val_size: 10000, ...}          -> DataConfig
+//   model:    {name: mlp, hidden: [100], activation: sigmoid, ...}   -> OptionMap (models/factory)
+//   prior:    {precision: 1, hyperprior: gamma, alpha: 1, beta: 1, ...} -> PriorConfig
+//   sampler:  {name: sghmc, lr: 2e-6, ...}                           -> OptionMap (samplers/registry)
+//   schedule: {type: constant | polynomial | step | cyclical, ...}   -> OptionMap (samplers/schedules)
+//   train:    {epochs: 800, burn_in: 50, batch_size: 500, ...}       -> TrainConfig
+//   output:   {dir: ..., save_samples: false, checkpoint: true}      -> OutputConfig
+// Only src/config/ includes yaml-cpp. YAML sequences become comma-separated strings ("100,100").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/option_map.h"
+
+namespace sgmcmc {
+
+struct DataConfig {
+  std::string format = "idx";      // idx | ratings | csv
+  std::string dir;                 // directory holding the files
+  int64_t val_size = 10000;        // validation examples carved from train (seeded); 0 = none
+  int64_t train_limit = 0;         // use only the first N training examples (0 = all)
+  int64_t test_limit = 0;          // use only the first N test examples (0 = all)
+  bool normalize = true;           // idx: scale pixels to [0, 1]
+  // The whole `data:` block, for format-specific keys (ratings readers etc.). Keys read through
+  // the typed fields above are already marked used; load_dataset() checks the rest.
+  OptionMap options;
+};
+
+struct PriorConfig {
+  double precision = 1.0;          // initial (or fixed) λ_g of the N(0, 1/λ_g) prior
+  std::string hyperprior = "gamma";  // gamma | none
+  double alpha = 1.0, beta = 1.0;  // Gamma(α, β) hyperprior (rate β)
+  int64_t gibbs_every_epochs = 1;  // Gibbs step for the λ's every E epochs ...
+  int64_t gibbs_every_steps = 0;   // ... or every K steps (takes precedence when > 0)
+  std::string groups = "per_tensor";  // per_tensor (App. H.1) | single | model (the model's prior_groups())
+};
+
+struct TrainConfig {
+  int64_t epochs = 10;
+  int64_t batch_size = 500;
+  double burn_in = 0;              // epochs (may be fractional) before samples are averaged
+  int64_t burn_in_steps = -1;      // alternative in steps (>= 0 overrides burn_in)
+  int64_t thin = 0;                // steps between averaged samples; 0 = one sample per epoch
+  int64_t eval_every = 1;          // epochs between evaluations (rows of metrics.csv)
+  int64_t eval_every_steps = 0;    // or every K steps (> 0 overrides eval_every)
+  int64_t eval_batch_size = 10000; // chunk size for predictions
+  int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
+};
+
+struct OutputConfig {
+  std::string dir;                 // run directory (default runs/<name>-<timestamp>)
+  bool save_samples = false;       // write every averaged sample to samples/
+  bool checkpoint = true;          // write checkpoint.pt at every evaluation
+  bool progress = true;            // progress line with ETA when stderr is a terminal
+};
+
+struct ExperimentConfig {
+  std::string source;              // file the config came from (for messages)
+  std::string name;
+  uint64_t seed = 1;
+  std::string device = "cpu";
+  DataConfig data;
+  OptionMap model{"model"};
+  PriorConfig prior;
+  OptionMap sampler{"sampler"};
+  OptionMap schedule{"schedule"};
+  TrainConfig train;
+  OutputConfig output;
+  // The parsed blocks "" (top level), "prior", "train", "output" with their keys marked used (for to_yaml).
+  std::map<std::string, OptionMap> typed_blocks;
+
+  std::string sampler_name() const;
+};
+
+// Raw, unparsed form: block name -> OptionMap, plus top-level scalars under block "".
+struct RawConfig {
+  std::string source;
+  std::map<std::string, OptionMap> blocks;
+};
+
+// Reads a YAML file into raw blocks. Throws std::invalid_argument "<file>: ..." on syntax errors,
+// unknown blocks (with a suggestion) and nesting deeper than block.key.
+RawConfig read_raw_config(const std::string& path);
+RawConfig parse_raw_config(const std::string& yaml_text, const std::string& source);
+// Applies one "a.b=value" (or "seed=3") override; unknown blocks are errors with a suggestion.
+void apply_override(RawConfig& raw, const std::string& assignment);
+// Converts raw blocks to typed structs, checks ranges and that data/prior/train/output/top-level
+// keys are all known. (sampler/schedule/model keys are checked by their consumers.)
+ExperimentConfig build_config(RawConfig raw);
+// read_raw_config + overrides + build_config.
+ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// YAML text of the resolved config: typed fields with defaults filled in; the OptionMap blocks with
+// the given values plus every default their consumers read (OptionMap::resolved()).
+std::string to_yaml(const ExperimentConfig& config);
+
+// Comma-separated list parsing for list-valued options ("100,100" -> {100, 100}).
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& where);
+
+}  // namespace sgmcmc

@@ -1,0 +1,55 @@
+#include "data/load.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "data/idx.h"
+#include "data/splits.h"
+
+namespace sgmcmc {
+
+Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
+  const std::string& dir = config.dir;
+  const std::string where = config.options.context().empty() ? "data" : config.options.context();
+  if (!std::filesystem::is_directory(dir))
+    throw std::invalid_argument(where + ".dir: '" + dir + "' is not a directory");
+  config.options.check_all_used();
+  auto train = read_idx_images(find_idx_file(dir, "train-images-idx3-ubyte"), find_idx_file(dir, "train-labels-idx1-ubyte"));
+  auto test = read_idx_images(find_idx_file(dir, "t10k-images-idx3-ubyte"), find_idx_file(dir, "t10k-labels-idx1-ubyte"));
+  if (train.images.size(1) != test.images.size(1) || train.images.size(2) != test.images.size(2))
+    throw std::invalid_argument(dir + ": train images are " + std::to_string(train.images.size(1)) + "x" +
+                                std::to_string(train.images.size(2)) + " but test images are " +
+                                std::to_string(test.images.size(1)) + "x" + std::to_string(test.images.size(2)));
+  auto to_batch = [&](const IdxImages& im) {
+    Batch b;
+    b.inputs = im.images.unsqueeze(1).to(torch::kFloat32);
+    if (config.normalize) b.inputs.div_(255.0);
+    b.targets = im.labels;
+    return b;
+  };
+  Dataset ds;
+  ds.task = Task::kClassification;
+  Batch full_train = take_first(to_batch(train), config.train_limit);
+  auto [tr, val] = split_validation(full_train, config.val_size, seed, where + ".val_size");
+  ds.train = tr;
+  ds.val = val;
+  ds.test = take_first(to_batch(test), config.test_limit);
+  int64_t max_label = std::max(train.labels.max().item<int64_t>(), test.labels.size(0) ? test.labels.max().item<int64_t>() : 0);
+  if (train.labels.min().item<int64_t>() < 0) throw std::invalid_argument(dir + ": negative label");
+  ds.num_classes = max_label + 1;
+  const int64_t h = train.images.size(1), w = train.images.size(2);
+  ds.dims = {{"channels", 1}, {"height", h}, {"width", w}, {"features", h * w}, {"classes", ds.num_classes}};
+  ds.description = std::filesystem::path(dir).filename().string() + " (idx): " + std::to_string(ds.train.size()) +
+                   " train / " + std::to_string(ds.val.size()) + " val / " + std::to_string(ds.test.size()) +
+                   " test, " + std::to_string(h) + "x" + std::to_string(w) + ", " + std::to_string(ds.num_classes) +
+                   " classes";
+  return ds;
+}
+
+Dataset load_dataset(const DataConfig& config, uint64_t seed) {
+  if (config.format == "idx") return load_idx_dataset(config, seed);
+  const std::string where = config.options.context().empty() ? "data" : config.options.context();
+  throw std::invalid_argument(where + ".format: '" + config.format + "' is not available in this build yet (have: idx)");
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,25 @@
+// Data set loading, dispatching on data.format:
+//   idx:     MNIST layout in data.dir: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
+//            (MNIST, Fashion-MNIST). Inputs float [n, 1, rows, cols] scaled to [0, 1]
+//            (data.normalize), targets int64. dims: channels, height, width, features.
+//   ratings: MovieLens (added by the BPMF work; src/data/ratings.*).
+//   csv:     not yet available.
+// A validation split of data.val_size examples is carved from train with a seed derived from
+// `seed`; data.train_limit / data.test_limit truncate (for quick runs). Everything stays on CPU;
+// the trainer moves the data set to the training device.
+#pragma once
+
+#include <cstdint>
+
+#include "config/experiment_config.h"
+#include "data/dataset.h"
+
+namespace sgmcmc {
+
+// Throws std::invalid_argument for unknown data-block keys, missing/corrupt files, bad sizes.
+Dataset load_dataset(const DataConfig& config, uint64_t seed);
+
+// The idx branch on its own.
+Dataset load_idx_dataset(const DataConfig& config, uint64_t seed);
+
+}  // namespace sgmcmc

@@ -1,0 +1,89 @@
+#include "priors/gaussian_prior.h"
+
+#include <stdexcept>
+
+namespace sgmcmc {
+
+torch::Tensor sample_gamma(const torch::Tensor& shape, const torch::Tensor& rate, at::Generator& gen) {
+  auto a = shape.to(torch::kFloat64);
+  return at::_standard_gamma(a, gen) / rate.to(a.options());
+}
+
+GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, bool learn, double alpha, double beta)
+    : groups_(std::move(groups)), lambda_(groups_.size(), precision), learn_(learn), alpha_(alpha), beta_(beta) {
+  if (!(precision > 0)) throw std::invalid_argument("prior.precision: must be > 0");
+  if (!(alpha > 0) || !(beta > 0)) throw std::invalid_argument("prior.alpha/beta: must be > 0");
+}
+
+torch::Tensor GaussianPrior::neg_log_prob() const {
+  torch::Tensor total;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (const auto& p : groups_[g].params) {
+      auto term = p.pow(2).sum() * (0.5 * lambda_[g]);
+      total = total.defined() ? total + term : term;
+    }
+  return total.defined() ? total : torch::zeros({});
+}
+
+void GaussianPrior::add_grad() const {
+  torch::NoGradGuard no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (const auto& p : groups_[g].params) {
+      auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+      if (!grad.defined()) grad = torch::zeros_like(p);
+      grad.add_(p, lambda_[g]);
+    }
+}
+
+void GaussianPrior::gibbs_step(at::Generator& gen) {
+  if (!learn_ || groups_.empty()) return;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> sq;
+  std::vector<double> shape;
+  for (const auto& g : groups_) {
+    torch::Tensor s;
+    for (const auto& p : g.params) {
+      auto t = p.detach().to(torch::kFloat64).pow(2).sum();
+      s = s.defined() ? s + t : t;
+    }
+    sq.push_back(s.defined() ? s.cpu() : torch::zeros({}, torch::kFloat64));
+    shape.push_back(alpha_ + 0.5 * static_cast<double>(g.numel()));
+  }
+  auto sq_t = torch::stack(sq);
+  // Gamma draws on the generator's device (a CUDA generator draws on the GPU).
+  auto dev = gen.device();
+  auto shape_t = torch::tensor(shape, torch::kFloat64).to(dev);
+  auto rate_t = (sq_t * 0.5 + beta_).to(dev);
+  auto draw = sample_gamma(shape_t, rate_t, gen).cpu();
+  auto acc = draw.accessor<double, 1>();
+  for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = std::max(acc[g], 1e-300);
+}
+
+void GaussianPrior::set_precisions(const std::vector<double>& lambda) {
+  if (lambda.size() != lambda_.size())
+    throw std::invalid_argument("prior: checkpoint has " + std::to_string(lambda.size()) + " precisions, model has " +
+                                std::to_string(lambda_.size()) + " groups");
+  lambda_ = lambda;
+}
+
+std::map<std::string, double> GaussianPrior::log_values() const {
+  std::map<std::string, double> out;
+  for (size_t g = 0; g < groups_.size(); ++g) out["lambda." + groups_[g].name] = lambda_[g];
+  return out;
+}
+
+std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode) {
+  if (mode == "model") return model.prior_groups();
+  std::vector<PriorGroup> groups;
+  if (mode == "single") {
+    PriorGroup all{"all", {}};
+    for (const auto& p : model.parameters()) all.params.push_back(p);
+    groups.push_back(all);
+    return groups;
+  }
+  if (mode != "per_tensor") throw std::invalid_argument("prior.groups: unknown mode '" + mode + "'");
+  for (const auto& item : model.named_parameters()) groups.push_back({item.key(), {item.value()}});
+  return groups;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,58 @@
+// Gaussian priors over groups of parameters, with an optional Gamma hyperprior on each group's
+// precision, resampled by a Gibbs step.
+//
+//   θ_g ~ N(0, λ_g^{-1} I),   λ_g ~ Gamma(α, β)   (shape α, rate β)
+//   −log p(θ) = Σ_g λ_g ‖θ_g‖² / 2 + const,   ∇_θg = λ_g θ_g
+//   Gibbs:  λ_g | θ_g ~ Gamma(α + n_g/2, β + ‖θ_g‖²/2)      (n_g = number of entries of group g)
+// Chen, Fox & Guestrin 2014 (000), App. H.1 (α = β = 1; H.1 writes exp(−λ‖A‖²), i.e. its λ is
+// half of the precision used here). For the optimizer baselines the same prior with a fixed λ is
+// the weight decay (∇ = λθ).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace sgmcmc {
+
+// Gamma(shape, rate) draws, one per entry of `shape` (float64 tensor, any device), from `gen`
+// (at::_standard_gamma with an explicit generator).
+torch::Tensor sample_gamma(const torch::Tensor& shape, const torch::Tensor& rate, at::Generator& gen);
+
+class GaussianPrior {
+ public:
+  // `precision`: the initial λ for every group. `learn`: whether gibbs_step() resamples λ.
+  GaussianPrior(std::vector<PriorGroup> groups, double precision, bool learn, double alpha, double beta);
+
+  // Σ_g λ_g ‖θ_g‖²/2 (differentiable scalar).
+  torch::Tensor neg_log_prob() const;
+  // Adds λ_g θ_g to every parameter's .grad (allocating zero gradients where undefined). No host sync.
+  void add_grad() const;
+  // Resamples every λ_g from its conditional (no-op if not learned). One host sync.
+  void gibbs_step(at::Generator& gen);
+
+  const std::vector<PriorGroup>& groups() const { return groups_; }
+  const std::vector<double>& precisions() const { return lambda_; }
+  void set_precisions(const std::vector<double>& lambda);
+  bool learned() const { return learn_; }
+  double alpha() const { return alpha_; }
+  double beta() const { return beta_; }
+  // {"lambda.<group>": λ}, for logging.
+  std::map<std::string, double> log_values() const;
+
+ private:
+  std::vector<PriorGroup> groups_;
+  std::vector<double> lambda_;
+  bool learn_;
+  double alpha_, beta_;
+};
+
+// Prior groups for `model` by `mode`: per_tensor (each parameter tensor), single (all together),
+// model (the model's own prior_groups()).
+std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode);
+
+}  // namespace sgmcmc

@@ -1,0 +1,565 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "compat.h"
+#include "data/load.h"
+#include "models/factory.h"
+#include "priors/gaussian_prior.h"
+#include "samplers/registry.h"
+#include "samplers/schedules.h"
+
+namespace fs = std::filesystem;
+
+namespace sgmcmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "";
+  std::ostringstream s;
+  s << std::setprecision(8) << v;
+  return s.str();
+}
+
+std::string json_num(double v) { return std::isfinite(v) ? num(v) : "null"; }
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') { out += "\\n"; continue; }
+    out += c;
+  }
+  return out;
+}
+
+void write_atomic(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw std::runtime_error(tmp.string() + ": cannot write");
+    out << text;
+    if (!out) throw std::runtime_error(tmp.string() + ": write failed");
+  }
+  fs::rename(tmp, path);
+}
+
+// Model outputs on a whole split, in chunks, without gradients.
+torch::Tensor predict_all(Model& model, const Batch& split, int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  const int64_t n = split.size();
+  for (int64_t i = 0; i < n; i += chunk) parts.push_back(model.predict(split.inputs.slice(0, i, std::min(n, i + chunk))));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts, 0);
+}
+
+double tau_of(Model& model) {
+  auto h = model.likelihood_hyperparameters();
+  auto it = h.find("tau");
+  return it == h.end() ? 1.0 : it->second;
+}
+
+void save_model(torch::serialize::OutputArchive& ar, Model& model, const std::string& prefix) {
+  for (const auto& item : model.named_parameters()) ar.write(prefix + item.key(), item.value().detach());
+  for (const auto& item : model.named_buffers()) ar.write(prefix + item.key(), item.value(), /*is_buffer=*/true);
+}
+
+void load_model(torch::serialize::InputArchive& ar, Model& model, const std::string& prefix, const std::string& file) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    torch::Tensor t;
+    if (!ar.try_read(prefix + item.key(), t)) throw std::invalid_argument(file + ": missing parameter " + item.key());
+    if (t.sizes() != item.value().sizes()) throw std::invalid_argument(file + ": parameter " + item.key() + " has the wrong shape");
+    item.value().copy_(t);
+  }
+  for (auto& item : model.named_buffers()) {
+    torch::Tensor t;
+    if (ar.try_read(prefix + item.key(), t, /*is_buffer=*/true)) item.value().copy_(t);
+  }
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  long t = static_cast<long>(s + 0.5);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+struct Everything {
+  ExperimentConfig config;
+  Dataset data;
+  ModelPtr model;
+  torch::Device device{torch::kCPU};
+};
+
+// Data set (on the device) and model (on the device) for a config.
+void build_data_and_model(Everything& e) {
+  e.device = torch::Device(e.config.device);
+  if (e.device.is_cuda() && !compat::cuda_available())
+    throw std::invalid_argument(e.config.source + ": device: cuda requested but no CUDA device is available");
+  Dataset cpu = load_dataset(e.config.data, e.config.seed);
+  if (cpu.train.size() == 0) throw std::invalid_argument(e.config.source + ": data: the training set is empty");
+  e.model = make_model(e.config.model, cpu, e.config.seed);
+  e.model->to(e.device);
+  e.data = cpu.to(e.device);
+}
+
+}  // namespace
+
+std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,
+                                                 bool classification, double tau, bool clip, double lo, double hi) {
+  std::map<std::string, double> m;
+  if (!prediction.defined() || prediction.size(0) == 0) return m;
+  torch::NoGradGuard no_grad;
+  if (classification) {
+    auto p = prediction.to(torch::kFloat64);
+    auto pred = p.argmax(1);
+    m["error"] = pred.ne(targets).to(torch::kFloat64).mean().item<double>();
+    auto py = p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300);
+    m["nll"] = -py.log().mean().item<double>();
+  } else {
+    auto f = prediction.to(torch::kFloat64);
+    if (clip) f = f.clamp(lo, hi);
+    auto r2 = (f - targets.to(torch::kFloat64)).pow(2);
+    m["rmse"] = std::sqrt(r2.mean().item<double>());
+    m["nll"] = 0.5 * tau * r2.mean().item<double>() - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
+  }
+  return m;
+}
+
+std::string default_run_dir(const std::string& name) {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return (fs::path("runs") / (name + "-" + buf)).string();
+}
+
+RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
+  const auto t_start = Clock::now();
+  if (config.train.threads > 0) torch::set_num_threads(static_cast<int>(config.train.threads));
+
+  // Run directory.
+  fs::path dir = !opt.out_dir.empty() ? fs::path(opt.out_dir)
+                 : !config.output.dir.empty() ? fs::path(config.output.dir)
+                                              : fs::path(default_run_dir(config.name));
+  const fs::path ckpt_path = dir / "checkpoint.pt";
+  if (opt.resume) {
+    if (!fs::exists(ckpt_path))
+      throw std::invalid_argument(dir.string() + ": cannot resume, no checkpoint.pt in the run directory");
+  } else if (fs::exists(dir) && !(fs::is_directory(dir) && fs::is_empty(dir))) {
+    if (!opt.overwrite)
+      throw std::invalid_argument(dir.string() + ": run directory exists (use --overwrite to replace it or --resume to continue it)");
+    fs::remove_all(dir);
+  }
+  fs::create_directories(dir);
+  config.output.dir = dir.string();
+
+  Everything e;
+  e.config = config;
+  build_data_and_model(e);
+  ExperimentConfig& cfg = e.config;
+  Model& model = *e.model;
+  const Dataset& data = e.data;
+  const bool classification = data.task == Task::kClassification;
+
+  // Generators: one on the device (data order, sampler noise, likelihood Gibbs), one on the CPU (λ Gibbs).
+  auto gen_dev = compat::make_generator(e.device, cfg.seed * 2 + 1);
+  auto gen_cpu = compat::make_generator(torch::kCPU, cfg.seed * 2 + 2);
+
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model.parameters()) params.push_back(p);
+  auto sampler = make_sampler(cfg.sampler_name(), {ParamGroup(params)}, cfg.sampler, gen_dev);
+  const bool is_sampler = sampler->is_sampler();
+  GaussianPrior prior(make_prior_groups(model, cfg.prior.groups), cfg.prior.precision,
+                      is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha, cfg.prior.beta);
+
+  const int64_t N = data.train.size(), n = cfg.train.batch_size;
+  if (n > N)
+    throw std::invalid_argument(cfg.source + ": train.batch_size " + std::to_string(n) + " exceeds the training set (" +
+                                std::to_string(N) + " examples)");
+  const int64_t spe = N / n;  // steps per epoch (the remainder of each shuffled epoch is dropped)
+  const int64_t total = cfg.train.epochs * spe;
+  const int64_t burn = cfg.train.burn_in_steps >= 0 ? cfg.train.burn_in_steps
+                                                    : static_cast<int64_t>(std::llround(cfg.train.burn_in * spe));
+  if (is_sampler && burn >= total)
+    throw std::invalid_argument(cfg.source + ": train.burn_in: burn-in (" + std::to_string(burn) +
+                                " steps) must be shorter than the run (" + std::to_string(total) + " steps)");
+  const int64_t thin = cfg.train.thin > 0 ? cfg.train.thin : spe;
+  const int64_t eval_every = cfg.train.eval_every_steps > 0 ? cfg.train.eval_every_steps : cfg.train.eval_every * spe;
+  const int64_t gibbs_every = cfg.prior.gibbs_every_steps > 0 ? cfg.prior.gibbs_every_steps
+                                                              : cfg.prior.gibbs_every_epochs * spe;
+  auto schedule = make_schedule(cfg.schedule, sampler->lr(), total, spe);
+  cfg.schedule.check_all_used();
+  const double scale = static_cast<double>(N) / static_cast<double>(n);
+  const int64_t chunk = cfg.train.eval_batch_size;
+
+  // Resolved config (defaults filled in by every consumer above).
+  write_atomic(dir / "config.yaml", to_yaml(cfg));
+
+  // State.
+  int64_t step = 0, pos = 0, samples = 0, rows = 0;
+  double wall_before = 0;
+  torch::Tensor perm;
+  auto fopts = torch::TensorOptions().dtype(torch::kFloat64).device(e.device);
+  torch::Tensor loss_sum = torch::zeros({}, fopts);
+  int64_t loss_count = 0;
+  torch::Tensor avg_test, avg_val;  // running sums of predictive outputs (float64)
+  torch::Tensor last_test_pred;     // current sample's test prediction at its last computation
+
+  if (opt.resume) {
+    torch::serialize::InputArchive ar;
+    ar.load_from(ckpt_path.string(), e.device);
+    load_model(ar, model, "model.", ckpt_path.string());
+    torch::serialize::InputArchive sa;
+    ar.read("sampler", sa);
+    sampler->load(sa);
+    torch::Tensor t;
+    ar.read("prior.lambda", t);
+    t = t.cpu();
+    prior.set_precisions(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()));
+    ar.read("gen_dev", t);
+    compat::set_generator_state(gen_dev, t.cpu());
+    ar.read("gen_cpu", t);
+    compat::set_generator_state(gen_cpu, t.cpu());
+    ar.read("counters", t);
+    t = t.cpu();
+    step = t[0].item<int64_t>();
+    pos = t[1].item<int64_t>();
+    samples = t[2].item<int64_t>();
+    rows = t[3].item<int64_t>();
+    loss_count = t[4].item<int64_t>();
+    ar.read("wall", t);
+    wall_before = t.item<double>();
+    ar.read("loss_sum", t);
+    loss_sum = t.to(fopts);
+    if (ar.try_read("perm", t)) perm = t.to(e.device);
+    if (ar.try_read("avg_test", t)) avg_test = t.to(e.device);
+    if (ar.try_read("avg_val", t)) avg_val = t.to(e.device);
+    if (pos != 0 && !perm.defined()) throw std::invalid_argument(ckpt_path.string() + ": checkpoint lacks the data order");
+    if (step > total)
+      throw std::invalid_argument(ckpt_path.string() + ": checkpoint is at step " + std::to_string(step) +
+                                  ", beyond the configured run (" + std::to_string(total) + " steps)");
+    // metrics.csv: keep the header and the rows the checkpoint knows about.
+    std::ifstream in(dir / "metrics.csv");
+    std::string line, kept;
+    for (int64_t i = 0; i <= rows && std::getline(in, line); ++i) kept += line + "\n";
+    in.close();
+    write_atomic(dir / "metrics.csv", kept);
+  }
+
+  auto save_checkpoint = [&]() {
+    if (!cfg.output.checkpoint) return;
+    torch::serialize::OutputArchive ar;
+    save_model(ar, model, "model.");
+    torch::serialize::OutputArchive sa;
+    sampler->save(sa);
+    ar.write("sampler", sa);
+    ar.write("prior.lambda", torch::tensor(prior.precisions(), torch::kFloat64));
+    ar.write("gen_dev", compat::generator_state(gen_dev), true);
+    ar.write("gen_cpu", compat::generator_state(gen_cpu), true);
+    ar.write("counters", torch::tensor({step, pos, samples, rows, loss_count}, torch::kInt64), true);
+    ar.write("wall", torch::tensor(wall_before + seconds_since(t_start), torch::kFloat64), true);
+    ar.write("loss_sum", loss_sum, true);
+    if (perm.defined()) ar.write("perm", perm, true);
+    if (avg_test.defined()) ar.write("avg_test", avg_test, true);
+    if (avg_val.defined()) ar.write("avg_val", avg_val, true);
+    fs::path tmp = ckpt_path;
+    tmp += ".tmp";
+    ar.save_to(tmp.string());
+    fs::rename(tmp, ckpt_path);
+  };
+
+  // metrics.csv columns: fixed ones, then the λ's, likelihood hyperparameters, sampler diagnostics.
+  std::vector<std::string> columns;
+  const std::string mname = classification ? "error" : "rmse";
+  if (rows > 0) {
+    std::ifstream in(dir / "metrics.csv");
+    std::string header;
+    std::getline(in, header);
+    std::stringstream ss(header);
+    for (std::string c; std::getline(ss, c, ',');) columns.push_back(c);
+  }
+
+  std::map<std::string, double> last;  // the latest evaluation
+  const bool tty = !opt.quiet && cfg.output.progress && isatty(fileno(stderr));
+  auto last_progress = Clock::now();
+  const int64_t step_at_start = step;
+  double eval_seconds = 0;
+
+  auto evaluate = [&](bool sample_pred_fresh) {
+    auto t0 = Clock::now();
+    std::map<std::string, double> row;
+    row["epoch"] = static_cast<double>(step) / spe;
+    row["step"] = static_cast<double>(step);
+    row["wall_seconds"] = wall_before + seconds_since(t_start);
+    row["lr"] = sampler->lr();
+    row["train_loss"] = loss_count ? loss_sum.item<double>() / loss_count : NAN;
+    loss_sum.zero_();
+    loss_count = 0;
+    const double tau = tau_of(model);
+    if (!sample_pred_fresh) last_test_pred = predict_all(model, data.test, chunk);
+    for (auto& [k, v] : predictive_metrics(last_test_pred, data.test.targets, classification, tau, data.clip,
+                                           data.target_min, data.target_max))
+      row["sample_test_" + k] = v;
+    if (samples > 0) {
+      for (auto& [k, v] : predictive_metrics(avg_test / samples, data.test.targets, classification, tau, data.clip,
+                                             data.target_min, data.target_max))
+        row["test_" + k] = v;
+      if (avg_val.defined())
+        for (auto& [k, v] : predictive_metrics(avg_val / samples, data.val.targets, classification, tau, data.clip,
+                                               data.target_min, data.target_max))
+          row["val_" + k] = v;
+    } else if (!is_sampler) {
+      // Optimizers: the current iterate.
+      row["test_" + mname] = row["sample_test_" + mname];
+      row["test_nll"] = row["sample_test_nll"];
+      if (data.val.size() > 0)
+        for (auto& [k, v] : predictive_metrics(predict_all(model, data.val, chunk), data.val.targets, classification,
+                                               tau, data.clip, data.target_min, data.target_max))
+          row["val_" + k] = v;
+    }
+    row["samples"] = static_cast<double>(samples);
+    for (auto& [k, v] : prior.log_values()) row[k] = v;
+    for (auto& [k, v] : model.likelihood_hyperparameters()) row[k] = v;
+    for (auto& [k, v] : sampler->diagnostics()) row["diag." + k] = v;
+    const double session = seconds_since(t_start);
+    row["steps_per_second"] = session > 0 ? (step - step_at_start) / session : NAN;
+
+    if (columns.empty()) {
+      columns = {"epoch", "step", "wall_seconds", "lr", "train_loss", "test_" + mname, "test_nll", "val_" + mname,
+                 "val_nll", "sample_test_" + mname, "sample_test_nll", "samples", "steps_per_second"};
+      for (auto& [k, v] : row)
+        if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
+      std::string header;
+      for (const auto& c : columns) header += (header.empty() ? "" : ",") + c;
+      std::ofstream(dir / "metrics.csv") << header << "\n";
+    }
+    std::string line;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      auto it = row.find(columns[i]);
+      line += (i ? "," : "") + (it == row.end() ? std::string() : num(it->second));
+    }
+    std::ofstream(dir / "metrics.csv", std::ios::app) << line << "\n";
+    ++rows;
+    last = row;
+    eval_seconds += seconds_since(t0);
+
+    if (!opt.quiet) {
+      if (tty) std::cerr << "\r\033[K";
+      std::ostringstream s;
+      s << std::fixed << "epoch " << std::setprecision(2) << row["epoch"] << "/" << cfg.train.epochs << " step " << step
+        << " | loss " << std::setprecision(4) << row["train_loss"];
+      auto pct = [&](const std::string& k) {
+        auto it = row.find(k);
+        std::ostringstream o;
+        if (it == row.end() || !std::isfinite(it->second)) return std::string("-");
+        if (classification && k.find("error") != std::string::npos) o << std::setprecision(2) << std::fixed << 100 * it->second << "%";
+        else o << std::setprecision(4) << std::fixed << it->second;
+        return o.str();
+      };
+      s << " | test " << mname << " " << pct("test_" + mname) << " nll " << pct("test_nll") << " (sample "
+        << pct("sample_test_" + mname) << ") | samples " << samples;
+      s << " | λ";
+      for (auto& v : prior.precisions()) s << " " << std::setprecision(3) << std::defaultfloat << v;
+      s << " | lr " << std::setprecision(3) << std::defaultfloat << sampler->lr() << " | " << std::setprecision(1)
+        << std::fixed << row["steps_per_second"] << " steps/s | " << format_duration(row["wall_seconds"]);
+      std::cout << s.str() << std::endl;
+    }
+  };
+
+  // The closure: ∇Ũ into .grad; returns the data term (N/n)·nll(batch).
+  Batch batch;
+  torch::Tensor batch_nll;
+  Closure closure = [&]() {
+    sampler->zero_grad();
+    batch_nll = model.nll(batch);
+    auto u = batch_nll * scale;
+    u.backward();
+    prior.add_grad();
+    return u.detach();
+  };
+
+  bool stopped = false;
+  while (step < total) {
+    if (opt.stop_after_steps >= 0 && step >= opt.stop_after_steps) {
+      stopped = true;
+      break;
+    }
+    if (pos == 0) perm = at::randperm(N, gen_dev, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
+    auto idx = perm.slice(0, pos * n, pos * n + n);
+    batch.inputs = data.train.inputs.index_select(0, idx);
+    batch.targets = data.train.targets.index_select(0, idx);
+    sampler->set_lr(schedule->at(step));
+    sampler->step(closure);
+    loss_sum += batch_nll.detach() / static_cast<double>(n);
+    ++loss_count;
+    ++step;
+    if (++pos == spe) pos = 0;
+
+    if (gibbs_every > 0 && step % gibbs_every == 0) {
+      prior.gibbs_step(gen_cpu);
+      model.gibbs_step_likelihood(data.train, gen_dev);
+    }
+    bool fresh = false;
+    if (is_sampler && step > burn && (step - burn) % thin == 0) {
+      auto te = predict_all(model, data.test, chunk).to(torch::kFloat64);
+      avg_test = avg_test.defined() ? avg_test.add_(te) : te.clone();
+      last_test_pred = te;
+      fresh = true;
+      if (data.val.size() > 0) {
+        auto va = predict_all(model, data.val, chunk).to(torch::kFloat64);
+        avg_val = avg_val.defined() ? avg_val.add_(va) : va.clone();
+      }
+      ++samples;
+      if (cfg.output.save_samples) {
+        fs::create_directories(dir / "samples");
+        torch::serialize::OutputArchive ar;
+        save_model(ar, model, "");
+        char name[64];
+        std::snprintf(name, sizeof name, "sample_%06lld.pt", static_cast<long long>(samples));
+        ar.save_to((dir / "samples" / name).string());
+      }
+    }
+    if (step % eval_every == 0 || step == total) {
+      evaluate(fresh);
+      save_checkpoint();
+    }
+    if (tty && std::chrono::duration<double>(Clock::now() - last_progress).count() > 0.5) {
+      last_progress = Clock::now();
+      const double el = seconds_since(t_start);
+      const double rate = (step - step_at_start) / std::max(el, 1e-9);
+      std::cerr << "\r\033[K[" << cfg.name << "] epoch " << step / spe << "/" << cfg.train.epochs << "  step " << step
+                << "/" << total << "  " << std::fixed << std::setprecision(1) << rate << " steps/s  ETA "
+                << format_duration((total - step) / std::max(rate, 1e-9)) << std::flush;
+    }
+  }
+  if (tty) std::cerr << "\r\033[K" << std::flush;
+  if (stopped) save_checkpoint();
+  if (!stopped && step == total && last.empty()) evaluate(false);  // resumed at the very end
+
+  // Final parameters for `sgmcmc predict` (optimizers, or samplers that saved no samples).
+  {
+    torch::serialize::OutputArchive ar;
+    save_model(ar, model, "");
+    fs::path tmp = dir / "final.pt.tmp";
+    ar.save_to(tmp.string());
+    fs::rename(tmp, dir / "final.pt");
+  }
+
+  RunSummary summary;
+  summary.run_dir = dir.string();
+  summary.finished = !stopped;
+  const double wall = wall_before + seconds_since(t_start);
+  auto& v = summary.values;
+  auto get = [&](const std::string& k) {
+    auto it = last.find(k);
+    return it == last.end() ? NAN : it->second;
+  };
+  v["test_" + mname] = get("test_" + mname);
+  v["test_nll"] = get("test_nll");
+  v["val_" + mname] = get("val_" + mname);
+  v["val_nll"] = get("val_nll");
+  if (!classification) {
+    v["test_error"] = NAN;
+    v["val_error"] = NAN;
+  }
+  v["sample_test_" + mname] = get("sample_test_" + mname);
+  v["samples"] = static_cast<double>(samples);
+  v["steps"] = static_cast<double>(step);
+  v["epochs"] = static_cast<double>(step) / spe;
+  v["wall_seconds"] = wall;
+  const double session = seconds_since(t_start);
+  v["steps_per_second"] = session > 0 ? (step - step_at_start) / session : NAN;
+  v["train_steps_per_second"] =
+      session - eval_seconds > 0 ? (step - step_at_start) / std::max(session - eval_seconds, 1e-9) : NAN;
+  for (auto& [k, x] : prior.log_values()) v[k] = x;
+
+  std::ostringstream js;
+  js << "{\n";
+  js << "  \"name\": \"" << json_escape(cfg.name) << "\",\n  \"sampler\": \"" << json_escape(cfg.sampler_name())
+     << "\",\n  \"dataset\": \"" << json_escape(data.description) << "\",\n  \"seed\": " << cfg.seed
+     << ",\n  \"finished\": " << (summary.finished ? "true" : "false");
+  for (auto& [k, x] : v) js << ",\n  \"" << json_escape(k) << "\": " << json_num(x);
+  js << "\n}\n";
+  write_atomic(dir / "summary.json", js.str());
+  return summary;
+}
+
+std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,
+                                          const std::string& out_json, bool quiet) {
+  fs::path dir(run_dir);
+  if (!fs::exists(dir / "config.yaml")) throw std::invalid_argument(run_dir + ": not a run directory (no config.yaml)");
+  Everything e;
+  e.config = load_config((dir / "config.yaml").string(), overrides);
+  build_data_and_model(e);
+  Model& model = *e.model;
+  const Dataset& data = e.data;
+  const bool classification = data.task == Task::kClassification;
+  std::vector<fs::path> files;
+  if (fs::is_directory(dir / "samples"))
+    for (auto& f : fs::directory_iterator(dir / "samples"))
+      if (f.path().extension() == ".pt") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    if (!fs::exists(dir / "final.pt")) throw std::invalid_argument(run_dir + ": no samples/ and no final.pt to predict with");
+    files.push_back(dir / "final.pt");
+  }
+  torch::Tensor sum_test, sum_val;
+  const int64_t chunk = e.config.train.eval_batch_size;
+  for (const auto& f : files) {
+    torch::serialize::InputArchive ar;
+    ar.load_from(f.string(), e.device);
+    load_model(ar, model, "", f.string());
+    auto te = predict_all(model, data.test, chunk).to(torch::kFloat64);
+    sum_test = sum_test.defined() ? sum_test + te : te;
+    if (data.val.size() > 0) {
+      auto va = predict_all(model, data.val, chunk).to(torch::kFloat64);
+      sum_val = sum_val.defined() ? sum_val + va : va;
+    }
+  }
+  const double k = static_cast<double>(files.size());
+  const double tau = tau_of(model);
+  std::map<std::string, double> out;
+  for (auto& [m, x] : predictive_metrics(sum_test / k, data.test.targets, classification, tau, data.clip,
+                                         data.target_min, data.target_max))
+    out["test_" + m] = x;
+  if (sum_val.defined())
+    for (auto& [m, x] : predictive_metrics(sum_val / k, data.val.targets, classification, tau, data.clip,
+                                           data.target_min, data.target_max))
+      out["val_" + m] = x;
+  out["samples"] = k;
+  if (!out_json.empty()) {
+    std::ostringstream js;
+    js << "{\n  \"dataset\": \"" << json_escape(data.description) << "\"";
+    for (auto& [key, x] : out) js << ",\n  \"" << key << "\": " << json_num(x);
+    js << "\n}\n";
+    write_atomic(out_json, js.str());
+  }
+  if (!quiet) {
+    std::cout << data.description << "\n";
+    for (auto& [key, x] : out) std::cout << "  " << key << ": " << x << "\n";
+  }
+  return out;
+}
+
+}  // namespace sgmcmc

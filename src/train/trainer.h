@@ -1,0 +1,57 @@
+// The training loop shared by samplers and optimizers, over any Model and Dataset.
+//
+// Per step: a minibatch from indices shuffled each epoch (on the device, from the run's generator);
+//   Ũ(θ) = (N/n) · nll(batch) + Σ_g λ_g ‖θ_g‖²/2,   ∇Ũ into .grad,   sampler.step(closure).
+// Every Gibbs interval: λ_g ~ Gamma(α + n_g/2, β + ‖θ_g‖²/2) (samplers only; the optimizers keep λ
+// fixed: it is their weight decay) and the model's likelihood hyperparameters.
+// After burn-in, every `thin` steps the current sample's predictive probabilities (or means) on the
+// test and validation sets are added to running sums, so samples need not be kept; evaluations
+// report the averaged predictive (samplers) or the current iterate (optimizers).
+// Run directory: config.yaml (resolved), metrics.csv, summary.json, checkpoint.pt, samples/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "config/experiment_config.h"
+
+namespace sgmcmc {
+
+struct RunOptions {
+  std::string out_dir;          // run directory ("" = output.dir, else runs/<name>-<timestamp>)
+  bool overwrite = false;       // replace an existing run directory
+  bool resume = false;          // continue from out_dir/checkpoint.pt
+  bool quiet = false;           // no per-evaluation lines on stdout, no progress line
+  int64_t stop_after_steps = -1;  // stop (with a checkpoint) once this many steps are done (tests)
+};
+
+struct RunSummary {
+  std::string run_dir;
+  std::map<std::string, double> values;  // the numeric keys of summary.json
+  bool finished = false;                 // false when stopped early by stop_after_steps
+};
+
+// Runs (or resumes) a training run. Throws std::invalid_argument for configuration/data errors and
+// std::runtime_error for I/O failures.
+RunSummary run_training(ExperimentConfig config, const RunOptions& options);
+
+// runs/<name>-<YYYYmmdd-HHMMSS>.
+std::string default_run_dir(const std::string& name);
+
+// Re-averages the saved samples of a run (or its final parameters if it saved none) on the data set
+// its config names, after `overrides` (e.g. "data.dir=/other"). Returns test_/val_ error, nll (or
+// rmse) and "samples"; writes them to `out_json` unless empty.
+std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,
+                                          const std::string& out_json, bool quiet);
+
+// Metrics of a predictive on a split: classification {error, nll}; regression {rmse, nll}
+// (Gaussian with noise precision `tau`, predictions clipped to [lo, hi] when `clip`).
+std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,
+                                                 bool classification, double tau = 1.0, bool clip = false,
+                                                 double lo = 0, double hi = 0);
+
+}  // namespace sgmcmc
