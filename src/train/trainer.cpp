@@ -198,7 +198,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     throw std::invalid_argument(cfg.source + ": train.batch_size " + std::to_string(n) + " exceeds the training set (" +
                                 std::to_string(N) + " examples)");
   const int64_t spe = N / n;  // steps per epoch (the remainder of each shuffled epoch is dropped)
-  const int64_t total = cfg.train.epochs * spe;
+  const int64_t total = cfg.train.steps > 0 ? cfg.train.steps : cfg.train.epochs * spe;
   const int64_t burn = cfg.train.burn_in_steps >= 0 ? cfg.train.burn_in_steps
                                                     : static_cast<int64_t>(std::llround(cfg.train.burn_in * spe));
   if (is_sampler && burn >= total)
@@ -215,6 +215,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
 
   // Resolved config (defaults filled in by every consumer above).
   write_atomic(dir / "config.yaml", to_yaml(cfg));
+  for (const auto& [file, text] : data.run_files) write_atomic(dir / file, text);
 
   // State.
   int64_t step = 0, pos = 0, samples = 0, rows = 0;
