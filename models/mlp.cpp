@@ -7,22 +7,27 @@
 
 namespace sgmcmc {
 
+namespace {
+void init_own_params(torch::nn::Module& m, at::Generator& gen) {
+  // Biases take the fan-in of the weight of the same module.
+  int64_t fan_in = 0;
+  for (auto& item : m.named_parameters(/*recurse=*/false)) {
+    auto& p = item.value();
+    if (item.key() == "weight" && p.dim() >= 2) fan_in = p.numel() / p.size(0);
+  }
+  for (auto& item : m.named_parameters(/*recurse=*/false)) {
+    auto& p = item.value();
+    int64_t f = fan_in > 0 ? fan_in : std::max<int64_t>(1, p.numel());
+    double bound = 1.0 / std::sqrt(static_cast<double>(f));
+    p.uniform_(-bound, bound, gen);
+  }
+}
+}  // namespace
+
 void init_fan_in_uniform(torch::nn::Module& module, at::Generator& gen) {
   torch::NoGradGuard no_grad;
-  // Biases take the fan-in of the weight registered just before them (same module).
-  for (auto& child : module.modules(/*include_self=*/true)) {
-    int64_t fan_in = 0;
-    for (auto& item : child->named_parameters(/*recurse=*/false)) {
-      auto& p = item.value();
-      if (item.key() == "weight" && p.dim() >= 2) fan_in = p.numel() / p.size(0);
-    }
-    for (auto& item : child->named_parameters(/*recurse=*/false)) {
-      auto& p = item.value();
-      int64_t f = fan_in > 0 ? fan_in : std::max<int64_t>(1, p.numel());
-      double bound = 1.0 / std::sqrt(static_cast<double>(f));
-      p.uniform_(-bound, bound, gen);
-    }
-  }
+  init_own_params(module, gen);
+  for (auto& child : module.modules(/*include_self=*/false)) init_own_params(*child, gen);
 }
 
 Mlp::Mlp(const MlpOptions& o, at::Generator& gen) : options_(o) {

@@ -1,3 +1,44 @@
+// sgmcmc: stochastic-gradient MCMC for Bayesian deep learning.
+//   sgmcmc list | train | predict | simulate | sweep   (each with --help)
+#include <cstring>
 #include <iostream>
-#include "samplers/registry.h"
-int main() { for (auto& e : sgmcmc::sampler_registry()) std::cout << e.name << "\n"; }
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+
+void usage(std::ostream& out) {
+  out << "usage: sgmcmc <command> [options]\n\n"
+         "commands:\n"
+         "  list      samplers, models and experiments available\n"
+         "  train     train a model from a YAML config (sgmcmc train configs/mnist_bnn_sghmc.yaml)\n"
+         "  predict   re-average a run's saved samples, possibly on other data\n"
+         "  simulate  synthetic sampler experiments (gaussian2d, fig1, double-well, ...)\n"
+         "  sweep     a config over several seeds / option values, with a mean ± std table\n\n"
+         "'sgmcmc <command> --help' describes each command.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(std::cerr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(std::cout);
+    return 0;
+  }
+  // Subcommands see argv starting at their own name.
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  if (cmd == "list") return sgmcmc::cmd_list(sub_argc, sub_argv);
+  if (cmd == "train") return sgmcmc::cmd_train(sub_argc, sub_argv);
+  if (cmd == "predict") return sgmcmc::cmd_predict(sub_argc, sub_argv);
+  if (cmd == "simulate") return sgmcmc::cmd_simulate(sub_argc, sub_argv);
+  if (cmd == "sweep") return sgmcmc::cmd_sweep(sub_argc, sub_argv);
+  std::cerr << "sgmcmc: unknown command '" << cmd << "' (commands: list, train, predict, simulate, sweep)\n";
+  return 2;
+}

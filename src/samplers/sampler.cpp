@@ -68,13 +68,16 @@ void Sampler::save(torch::serialize::OutputArchive& archive) const {
 }
 
 void Sampler::load(torch::serialize::InputArchive& archive) {
-  torch::Tensor t;
-  archive.read("step_count", t);
-  step_count_ = t.item<int64_t>();
-  archive.read("lr", t);
-  lr_ = t.item<double>();
-  archive.read("temperature", t);
-  temperature_ = t.item<double>();
+  // A fresh tensor per key: InputArchive::read into an already-defined tensor set_()s it in place,
+  // which reinterprets (or fails to resize) the previous storage.
+  auto read_scalar = [&](const char* key) {
+    torch::Tensor t;
+    archive.read(key, t);
+    return t;
+  };
+  step_count_ = read_scalar("step_count").item<int64_t>();
+  lr_ = read_scalar("lr").item<double>();
+  temperature_ = read_scalar("temperature").item<double>();
   for (auto& [key, ptr] : state_tensors()) {
     torch::Tensor value;
     if (!archive.try_read("state." + key, value, /*is_buffer=*/true)) continue;

@@ -234,28 +234,32 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     torch::serialize::InputArchive sa;
     ar.read("sampler", sa);
     sampler->load(sa);
-    torch::Tensor t;
-    ar.read("prior.lambda", t);
-    t = t.cpu();
+    // A fresh tensor per key: InputArchive::read into a defined tensor resizes it in place.
+    auto rd = [&](const std::string& key, bool is_buffer) {
+      torch::Tensor x;
+      ar.read(key, x, is_buffer);
+      return x;
+    };
+    auto opt_rd = [&](const std::string& key) {
+      torch::Tensor x;
+      ar.try_read(key, x, true);
+      return x;
+    };
+    torch::Tensor t = rd("prior.lambda", false).cpu().contiguous();
     prior.set_precisions(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()));
-    ar.read("gen_dev", t);
-    compat::set_generator_state(gen_dev, t.cpu());
-    ar.read("gen_cpu", t);
-    compat::set_generator_state(gen_cpu, t.cpu());
-    ar.read("counters", t);
-    t = t.cpu();
+    compat::set_generator_state(gen_dev, rd("gen_dev", true).cpu());
+    compat::set_generator_state(gen_cpu, rd("gen_cpu", true).cpu());
+    t = rd("counters", true).cpu();
     step = t[0].item<int64_t>();
     pos = t[1].item<int64_t>();
     samples = t[2].item<int64_t>();
     rows = t[3].item<int64_t>();
     loss_count = t[4].item<int64_t>();
-    ar.read("wall", t);
-    wall_before = t.item<double>();
-    ar.read("loss_sum", t);
-    loss_sum = t.to(fopts);
-    if (ar.try_read("perm", t)) perm = t.to(e.device);
-    if (ar.try_read("avg_test", t)) avg_test = t.to(e.device);
-    if (ar.try_read("avg_val", t)) avg_val = t.to(e.device);
+    wall_before = rd("wall", true).item<double>();
+    loss_sum = rd("loss_sum", true).to(fopts);
+    if (auto x = opt_rd("perm"); x.defined()) perm = x.to(e.device);
+    if (auto x = opt_rd("avg_test"); x.defined()) avg_test = x.to(e.device);
+    if (auto x = opt_rd("avg_val"); x.defined()) avg_val = x.to(e.device);
     if (pos != 0 && !perm.defined()) throw std::invalid_argument(ckpt_path.string() + ": checkpoint lacks the data order");
     if (step > total)
       throw std::invalid_argument(ckpt_path.string() + ": checkpoint is at step " + std::to_string(step) +

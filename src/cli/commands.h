@@ -1,0 +1,13 @@
+// Subcommands of the sgmcmc binary; each returns the process exit status
+// (0 success, 1 run-time failure, 2 usage/configuration error).
+#pragma once
+
+namespace sgmcmc {
+
+int cmd_list(int argc, char** argv);
+int cmd_train(int argc, char** argv);
+int cmd_predict(int argc, char** argv);
+int cmd_simulate(int argc, char** argv);  // src/cli/simulate.cpp
+int cmd_sweep(int argc, char** argv);
+
+}  // namespace sgmcmc

@@ -1,0 +1,129 @@
+// sgmcmc train / sgmcmc predict.
+#define CXXOPTS_VECTOR_DELIMITER '\x1f'  // --set values may contain commas (lists)
+#include <cxxopts.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "config/experiment_config.h"
+#include "train/trainer.h"
+
+namespace sgmcmc {
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Runs `body`, mapping exceptions to one-line messages and exit codes.
+template <typename F>
+int guarded(const std::string& who, F&& body) {
+  try {
+    return body();
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << who << ": error: " << e.what() << " (see " << who << " --help)\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << who << ": error: " << first_line(e.what()) << "\n";
+    return 2;
+  } catch (const c10::Error& e) {
+    std::cerr << who << ": error: " << first_line(e.what_without_backtrace()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << who << ": error: " << first_line(e.what()) << "\n";
+    return 1;
+  }
+}
+
+void reject_extra(const cxxopts::ParseResult& r) {
+  if (!r.unmatched().empty()) throw std::invalid_argument("unexpected argument '" + r.unmatched()[0] + "'");
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  return guarded("sgmcmc train", [&] {
+    cxxopts::Options options("sgmcmc train", "Trains a model by SG-MCMC (or an optimizer baseline) from a YAML config.");
+    options.custom_help("CONFIG.yaml [options]  |  --resume RUN_DIR [options]");
+    options.add_options()
+        ("config", "YAML config file", cxxopts::value<std::string>())
+        ("out", "run directory (default: output.dir, else runs/<name>-<timestamp>)", cxxopts::value<std::string>())
+        ("overwrite", "replace an existing run directory")
+        ("resume", "continue the run in DIR from its checkpoint (config from DIR/config.yaml)",
+         cxxopts::value<std::string>())
+        ("set", "override a config key, e.g. --set train.epochs=5 --set data.dir=/data/mnist (repeatable)",
+         cxxopts::value<std::vector<std::string>>())
+        ("stop-after", "stop after this many steps, with a checkpoint (for testing --resume)",
+         cxxopts::value<int64_t>())
+        ("q,quiet", "no per-evaluation lines or progress")
+        ("h,help", "show this help");
+    options.parse_positional({"config"});
+    auto r = options.parse(argc, argv);
+    if (r.count("help")) {
+      std::cout << options.help() << "\nConfig keys: see configs/*.yaml; every key can be given with --set block.key=value.\n";
+      return 0;
+    }
+    reject_extra(r);
+    std::vector<std::string> sets;
+    if (r.count("set")) sets = r["set"].as<std::vector<std::string>>();
+    RunOptions ro;
+    ro.overwrite = r.count("overwrite") > 0;
+    ro.quiet = r.count("quiet") > 0;
+    if (r.count("stop-after")) ro.stop_after_steps = r["stop-after"].as<int64_t>();
+    ExperimentConfig config;
+    if (r.count("resume")) {
+      if (r.count("config")) throw std::invalid_argument("give either CONFIG or --resume DIR, not both");
+      if (r.count("out")) throw std::invalid_argument("--out cannot be combined with --resume (the run directory is DIR)");
+      ro.resume = true;
+      ro.out_dir = r["resume"].as<std::string>();
+      std::string cfg = (std::filesystem::path(ro.out_dir) / "config.yaml").string();
+      if (!std::filesystem::exists(cfg)) throw std::invalid_argument(ro.out_dir + ": not a run directory (no config.yaml)");
+      config = load_config(cfg, sets);
+    } else {
+      if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
+      config = load_config(r["config"].as<std::string>(), sets);
+      if (r.count("out")) ro.out_dir = r["out"].as<std::string>();
+    }
+    RunSummary s = run_training(config, ro);
+    if (!ro.quiet) {
+      std::cout << "run directory: " << s.run_dir << (s.finished ? "" : " (stopped early; continue with --resume)") << "\n";
+      for (const char* k : {"test_error", "test_nll", "test_rmse", "val_error", "samples", "steps", "wall_seconds",
+                            "steps_per_second"}) {
+        auto it = s.values.find(k);
+        if (it != s.values.end() && std::isfinite(it->second)) std::cout << "  " << k << ": " << it->second << "\n";
+      }
+    }
+    return 0;
+  });
+}
+
+int cmd_predict(int argc, char** argv) {
+  return guarded("sgmcmc predict", [&] {
+    cxxopts::Options options("sgmcmc predict",
+                             "Re-averages a run's saved samples (output.save_samples: true), or its final parameters, "
+                             "on the data its config names (after --set overrides, e.g. --set data.dir=NEW).");
+    options.custom_help("RUN_DIR [options]");
+    options.add_options()
+        ("run", "run directory", cxxopts::value<std::string>())
+        ("set", "override a config key (repeatable)", cxxopts::value<std::vector<std::string>>())
+        ("out", "JSON file for the metrics (default RUN_DIR/predict.json)", cxxopts::value<std::string>())
+        ("q,quiet", "print nothing")
+        ("h,help", "show this help");
+    options.parse_positional({"run"});
+    auto r = options.parse(argc, argv);
+    if (r.count("help")) {
+      std::cout << options.help() << std::endl;
+      return 0;
+    }
+    reject_extra(r);
+    if (!r.count("run")) throw std::invalid_argument("missing RUN_DIR (see sgmcmc predict --help)");
+    std::string run = r["run"].as<std::string>();
+    std::vector<std::string> sets;
+    if (r.count("set")) sets = r["set"].as<std::vector<std::string>>();
+    std::string out = r.count("out") ? r["out"].as<std::string>()
+                                     : (std::filesystem::path(run) / "predict.json").string();
+    predict_run(run, sets, out, r.count("quiet") > 0);
+    return 0;
+  });
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,74 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tiny_idx.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+// Runs the sgmcmc binary with `args`; returns the exit status, stderr into *err.
+int run_cli(const std::string& args, const std::string& tmp, std::string* err = nullptr) {
+  std::string cmd = std::string(SGMCMC_BINARY) + " " + args + " >" + tmp + "/stdout.txt 2>" + tmp + "/stderr.txt";
+  int rc = std::system(cmd.c_str());
+  if (err) *err = slurp(tmp + "/stderr.txt");
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+}  // namespace
+
+TEST(CliTrain, TrainsOnTinyIdxDirectory) {
+  auto dir = sgmcmc::test_util::temp_dir("cli_train");
+  sgmcmc::test_util::write_tiny_idx_dir(dir + "/data", 300, 100, 4, /*gzip=*/true);
+  std::ofstream(dir + "/tiny.yaml") << "seed: 2\n"
+                                       "data: {dir: " << dir << "/data, val_size: 50}\n"
+                                       "model: {name: mlp, hidden: [10], activation: relu}\n"
+                                       "sampler: {name: sgld, lr: 1.0e-3}\n"
+                                       "train: {epochs: 4, burn_in: 1, batch_size: 50}\n";
+  std::string err;
+  ASSERT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run --set train.epochs=3 --quiet", dir, &err), 0) << err;
+  auto summary = slurp(dir + "/run/summary.json");
+  for (const char* k : {"\"test_error\"", "\"test_nll\"", "\"val_error\"", "\"samples\": 2", "\"steps\": 15",
+                        "\"wall_seconds\"", "\"steps_per_second\""})
+    EXPECT_NE(summary.find(k), std::string::npos) << k << "\n" << summary;
+  EXPECT_NE(slurp(dir + "/run/config.yaml").find("epochs: 3"), std::string::npos);
+  // The same directory again: refused without --overwrite, accepted with it.
+  EXPECT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run --quiet", dir, &err), 2);
+  EXPECT_NE(err.find("--overwrite"), std::string::npos) << err;
+  EXPECT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run --quiet --overwrite", dir, &err), 0) << err;
+  // Stop early, resume, predict.
+  EXPECT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run2 --quiet --stop-after 7", dir, &err), 0) << err;
+  EXPECT_NE(slurp(dir + "/run2/summary.json").find("\"finished\": false"), std::string::npos);
+  EXPECT_EQ(run_cli("train --resume " + dir + "/run2 --quiet", dir, &err), 0) << err;
+  EXPECT_NE(slurp(dir + "/run2/summary.json").find("\"steps\": 20"), std::string::npos);
+  EXPECT_EQ(run_cli("predict " + dir + "/run2 --quiet", dir, &err), 0) << err;
+  EXPECT_NE(slurp(dir + "/run2/predict.json").find("\"test_error\""), std::string::npos);
+}
+
+TEST(CliTrain, ErrorsAreOneLineAndNonZero) {
+  auto dir = sgmcmc::test_util::temp_dir("cli_err");
+  std::ofstream(dir + "/c.yaml") << "data: {dir: " << dir << "}\nsampler: {name: sgld}\n";
+  std::string err;
+  EXPECT_NE(run_cli("train " + dir + "/c.yaml --bogus", dir, &err), 0);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("bogus"), std::string::npos) << err;
+  EXPECT_EQ(run_cli("train " + dir + "/c.yaml --set train.epoch=3", dir, &err), 2);
+  EXPECT_NE(err.find("train.epoch: unknown key (did you mean 'epochs'?)"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // No IDX files in the directory: the missing file is named.
+  EXPECT_EQ(run_cli("train " + dir + "/c.yaml --out " + dir + "/r", dir, &err), 2);
+  EXPECT_NE(err.find(dir + "/train-"), std::string::npos) << err;
+  EXPECT_NE(err.find("no such file"), std::string::npos) << err;
+  EXPECT_NE(run_cli("frobnicate", dir, &err), 0);
+  EXPECT_EQ(run_cli("list", dir, &err), 0);
+  EXPECT_NE(slurp(dir + "/stdout.txt").find("sgld"), std::string::npos);
+  for (const char* c : {"list", "train", "predict", "sweep"}) EXPECT_EQ(run_cli(std::string(c) + " --help", dir), 0) << c;
+}

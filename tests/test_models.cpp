@@ -1,0 +1,104 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compat.h"
+#include "config/option_map.h"
+#include "models/cnn.h"
+#include "models/factory.h"
+#include "models/mlp.h"
+
+using namespace sgmcmc;
+
+namespace {
+Dataset image_dataset(int64_t n = 6) {
+  Dataset d;
+  d.task = Task::kClassification;
+  d.num_classes = 3;
+  d.dims = {{"channels", 1}, {"height", 16}, {"width", 16}, {"features", 256}};
+  d.train = Batch{torch::rand({n, 1, 16, 16}), torch::tensor({0, 1, 2, 0, 1, 2}, torch::kInt64).slice(0, 0, n)};
+  return d;
+}
+}  // namespace
+
+TEST(Models, MlpShapesGroupsAndNll) {
+  OptionMap o("model");
+  o.set("name", "mlp");
+  o.set("hidden", "7,5");
+  o.set("activation", "tanh");
+  auto d = image_dataset();
+  auto m = make_model(o, d, 3);
+  EXPECT_EQ(m->task(), Task::kClassification);
+  auto p = m->predict(d.train.inputs);
+  EXPECT_EQ(p.sizes(), (std::vector<int64_t>{6, 3}));
+  EXPECT_TRUE(torch::allclose(p.sum(1), torch::ones({6}), 1e-5, 1e-6));
+  // Each weight matrix and bias vector is its own prior group (App. H.1): 3 layers -> 6 groups.
+  EXPECT_EQ(m->prior_groups().size(), 6u);
+  // nll = Σ −log p(y|x).
+  auto manual = -p.log().gather(1, d.train.targets.unsqueeze(1)).sum();
+  EXPECT_NEAR(m->nll(d.train).item<double>(), manual.item<double>(), 1e-4);
+  // Same seed, same initialisation; another seed, another one.
+  auto m2 = make_model(o, d, 3), m3 = make_model(o, d, 4);
+  EXPECT_TRUE(torch::equal(m->parameters()[0], m2->parameters()[0]));
+  EXPECT_FALSE(torch::equal(m->parameters()[0], m3->parameters()[0]));
+  // Fan-in init bound 1/sqrt(256) for the first layer.
+  EXPECT_LE(m->parameters()[0].abs().max().item<double>(), 1 / 16.0);
+}
+
+TEST(Models, MlpGaussianLikelihood) {
+  Dataset d;
+  d.task = Task::kRegression;
+  d.dims = {{"features", 2}};
+  d.train = Batch{torch::randn({5, 2}), torch::randn({5})};
+  OptionMap o("model");
+  o.set("name", "mlp");
+  o.set("hidden", "4");
+  o.set("noise_precision", "2.5");
+  auto m = make_model(o, d, 1);
+  EXPECT_EQ(m->task(), Task::kRegression);
+  auto f = m->predict(d.train.inputs);
+  EXPECT_EQ(f.sizes(), (std::vector<int64_t>{5}));
+  // nll = Σ τ(y−f)²/2 − n/2 log τ + n/2 log 2π.
+  double sse = (f - d.train.targets).pow(2).sum().item<double>();
+  double expected = 2.5 * sse / 2 - 2.5 * std::log(2.5) + 2.5 * std::log(2 * M_PI);
+  EXPECT_NEAR(m->nll(d.train).item<double>(), expected, 1e-4);
+  EXPECT_NEAR(m->likelihood_hyperparameters().at("tau"), 2.5, 1e-6);
+}
+
+TEST(Models, CnnShapes) {
+  OptionMap o("model");
+  o.set("name", "cnn");
+  o.set("conv1", "4");
+  o.set("conv2", "6");
+  o.set("fc", "8");
+  auto d = image_dataset();
+  auto m = make_model(o, d, 1);
+  auto p = m->predict(d.train.inputs);
+  EXPECT_EQ(p.sizes(), (std::vector<int64_t>{6, 3}));
+  EXPECT_EQ(m->prior_groups().size(), 8u);
+  auto loss = m->nll(d.train);
+  loss.backward();
+  for (auto& q : m->parameters()) EXPECT_TRUE(q.grad().defined());
+}
+
+TEST(Models, FactoryErrors) {
+  auto d = image_dataset();
+  OptionMap o("model");
+  o.set("name", "mpl");
+  try {
+    make_model(o, d, 1);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'mlp'"), std::string::npos) << e.what();
+  }
+  OptionMap o2("model");
+  o2.set("name", "mlp");
+  o2.set("activaton", "relu");
+  try {
+    make_model(o2, d, 1);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.activaton: unknown key (did you mean 'activation'?)"), std::string::npos)
+        << e.what();
+  }
+}

@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compat.h"
+#include "priors/gaussian_prior.h"
+
+using namespace sgmcmc;
+
+// Draws from Gamma(a, b) (shape a, rate b) have mean a/b and variance a/b². With M draws the sample
+// mean has standard deviation sqrt(a)/b/sqrt(M), the sample variance ≈ var·sqrt((2 + 6/a)/M)
+// (Gamma's excess kurtosis is 6/a). Tolerances are 5 of those standard deviations (fixed seed, so
+// the test is deterministic; 5σ keeps it valid for any seed with probability > 1 − 1e-6).
+TEST(Prior, GibbsConditionalMoments) {
+  auto gen = compat::make_generator(torch::kCPU, 123);
+  auto w = at::randn({50}, gen, torch::kFloat64) * 0.3;
+  const double alpha = 1.0, beta = 1.0;
+  const double a = alpha + 50 / 2.0, b = beta + w.pow(2).sum().item<double>() / 2;
+  const int64_t M = 20000;
+  auto draws = sample_gamma(torch::full({M}, a, torch::kFloat64), torch::full({M}, b, torch::kFloat64), gen);
+  const double mean = a / b, var = a / (b * b);
+  EXPECT_NEAR(draws.mean().item<double>(), mean, 5 * std::sqrt(var / M));
+  EXPECT_NEAR(draws.var().item<double>(), var, 5 * var * std::sqrt((2 + 6 / a) / M));
+}
+
+// The same through GaussianPrior::gibbs_step on two groups of a model-like parameter set.
+TEST(Prior, GibbsStepDrawsFromConditional) {
+  auto gen = compat::make_generator(torch::kCPU, 7);
+  auto w1 = at::randn({10, 3}, gen, torch::kFloat32) * 0.5;
+  auto w2 = at::randn({4}, gen, torch::kFloat32) * 2.0;
+  GaussianPrior prior({{"w1", {w1}}, {"w2", {w2}}}, 1.0, true, 2.0, 3.0);
+  const int64_t M = 4000;
+  std::vector<double> l1, l2;
+  for (int64_t i = 0; i < M; ++i) {
+    prior.gibbs_step(gen);
+    l1.push_back(prior.precisions()[0]);
+    l2.push_back(prior.precisions()[1]);
+  }
+  auto check = [&](const std::vector<double>& l, const torch::Tensor& w) {
+    const double a = 2.0 + w.numel() / 2.0, b = 3.0 + w.to(torch::kFloat64).pow(2).sum().item<double>() / 2;
+    auto t = torch::tensor(l, torch::kFloat64);
+    const double var = a / (b * b);
+    EXPECT_NEAR(t.mean().item<double>(), a / b, 5 * std::sqrt(var / M));
+    EXPECT_NEAR(t.var().item<double>(), var, 5 * var * std::sqrt((2 + 6 / a) / M));
+  };
+  check(l1, w1);
+  check(l2, w2);
+  EXPECT_EQ(prior.log_values().count("lambda.w2"), 1u);
+}
+
+TEST(Prior, FixedPrecisionIsNotResampled) {
+  auto gen = compat::make_generator(torch::kCPU, 7);
+  auto w = torch::ones({3});
+  GaussianPrior prior({{"w", {w}}}, 2.5, false, 1, 1);
+  prior.gibbs_step(gen);
+  EXPECT_EQ(prior.precisions()[0], 2.5);
+}
+
+TEST(Prior, SameSeedSameDraws) {
+  auto w = torch::ones({3});
+  GaussianPrior p1({{"w", {w}}}, 1, true, 1, 1), p2({{"w", {w}}}, 1, true, 1, 1);
+  auto g1 = compat::make_generator(torch::kCPU, 99), g2 = compat::make_generator(torch::kCPU, 99);
+  p1.gibbs_step(g1);
+  p2.gibbs_step(g2);
+  EXPECT_EQ(p1.precisions()[0], p2.precisions()[0]);
+}
+
+// ∇ of Σ λ_g ‖θ_g‖²/2 is λ_g θ_g: autograd of neg_log_prob and add_grad agree with it exactly.
+TEST(Prior, NegLogProbGradientIsLambdaTheta) {
+  auto gen = compat::make_generator(torch::kCPU, 5);
+  auto a = at::randn({3, 4}, gen, torch::kFloat64).requires_grad_(true);
+  auto b = at::randn({4}, gen, torch::kFloat64).requires_grad_(true);
+  GaussianPrior prior({{"a", {a}}, {"b", {b}}}, 1.0, false, 1, 1);
+  prior.set_precisions({0.5, 3.0});
+  auto u = prior.neg_log_prob();
+  EXPECT_NEAR(u.item<double>(), 0.25 * a.pow(2).sum().item<double>() + 1.5 * b.pow(2).sum().item<double>(), 1e-12);
+  u.backward();
+  EXPECT_TRUE(torch::allclose(a.grad(), 0.5 * a.detach(), 0, 1e-15));
+  EXPECT_TRUE(torch::allclose(b.grad(), 3.0 * b.detach(), 0, 1e-15));
+  a.mutable_grad().zero_();
+  b.mutable_grad().zero_();
+  prior.add_grad();
+  EXPECT_TRUE(torch::allclose(a.grad(), 0.5 * a.detach(), 0, 1e-15));
+  EXPECT_TRUE(torch::allclose(b.grad(), 3.0 * b.detach(), 0, 1e-15));
+}

@@ -1,0 +1,182 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/experiment_config.h"
+#include "tiny_idx.h"
+#include "train/trainer.h"
+
+using namespace sgmcmc;
+namespace fs = std::filesystem;
+
+namespace {
+// 4 separable classes of 16x16 blobs (tiny_idx.h): 600 train (100 of them validation), 200 test;
+// a 256-20-4 ReLU MLP sampled by SGLD, 10 steps of 50 per epoch.
+ExperimentConfig tiny_config(const std::string& data_dir, std::vector<std::string> extra = {}) {
+  std::string text = R"(
+name: tiny
+seed: 5
+data: {dir: DATA, val_size: 100}
+model: {name: mlp, hidden: [20], activation: relu}
+prior: {precision: 1, hyperprior: gamma, gibbs_every_epochs: 1}
+sampler: {name: sgld, lr: 1.0e-3}
+train: {epochs: 30, burn_in: 10, batch_size: 50, eval_every: 5}
+output: {progress: false}
+)";
+  text.replace(text.find("DATA"), 4, data_dir);
+  auto raw = parse_raw_config(text, "tiny.yaml");
+  for (auto& a : extra) apply_override(raw, a);
+  return build_config(raw);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// metrics.csv without the timing columns (wall_seconds, steps_per_second), for comparing runs.
+std::string metrics_without_timing(const fs::path& p) {
+  std::ifstream in(p);
+  std::string line, out, header;
+  std::getline(in, header);
+  std::vector<std::string> cols;
+  std::stringstream hs(header);
+  for (std::string c; std::getline(hs, c, ',');) cols.push_back(c);
+  while (std::getline(in, line)) {
+    std::stringstream ls(line);
+    size_t i = 0;
+    for (std::string v; std::getline(ls, v, ','); ++i)
+      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second") out += v + ",";
+    out += "\n";
+  }
+  return out;
+}
+}  // namespace
+
+// The blobs are separable (block +150 on noise in [0, 100)), so the Bayes error is 0 and chance is
+// 75 %; a working sampler's averaged predictive must classify almost everything. Threshold: 5 %
+// (10 of 200 test images), far from chance, loose against the seed's sampling noise.
+TEST(Trainer, SgldLearnsTinyProblem) {
+  auto dir = test_util::temp_dir("trainer_learn");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions ro;
+  ro.out_dir = dir + "/run";
+  ro.quiet = true;
+  auto s = run_training(tiny_config(dir + "/data"), ro);
+  EXPECT_TRUE(s.finished);
+  EXPECT_LT(s.values.at("test_error"), 0.05);
+  EXPECT_LT(s.values.at("val_error"), 0.05);
+  EXPECT_EQ(s.values.at("samples"), 20);   // epochs 11..30, one per epoch
+  EXPECT_EQ(s.values.at("steps"), 300);
+  for (const char* f : {"config.yaml", "metrics.csv", "summary.json", "checkpoint.pt", "final.pt"})
+    EXPECT_TRUE(fs::exists(fs::path(ro.out_dir) / f)) << f;
+  auto summary = slurp(fs::path(ro.out_dir) / "summary.json");
+  for (const char* k : {"\"test_error\"", "\"test_nll\"", "\"val_error\"", "\"samples\"", "\"steps\"",
+                        "\"wall_seconds\"", "\"steps_per_second\""})
+    EXPECT_NE(summary.find(k), std::string::npos) << k;
+  // One metrics row per evaluation (every 5 epochs) plus the header, with the λ's logged.
+  auto metrics = slurp(fs::path(ro.out_dir) / "metrics.csv");
+  EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 7);
+  EXPECT_NE(metrics.find("lambda.fc1.weight"), std::string::npos);
+  // The resolved config reloads to the same run.
+  auto again = load_config((fs::path(ro.out_dir) / "config.yaml").string());
+  EXPECT_EQ(again.train.epochs, 30);
+  EXPECT_EQ(again.data.dir, dir + "/data");
+}
+
+// Stopping mid-epoch (step 137 of 300, inside epoch 14, after burn-in) and resuming reproduces the
+// uninterrupted run exactly on CPU: same metrics rows, same summary, same final parameters.
+TEST(Trainer, ResumeEqualsUninterrupted) {
+  auto dir = test_util::temp_dir("trainer_resume");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions a;
+  a.out_dir = dir + "/a";
+  a.quiet = true;
+  auto sa = run_training(tiny_config(dir + "/data"), a);
+
+  RunOptions b = a;
+  b.out_dir = dir + "/b";
+  b.stop_after_steps = 137;
+  auto partial = run_training(tiny_config(dir + "/data"), b);
+  EXPECT_FALSE(partial.finished);
+  EXPECT_EQ(partial.values.at("steps"), 137);
+  b.stop_after_steps = -1;
+  b.resume = true;
+  auto sb = run_training(load_config(dir + "/b/config.yaml"), b);
+  EXPECT_TRUE(sb.finished);
+  for (const char* k : {"test_error", "test_nll", "val_error", "val_nll", "samples", "steps"})
+    EXPECT_EQ(sa.values.at(k), sb.values.at(k)) << k;
+  EXPECT_EQ(metrics_without_timing(dir + "/a/metrics.csv"), metrics_without_timing(dir + "/b/metrics.csv"));
+  torch::serialize::InputArchive fa, fb;
+  fa.load_from(dir + "/a/final.pt");
+  fb.load_from(dir + "/b/final.pt");
+  for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    torch::Tensor x, y;
+    fa.read(k, x);
+    fb.read(k, y);
+    EXPECT_TRUE(torch::equal(x, y)) << k;
+  }
+}
+
+TEST(Trainer, RunDirectoryNeverOverwrittenWithoutFlag) {
+  auto dir = test_util::temp_dir("trainer_overwrite");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions ro;
+  ro.out_dir = dir + "/run";
+  ro.quiet = true;
+  auto cfg = tiny_config(dir + "/data", {"train.epochs=2", "train.burn_in=1", "train.eval_every=1"});
+  run_training(cfg, ro);
+  std::ofstream(dir + "/run/marker") << "x";
+  try {
+    run_training(cfg, ro);
+    FAIL() << "overwrote an existing run";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--overwrite"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir + "/run/marker"));
+  ro.overwrite = true;
+  run_training(cfg, ro);
+  EXPECT_FALSE(fs::exists(dir + "/run/marker"));
+  EXPECT_TRUE(fs::exists(dir + "/run/summary.json"));
+}
+
+TEST(Trainer, BadSettingsRejected) {
+  auto dir = test_util::temp_dir("trainer_bad");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions ro;
+  ro.out_dir = dir + "/run";
+  ro.quiet = true;
+  // Batch larger than the 500 training examples.
+  EXPECT_THROW(run_training(tiny_config(dir + "/data", {"train.batch_size=501"}), ro), std::invalid_argument);
+  // val_size >= train size.
+  ro.overwrite = true;
+  EXPECT_THROW(run_training(tiny_config(dir + "/data", {"data.val_size=600"}), ro), std::invalid_argument);
+  // Unknown model / sampler / schedule keys.
+  EXPECT_THROW(run_training(tiny_config(dir + "/data", {"model.hiden=3"}), ro), std::invalid_argument);
+  EXPECT_THROW(run_training(tiny_config(dir + "/data", {"sampler.lr=-1"}), ro), std::invalid_argument);
+  EXPECT_THROW(run_training(tiny_config(dir + "/data", {"schedule.typo=1"}), ro), std::invalid_argument);
+  // Resume without a checkpoint.
+  RunOptions r2 = ro;
+  r2.resume = true;
+  r2.out_dir = dir + "/nothing";
+  EXPECT_THROW(run_training(tiny_config(dir + "/data"), r2), std::invalid_argument);
+}
+
+// predict re-averages saved samples to the same numbers the run reported.
+TEST(Trainer, PredictReaveragesSavedSamples) {
+  auto dir = test_util::temp_dir("trainer_predict");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions ro;
+  ro.out_dir = dir + "/run";
+  ro.quiet = true;
+  auto s = run_training(tiny_config(dir + "/data", {"train.epochs=8", "train.burn_in=3", "output.save_samples=true"}), ro);
+  auto p = predict_run(ro.out_dir, {}, dir + "/predict.json", true);
+  EXPECT_EQ(p.at("samples"), 5);
+  EXPECT_EQ(p.at("test_error"), s.values.at("test_error"));
+  EXPECT_NEAR(p.at("test_nll"), s.values.at("test_nll"), 1e-9);
+  EXPECT_TRUE(fs::exists(dir + "/predict.json"));
+}
