@@ -1,0 +1,80 @@
+// Santa: Stochastic AnNealing Thermostats with Adaptive momentum.
+// C. Chen, D. Carlson, Z. Gan, C. Li and L. Carin, "Bridging the gap between stochastic gradient
+// MCMC and stochastic optimization", AISTATS 2016; 001 "The Santa algorithm".
+// All operations elementwise; f = ∇Ũ(θ); η = lr; N = data_size; λ = eps; σ = sigma;
+// β_t = anneal_a · (t+1)^anneal_gamma / T (t = 0-based step; T = temperature, 1 by default).
+// Initial state: u₀ = sqrt(η)·N(0, I) (from the sampler's generator), α₀ = sqrt(η)·C, v₀ = 0.
+//
+// Euler (Algorithm 1 of the paper; the 001 slide text garbles ⊘ as ⊙):
+//   v ← σv + (1−σ)/N² f⊙f          (first step: v ← f⊙f/N², so g does not start at 1/sqrt(λ))
+//   g ← 1 ⊘ sqrt(λ + sqrt(v))
+//   exploration (t < burnin):
+//     α ← α + (u⊙u − η/β_t)
+//     u ← [η/β_t (1 − g_prev ⊘ g) ⊘ u] + sqrt(2η g_prev/β_t) ⊙ ζ + (1 − α)⊙u − η g⊙f
+//   refinement (t >= burnin):  α unchanged;  u ← (1 − α)⊙u − η g⊙f
+//   θ ← θ + g⊙u;  g_prev ← g   (on the first step g_prev = g).
+// The bracketed term (from ∇G₁ in the Itô form) divides by u and is numerically hazardous; it is
+// dropped unless precond_term = true, where u in the denominator is replaced by
+// sign(u)·max(|u|, 1e-3·sqrt(η/β_t)).
+//
+// SSI (Algorithm 2 of the paper, symmetric splitting: θ half step, α half step, u e^{−α/2} decay,
+// gradient + noise, u decay, α half step, θ half step). As for SGHMC/mSGNHT we store θ (and α) at
+// the HALF-STEP position where f is evaluated and merge the trailing half steps of step t with the
+// leading ones of step t+1 (u is constant across them, so the merge is exact for fixed g):
+//   (v, g as above)
+//   u ← e^{−α/2}⊙u;  u ← u − η g⊙f [+ sqrt(2η g_prev/β_t)⊙ζ + precond term];  u ← e^{−α/2}⊙u;
+//   θ ← θ + g⊙u;  α ← α + (u⊙u − η/β_t)   (α update and noise in exploration only).
+// Approximation: the merged θ step uses the current g for both halves (Alg. 2 uses g_t then g_{t+1});
+// g is an EMA with σ close to 1 and changes by O(1−σ) per step.
+//
+// Why exploration samples exp(−βŨ): with g frozen, w = g⊙u follows SGHMC in SGD form with
+// learning rate ηg², friction α and noise variance 2ηg³/β, which is correct iff α = g; the
+// thermostat drives E[u⊙u] = η/β, i.e. E[w⊙w] = ηg²/β, whose fixed point is exactly α = g.
+// diagnostics(): "inverse_temperature" (β of the last step), "exploring" (1/0), "thermostat_mean"
+// (mean of α).
+#pragma once
+
+#include <torch/arg.h>
+
+#include "samplers/sampler.h"
+
+namespace sgmcmc {
+
+struct SantaOptions {
+  SantaOptions() = default;
+  explicit SantaOptions(double lr) : lr_(lr) {}
+  void validate() const;
+  TORCH_ARG(double, lr) = 1e-4;                  // η
+  TORCH_ARG(double, sigma) = 0.999;              // RMS decay, in (0, 1]
+  TORCH_ARG(double, eps) = 1e-8;                 // λ > 0
+  TORCH_ARG(double, data_size) = 1.0;            // N > 0
+  TORCH_ARG(double, friction) = 1.0;             // C >= 0, α₀ = sqrt(η)·C
+  TORCH_ARG(int64_t, burnin) = 10000;            // exploration steps >= 0
+  TORCH_ARG(double, anneal_a) = 1.0;             // > 0
+  TORCH_ARG(double, anneal_gamma) = 0.5;         // >= 0
+  TORCH_ARG(bool, precond_term) = false;
+  TORCH_ARG(std::string, integrator) = "euler";  // euler | ssi
+  TORCH_ARG(double, temperature) = 1.0;          // > 0, divides β_t
+};
+
+class Santa : public Sampler {
+ public:
+  Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options);
+  std::string name() const override { return "santa"; }
+  void step() override;
+  std::map<std::string, double> diagnostics() const override;
+  // β_t at the 0-based step t.
+  double inverse_temperature(int64_t t) const;
+
+ protected:
+  std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
+
+ private:
+  struct State {
+    torch::Tensor u, alpha, v, g_prev;
+  };
+  SantaOptions options_;
+  std::vector<State> state_;
+};
+
+}  // namespace sgmcmc
