@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -261,17 +263,12 @@ TEST(Bpmf, Ml1mShapeForwardBackward) {
   EXPECT_EQ((m.U().grad().abs().sum(1) > 0).sum().item<int64_t>(), distinct);
 }
 
-// End to end through the trainer: a ratings.dat the test writes (a rank-2 80×60 matrix around 3,
-// rounded to half stars, ~50 % observed), data.format ratings with data.fold, model bpmf, SGLD with
-// Gibbs steps for λ_U, λ_V, λ_a, λ_b and τ. The averaged prediction's test RMSE must beat predicting
-// μ by a wide margin (< 0.6 of it; the rounding alone leaves an RMSE of 0.144 = 0.5/sqrt(12), and
-// the measured ratio is 0.185 / 0.836 = 0.22), and the run directory holds the id map and summary.
-TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("sgmcmc_test_bpmf_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  auto g = gen(5);
+namespace {
+
+// A rank-2 80×60 matrix around 3, rounded to half stars in [0.5, 5], ~50 % observed, written as
+// ml-1M style ratings.dat with sparse original ids (users 1000 + 3u, items 17 + 5i).
+void write_low_rank_ratings(const std::string& path, uint64_t seed) {
+  auto g = gen(seed);
   const int64_t U = 80, I = 60;
   auto Ut = at::randn({U, 2}, g, torch::kFloat32) * 0.8, Vt = at::randn({I, 2}, g, torch::kFloat32) * 0.8;
   auto full = (torch::mm(Ut, Vt.t()) + 3.0).mul(2).round().div(2).clamp(0.5, 5.0);
@@ -282,8 +279,23 @@ TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
   for (int64_t u = 0; u < U; ++u)
     for (int64_t i = 0; i < I; ++i)
       if (kacc[u][i]) text << (1000 + 3 * u) << "::" << (17 + 5 * i) << "::" << acc[u][i] << "::978300760\n";
+  std::ofstream(path) << text.str();
+}
+
+}  // namespace
+
+// End to end through the trainer: a ratings.dat the test writes (a rank-2 80×60 matrix around 3,
+// rounded to half stars, ~50 % observed), data.format ratings with data.fold, model bpmf, SGLD with
+// Gibbs steps for λ_U, λ_V, λ_a, λ_b and τ. The averaged prediction's test RMSE must beat predicting
+// μ by a wide margin (< 0.6 of it; the rounding alone leaves an RMSE of 0.144 = 0.5/sqrt(12), and
+// the measured ratio is 0.185 / 0.836 = 0.22), and the run directory holds the id map and summary.
+TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sgmcmc_test_bpmf_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
   const std::string ratings = (dir / "ratings.dat").string();
-  std::ofstream(ratings) << text.str();
+  write_low_rank_ratings(ratings, 5);
   const std::string yaml = (dir / "bpmf.yaml").string();
   std::ofstream(yaml) << "name: bpmf_e2e\nseed: 3\n"
                          "data: {format: ratings, path: " << ratings << ", folds: 5, fold: 2}\n"
@@ -319,5 +331,49 @@ TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
   EXPECT_EQ(first, "user,0,1000");
   EXPECT_TRUE(fs::exists(dir / "run" / "summary.json"));
   EXPECT_TRUE(fs::exists(dir / "run" / "metrics.csv"));
+  fs::remove_all(dir);
+}
+
+// `sgmcmc train` on ratings without data.fold: every fold into OUT/fold<k>, and OUT/summary.json with
+// the mean ± std of test_rmse over the folds.
+TEST(Bpmf, CliRunsAllFolds) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sgmcmc_test_bpmf_cli_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string ratings = (dir / "ratings.dat").string();
+  write_low_rank_ratings(ratings, 6);
+  const std::string yaml = (dir / "bpmf.yaml").string();
+  std::ofstream(yaml) << "seed: 2\ndata: {format: ratings, path: " << ratings << ", folds: 3}\n"
+                         "model: {name: bpmf, dim: 3}\nprior: {groups: model, gibbs_every_steps: 100}\n"
+                         "sampler: {name: sgld, lr: 2.0e-4}\n"
+                         "train: {steps: 300, batch_size: 200, burn_in_steps: 100, thin: 10, eval_every_steps: 300}\n"
+                         "output: {checkpoint: false}\n";
+  const std::string cmd = std::string(SGMCMC_BINARY) + " train " + yaml + " --out " + (dir / "cv").string() +
+                          " -q > " + (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<double> rmse;
+  for (int k = 0; k < 3; ++k) {
+    std::ifstream in(dir / "cv" / ("fold" + std::to_string(k)) / "summary.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto pos = ss.str().find("\"test_rmse\": ");
+    ASSERT_NE(pos, std::string::npos) << "fold " << k;
+    rmse.push_back(std::stod(ss.str().substr(pos + 13)));
+  }
+  std::ifstream in(dir / "cv" / "summary.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string js = ss.str();
+  EXPECT_NE(js.find("\"folds\": 3"), std::string::npos) << js;
+  auto m = mean_std(rmse);
+  auto pos = js.find("\"test_rmse\": ");
+  ASSERT_NE(pos, std::string::npos) << js;
+  EXPECT_NEAR(std::stod(js.substr(pos + 13)), m.mean, 1e-8);
+  pos = js.find("\"test_rmse_std\": ");
+  ASSERT_NE(pos, std::string::npos) << js;
+  EXPECT_NEAR(std::stod(js.substr(pos + 17)), m.std, 1e-8);
+  // The folds' test sets differ, so their RMSEs do too.
+  EXPECT_GT(m.std, 0.0);
   fs::remove_all(dir);
 }

@@ -372,7 +372,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (!opt.quiet) {
       if (tty) std::cerr << "\r\033[K";
       std::ostringstream s;
-      s << std::fixed << "epoch " << std::setprecision(2) << row["epoch"] << "/" << cfg.train.epochs << " step " << step
+      s << std::fixed << "epoch " << std::setprecision(2) << row["epoch"] << "/" << static_cast<double>(total) / spe << " step " << step
         << " | loss " << std::setprecision(4) << row["train_loss"];
       auto pct = [&](const std::string& k) {
         auto it = row.find(k);
@@ -453,7 +453,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       last_progress = Clock::now();
       const double el = seconds_since(t_start);
       const double rate = (step - step_at_start) / std::max(el, 1e-9);
-      std::cerr << "\r\033[K[" << cfg.name << "] epoch " << step / spe << "/" << cfg.train.epochs << "  step " << step
+      std::cerr << "\r\033[K[" << cfg.name << "] epoch " << step / spe << "/" << total / spe << "  step " << step
                 << "/" << total << "  " << std::fixed << std::setprecision(1) << rate << " steps/s  ETA "
                 << format_duration((total - step) / std::max(rate, 1e-9)) << std::flush;
     }
