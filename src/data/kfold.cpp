@@ -113,7 +113,7 @@ Dataset load_ratings_dataset(const OptionMap& o, RatingsData* ratings) {
   RatingsData data = read_ratings(path, ro);
   FoldSplit split = kfold_split(data.size(), folds, fold, static_cast<uint64_t>(split_seed), val_fraction);
   std::ostringstream os;
-  os << path << " (ratings, " << ratings_format_name(data.format) << "): fold " << fold << "/" << folds << ", "
+  os << path << " (ratings, " << ratings_format_name(data.format) << "): fold " << fold << " of 0-" << folds - 1 << ", "
      << split.train.numel() << " train / " << split.val.numel() << " val / " << split.test.numel() << " test, "
      << data.num_users() << " users, " << data.num_items() << " items, ratings " << data.min_rating << "-"
      << data.max_rating;
