@@ -4,6 +4,7 @@
 
 #include "compat.h"
 #include "config/experiment_config.h"
+#include "models/bpmf.h"
 #include "models/cnn.h"
 #include "models/mlp.h"
 
@@ -62,8 +63,10 @@ ModelPtr make_model(const OptionMap& o, const Dataset& data, uint64_t seed) {
     c.conv2 = o.get_int("conv2", 50);
     c.fc = o.get_int("fc", 500);
     model = std::make_shared<Cnn>(c, gen);
+  } else if (name == "bpmf") {
+    model = make_bpmf(data, o, gen);
   } else {
-    throw std::invalid_argument(where + ".name: model '" + name + "' is not available in this build yet (have: mlp, cnn)");
+    throw std::invalid_argument(where + ".name: model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf)");
   }
   o.check_all_used();
   return model;

@@ -4,6 +4,8 @@
 //         gaussian for regression), noise_precision (1), noise_prior (fixed | gamma), noise_alpha,
 //         noise_beta (1, 1)
 //   cnn:  conv1 (20), conv2 (50), fc (500)
+//   bpmf: dim (20), init_std (0.1), tau (2), sample_tau (false), tau_alpha (1), tau_beta (1)
+//         (models/bpmf.h; users/items from dims, μ = training mean)
 // Input/output sizes come from the data set (dims "features"/"channels"/"height"/"width", num_classes).
 #pragma once
 

@@ -2,11 +2,16 @@
 #define CXXOPTS_VECTOR_DELIMITER '\x1f'  // --set values may contain commas (lists)
 #include <cxxopts.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "config/experiment_config.h"
+#include "data/kfold.h"
 #include "train/trainer.h"
 
 namespace sgmcmc {
@@ -38,6 +43,60 @@ void reject_extra(const cxxopts::ParseResult& r) {
   if (!r.unmatched().empty()) throw std::invalid_argument("unexpected argument '" + r.unmatched()[0] + "'");
 }
 
+
+// k-fold cross-validation (format ratings without data.fold): one run per fold into DIR/fold<k>,
+// then DIR/summary.json with the mean, sample std and per-fold values of each metric.
+int run_all_folds(const std::string& config_path, const std::vector<std::string>& sets, const ExperimentConfig& base,
+                  const RunOptions& ro) {
+  const int64_t folds = base.data.options.get_int("folds", 5);
+  if (folds < 2) throw std::invalid_argument("data.folds: must be at least 2, got " + std::to_string(folds));
+  const std::filesystem::path dir = !ro.out_dir.empty()          ? ro.out_dir
+                                    : !base.output.dir.empty() ? base.output.dir
+                                                               : default_run_dir(base.name);
+  const std::vector<std::string> keys = {"test_rmse", "test_nll", "val_rmse", "val_nll", "sample_test_rmse",
+                                         "wall_seconds"};
+  std::map<std::string, std::vector<double>> per_fold;
+  bool finished = true;
+  for (int64_t k = 0; k < folds; ++k) {
+    auto all = sets;
+    all.push_back("data.fold=" + std::to_string(k));
+    RunOptions fo = ro;
+    fo.out_dir = (dir / ("fold" + std::to_string(k))).string();
+    if (!ro.quiet) std::cout << "== fold " << k << "/" << folds << " -> " << fo.out_dir << std::endl;
+    RunSummary s = run_training(load_config(config_path, all), fo);
+    finished = finished && s.finished;
+    for (const auto& key : keys) {
+      auto it = s.values.find(key);
+      per_fold[key].push_back(it == s.values.end() ? NAN : it->second);
+    }
+  }
+  std::ostringstream js;
+  js << std::setprecision(10) << "{\n  \"name\": \"" << base.name << "\",\n  \"sampler\": \"" << base.sampler_name()
+     << "\",\n  \"folds\": " << folds << ",\n  \"finished\": " << (finished ? "true" : "false");
+  auto num = [](double x) {
+    if (!std::isfinite(x)) return std::string("null");
+    std::ostringstream o;
+    o << std::setprecision(10) << x;
+    return o.str();
+  };
+  for (const auto& key : keys) {
+    const auto& v = per_fold[key];
+    auto m = mean_std(v);
+    js << ",\n  \"" << key << "\": " << num(m.mean) << ",\n  \"" << key << "_std\": " << num(m.std) << ",\n  \"" << key
+       << "_folds\": [";
+    for (size_t i = 0; i < v.size(); ++i) js << (i ? ", " : "") << num(v[i]);
+    js << "]";
+  }
+  js << "\n}\n";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "summary.json") << js.str();
+  auto rm = mean_std(per_fold["test_rmse"]);
+  if (!ro.quiet)
+    std::cout << "run directory: " << dir.string() << "\n  test_rmse: " << std::fixed << std::setprecision(4) << rm.mean
+              << " ± " << rm.std << " over " << folds << " folds (sample std)\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -50,7 +109,8 @@ int cmd_train(int argc, char** argv) {
         ("overwrite", "replace an existing run directory")
         ("resume", "continue the run in DIR from its checkpoint (config from DIR/config.yaml)",
          cxxopts::value<std::string>())
-        ("set", "override a config key, e.g. --set train.epochs=5 --set data.dir=/data/mnist (repeatable)",
+        ("set", "override a config key, e.g. --set train.epochs=5 --set data.dir=/data/mnist (repeatable); "
+                "ratings data without data.fold runs every fold into OUT/fold<k> and writes their mean ± std",
          cxxopts::value<std::vector<std::string>>())
         ("stop-after", "stop after this many steps, with a checkpoint (for testing --resume)",
          cxxopts::value<int64_t>())
@@ -82,6 +142,11 @@ int cmd_train(int argc, char** argv) {
       if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
       config = load_config(r["config"].as<std::string>(), sets);
       if (r.count("out")) ro.out_dir = r["out"].as<std::string>();
+      // Ratings without data.fold: every fold of the k-fold split, then the aggregate.
+      if (config.data.format == "ratings" && !config.data.options.has("fold")) {
+        if (ro.stop_after_steps >= 0) throw std::invalid_argument("--stop-after needs a single fold (--set data.fold=K)");
+        return run_all_folds(r["config"].as<std::string>(), sets, config, ro);
+      }
     }
     RunSummary s = run_training(config, ro);
     if (!ro.quiet) {

@@ -181,11 +181,13 @@ ExperimentConfig build_config(RawConfig raw) {
   OptionMap& t = raw.blocks["train"];
   c.train.epochs = t.get_int("epochs", 10);
   check_positive_int(t.context() + ".epochs", c.train.epochs);
+  c.train.steps = t.get_int("steps", 0);
+  check_nonneg_int(t.context() + ".steps", c.train.steps);
   c.train.batch_size = t.get_int("batch_size", 500);
   check_positive_int(t.context() + ".batch_size", c.train.batch_size);
   c.train.burn_in = t.get_double("burn_in", 0);
   if (c.train.burn_in < 0) fail(src, "train.burn_in: must be >= 0 epochs");
-  if (c.train.burn_in >= static_cast<double>(c.train.epochs))
+  if (c.train.steps == 0 && c.train.burn_in >= static_cast<double>(c.train.epochs))
     fail(src, "train.burn_in: burn-in (" + t.get_string("burn_in", "") + " epochs) must be shorter than train.epochs (" +
                   std::to_string(c.train.epochs) + ")");
   c.train.burn_in_steps = t.get_int("burn_in_steps", -1);

@@ -47,6 +47,7 @@ struct PriorConfig {
 
 struct TrainConfig {
   int64_t epochs = 10;
+  int64_t steps = 0;               // total steps; > 0 overrides epochs
   int64_t batch_size = 500;
   double burn_in = 0;              // epochs (may be fractional) before samples are averaged
   int64_t burn_in_steps = -1;      // alternative in steps (>= 0 overrides burn_in)

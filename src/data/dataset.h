@@ -17,6 +17,8 @@ struct Dataset {
   // Regression / ratings: predictions are clipped to [target_min, target_max] when `clip` is set.
   bool clip = false;
   double target_min = 0, target_max = 0;
+  // Files the trainer writes into the run directory (name -> contents), e.g. a ratings id map.
+  std::map<std::string, std::string> run_files;
   std::string description;         // one line for logs, e.g. "fashion-mnist: 50000/10000/10000"
 
   Dataset to(const torch::Device& device) const;

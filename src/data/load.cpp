@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "data/idx.h"
+#include "data/kfold.h"
+#include "data/ratings.h"
 #include "data/splits.h"
 
 namespace sgmcmc {
@@ -46,10 +48,24 @@ Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
   return ds;
 }
 
+Dataset load_ratings_format(const DataConfig& config) {
+  const OptionMap& o = config.options;
+  // The ratings format splits by k-fold (data.folds, data.fold, data.val_fraction); data.val_size and
+  // data.dir are ignored (a resolved config.yaml carries their defaults, so they cannot be rejected).
+  RatingsData raw;
+  Dataset ds = load_ratings_dataset(o, &raw);
+  o.check_all_used();
+  ds.train = take_first(ds.train, config.train_limit);
+  ds.test = take_first(ds.test, config.test_limit);
+  ds.run_files["id_map.csv"] = id_map_csv(raw);
+  return ds;
+}
+
 Dataset load_dataset(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
+  if (config.format == "ratings") return load_ratings_format(config);
   const std::string where = config.options.context().empty() ? "data" : config.options.context();
-  throw std::invalid_argument(where + ".format: '" + config.format + "' is not available in this build yet (have: idx)");
+  throw std::invalid_argument(where + ".format: '" + config.format + "' is not available in this build yet (have: idx, ratings)");
 }
 
 }  // namespace sgmcmc

@@ -2,7 +2,9 @@
 //   idx:     MNIST layout in data.dir: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
 //            (MNIST, Fashion-MNIST). Inputs float [n, 1, rows, cols] scaled to [0, 1]
 //            (data.normalize), targets int64. dims: channels, height, width, features.
-//   ratings: MovieLens (added by the BPMF work; src/data/ratings.*).
+//   ratings: MovieLens ratings.dat / u.data / ratings.csv (src/data/ratings.h), k-fold split
+//            (src/data/kfold.h: keys path, ratings_format, min_rating, max_rating, folds, fold,
+//            split_seed, val_fraction; val_size/dir are ignored). Writes id_map.csv to the run.
 //   csv:     not yet available.
 // A validation split of data.val_size examples is carved from train with a seed derived from
 // `seed`; data.train_limit / data.test_limit truncate (for quick runs). Everything stays on CPU;
@@ -18,6 +20,9 @@ namespace sgmcmc {
 
 // Throws std::invalid_argument for unknown data-block keys, missing/corrupt files, bad sizes.
 Dataset load_dataset(const DataConfig& config, uint64_t seed);
+
+// The ratings branch on its own.
+Dataset load_ratings_format(const DataConfig& config);
 
 // The idx branch on its own.
 Dataset load_idx_dataset(const DataConfig& config, uint64_t seed);

@@ -198,7 +198,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     throw std::invalid_argument(cfg.source + ": train.batch_size " + std::to_string(n) + " exceeds the training set (" +
                                 std::to_string(N) + " examples)");
   const int64_t spe = N / n;  // steps per epoch (the remainder of each shuffled epoch is dropped)
-  const int64_t total = cfg.train.epochs * spe;
+  const int64_t total = cfg.train.steps > 0 ? cfg.train.steps : cfg.train.epochs * spe;
   const int64_t burn = cfg.train.burn_in_steps >= 0 ? cfg.train.burn_in_steps
                                                     : static_cast<int64_t>(std::llround(cfg.train.burn_in * spe));
   if (is_sampler && burn >= total)
@@ -215,6 +215,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
 
   // Resolved config (defaults filled in by every consumer above).
   write_atomic(dir / "config.yaml", to_yaml(cfg));
+  for (const auto& [file, text] : data.run_files) write_atomic(dir / file, text);
 
   // State.
   int64_t step = 0, pos = 0, samples = 0, rows = 0;
@@ -371,7 +372,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (!opt.quiet) {
       if (tty) std::cerr << "\r\033[K";
       std::ostringstream s;
-      s << std::fixed << "epoch " << std::setprecision(2) << row["epoch"] << "/" << cfg.train.epochs << " step " << step
+      s << std::fixed << "epoch " << std::setprecision(2) << row["epoch"] << "/" << static_cast<double>(total) / spe << " step " << step
         << " | loss " << std::setprecision(4) << row["train_loss"];
       auto pct = [&](const std::string& k) {
         auto it = row.find(k);
@@ -452,7 +453,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       last_progress = Clock::now();
       const double el = seconds_since(t_start);
       const double rate = (step - step_at_start) / std::max(el, 1e-9);
-      std::cerr << "\r\033[K[" << cfg.name << "] epoch " << step / spe << "/" << cfg.train.epochs << "  step " << step
+      std::cerr << "\r\033[K[" << cfg.name << "] epoch " << step / spe << "/" << total / spe << "  step " << step
                 << "/" << total << "  " << std::fixed << std::setprecision(1) << rate << " steps/s  ETA "
                 << format_duration((total - step) / std::max(rate, 1e-9)) << std::flush;
     }
