@@ -122,14 +122,14 @@ ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path&
   // (η = ε² for SGHMC, h for the thermostats); the values give comparable accuracy.
   std::vector<GaussSpec> specs = {
       {"sgld", "sgld", {{"lr", "0.01"}}},
-      {"psgld", "psgld", {{"lr", "0.01"}, {"alpha", "0.99"}}},
+      {"psgld", "psgld", {{"lr", "0.01"}, {"alpha", "0.999"}}},
       {"sghmc-euler", "sghmc", {{"lr", "0.01"}, {"alpha", "0.1"}, {"noise_estimate", "constant"}, {"beta_hat", "0.005"}}},
       {"sghmc-ssi", "sghmc", {{"lr", "0.01"}, {"alpha", "0.1"}, {"noise_estimate", "constant"}, {"beta_hat", "0.005"}, {"integrator", "ssi"}}},
       {"sghmc-fisher", "sghmc", {{"lr", "0.01"}, {"alpha", "0.1"}, {"noise_estimate", "fisher"}}},
       {"sgnht", "sgnht", {{"lr", "0.1"}, {"diffusion", "1"}}},
       {"msgnht-euler", "msgnht", {{"lr", "0.1"}, {"diffusion", "1"}}},
       {"msgnht-ssi", "msgnht", {{"lr", "0.1"}, {"diffusion", "1"}, {"integrator", "ssi"}}},
-      {"santa-euler", "santa", {{"lr", "0.01"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", std::to_string(steps + 1)}}},
+      {"santa-euler", "santa", {{"lr", "0.01"}, {"eps", "16"}, {"data_size", "0.25"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", std::to_string(steps + 1)}}},
       {"santa-ssi", "santa", {{"lr", "0.01"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", std::to_string(steps + 1)}, {"integrator", "ssi"}}},
   };
   std::vector<std::vector<std::string>> rows;
