@@ -17,6 +17,11 @@ struct Dataset {
   // Regression / ratings: predictions are clipped to [target_min, target_max] when `clip` is set.
   bool clip = false;
   double target_min = 0, target_max = 0;
+  // Regression targets standardized by the loader (csv): original = target_mean + target_scale · y.
+  // The trainer then reports rmse and nll in the original units, the nll of the predictive mixture
+  // over samples, (1/S) Σ_s N(y; f_s, 1/τ_s), per point.
+  bool standardized_targets = false;
+  double target_mean = 0, target_scale = 1;
   // Files the trainer writes into the run directory (name -> contents), e.g. a ratings id map.
   std::map<std::string, std::string> run_files;
   std::string description;         // one line for logs, e.g. "fashion-mnist: 50000/10000/10000"

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "data/csv.h"
 #include "data/idx.h"
 #include "data/kfold.h"
 #include "data/ratings.h"
@@ -61,11 +62,22 @@ Dataset load_ratings_format(const DataConfig& config) {
   return ds;
 }
 
+Dataset load_csv_format(const DataConfig& config) {
+  // Splits by data.test_fraction / data.split / data.val_fraction (src/data/csv.h); data.val_size
+  // and data.dir are ignored like in the ratings format.
+  Dataset ds = load_csv_dataset(config.options);
+  config.options.check_all_used();
+  ds.train = take_first(ds.train, config.train_limit);
+  ds.test = take_first(ds.test, config.test_limit);
+  return ds;
+}
+
 Dataset load_dataset(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
   if (config.format == "ratings") return load_ratings_format(config);
+  if (config.format == "csv") return load_csv_format(config);
   const std::string where = config.options.context().empty() ? "data" : config.options.context();
-  throw std::invalid_argument(where + ".format: '" + config.format + "' is not available in this build yet (have: idx, ratings)");
+  throw std::invalid_argument(where + ".format: '" + config.format + "' is not available in this build yet (have: idx, ratings, csv)");
 }
 
 }  // namespace sgmcmc

@@ -77,6 +77,34 @@ double tau_of(Model& model) {
   return it == h.end() ? 1.0 : it->second;
 }
 
+// Per-point Gaussian log-density log N(y; f, 1/τ) (float64), for the mixture predictive of
+// standardized-target data sets.
+torch::Tensor gaussian_log_density(const torch::Tensor& f, const torch::Tensor& y, double tau) {
+  auto r2 = (f.to(torch::kFloat64) - y.to(torch::kFloat64)).pow(2);
+  return -0.5 * tau * r2 + 0.5 * std::log(tau) - 0.5 * std::log(2 * M_PI);
+}
+
+// Running log Σ_s p_s(y) per point.
+void accumulate_lse(torch::Tensor& lse, const torch::Tensor& log_density) {
+  lse = lse.defined() ? torch::logaddexp(lse, log_density) : log_density.clone();
+}
+
+// predictive_metrics, then for standardized targets: rmse in the original units and the nll of the
+// mixture (1/S) Σ_s N(y; f_s, 1/τ_s) (from `lse` = log Σ_s, S = samples) or of N(y; f, 1/τ) when
+// there is no mixture, both + log(target_scale) (the density of the original-unit target).
+std::map<std::string, double> split_metrics(const Dataset& data, const torch::Tensor& prediction,
+                                            const torch::Tensor& targets, double tau, const torch::Tensor& lse,
+                                            int64_t samples) {
+  auto m = predictive_metrics(prediction, targets, data.task == Task::kClassification, tau, data.clip,
+                              data.target_min, data.target_max);
+  if (!data.standardized_targets || m.empty()) return m;
+  m["rmse"] *= data.target_scale;
+  if (lse.defined() && samples > 0)
+    m["nll"] = -(lse - std::log(static_cast<double>(samples))).mean().item<double>();
+  m["nll"] += std::log(data.target_scale);
+  return m;
+}
+
 void save_model(torch::serialize::OutputArchive& ar, Model& model, const std::string& prefix) {
   for (const auto& item : model.named_parameters()) ar.write(prefix + item.key(), item.value().detach());
   for (const auto& item : model.named_buffers()) ar.write(prefix + item.key(), item.value(), /*is_buffer=*/true);
@@ -225,6 +253,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   torch::Tensor loss_sum = torch::zeros({}, fopts);
   int64_t loss_count = 0;
   torch::Tensor avg_test, avg_val;  // running sums of predictive outputs (float64)
+  torch::Tensor lse_test, lse_val;  // standardized targets: running log Σ_s N(y; f_s, 1/τ_s) per point
   torch::Tensor last_test_pred;     // current sample's test prediction at its last computation
 
   if (opt.resume) {
@@ -260,6 +289,8 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (auto x = opt_rd("perm"); x.defined()) perm = x.to(e.device);
     if (auto x = opt_rd("avg_test"); x.defined()) avg_test = x.to(e.device);
     if (auto x = opt_rd("avg_val"); x.defined()) avg_val = x.to(e.device);
+    if (auto x = opt_rd("lse_test"); x.defined()) lse_test = x.to(e.device);
+    if (auto x = opt_rd("lse_val"); x.defined()) lse_val = x.to(e.device);
     if (pos != 0 && !perm.defined()) throw std::invalid_argument(ckpt_path.string() + ": checkpoint lacks the data order");
     if (step > total)
       throw std::invalid_argument(ckpt_path.string() + ": checkpoint is at step " + std::to_string(step) +
@@ -288,6 +319,8 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (perm.defined()) ar.write("perm", perm, true);
     if (avg_test.defined()) ar.write("avg_test", avg_test, true);
     if (avg_val.defined()) ar.write("avg_val", avg_val, true);
+    if (lse_test.defined()) ar.write("lse_test", lse_test, true);
+    if (lse_val.defined()) ar.write("lse_val", lse_val, true);
     fs::path tmp = ckpt_path;
     tmp += ".tmp";
     ar.save_to(tmp.string());
@@ -323,24 +356,21 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     loss_count = 0;
     const double tau = tau_of(model);
     if (!sample_pred_fresh) last_test_pred = predict_all(model, data.test, chunk);
-    for (auto& [k, v] : predictive_metrics(last_test_pred, data.test.targets, classification, tau, data.clip,
-                                           data.target_min, data.target_max))
+    for (auto& [k, v] : split_metrics(data, last_test_pred, data.test.targets, tau, torch::Tensor(), 0))
       row["sample_test_" + k] = v;
     if (samples > 0) {
-      for (auto& [k, v] : predictive_metrics(avg_test / samples, data.test.targets, classification, tau, data.clip,
-                                             data.target_min, data.target_max))
+      for (auto& [k, v] : split_metrics(data, avg_test / samples, data.test.targets, tau, lse_test, samples))
         row["test_" + k] = v;
       if (avg_val.defined())
-        for (auto& [k, v] : predictive_metrics(avg_val / samples, data.val.targets, classification, tau, data.clip,
-                                               data.target_min, data.target_max))
+        for (auto& [k, v] : split_metrics(data, avg_val / samples, data.val.targets, tau, lse_val, samples))
           row["val_" + k] = v;
     } else if (!is_sampler) {
       // Optimizers: the current iterate.
       row["test_" + mname] = row["sample_test_" + mname];
       row["test_nll"] = row["sample_test_nll"];
       if (data.val.size() > 0)
-        for (auto& [k, v] : predictive_metrics(predict_all(model, data.val, chunk), data.val.targets, classification,
-                                               tau, data.clip, data.target_min, data.target_max))
+        for (auto& [k, v] : split_metrics(data, predict_all(model, data.val, chunk), data.val.targets, tau,
+                                          torch::Tensor(), 0))
           row["val_" + k] = v;
     }
     row["samples"] = static_cast<double>(samples);
@@ -431,9 +461,11 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       avg_test = avg_test.defined() ? avg_test.add_(te) : te.clone();
       last_test_pred = te;
       fresh = true;
+      if (data.standardized_targets) accumulate_lse(lse_test, gaussian_log_density(te, data.test.targets, tau_of(model)));
       if (data.val.size() > 0) {
         auto va = predict_all(model, data.val, chunk).to(torch::kFloat64);
         avg_val = avg_val.defined() ? avg_val.add_(va) : va.clone();
+        if (data.standardized_targets) accumulate_lse(lse_val, gaussian_log_density(va, data.val.targets, tau_of(model)));
       }
       ++samples;
       if (cfg.output.save_samples) {
@@ -519,7 +551,6 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
   build_data_and_model(e);
   Model& model = *e.model;
   const Dataset& data = e.data;
-  const bool classification = data.task == Task::kClassification;
   std::vector<fs::path> files;
   if (fs::is_directory(dir / "samples"))
     for (auto& f : fs::directory_iterator(dir / "samples"))
@@ -529,7 +560,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
     if (!fs::exists(dir / "final.pt")) throw std::invalid_argument(run_dir + ": no samples/ and no final.pt to predict with");
     files.push_back(dir / "final.pt");
   }
-  torch::Tensor sum_test, sum_val;
+  torch::Tensor sum_test, sum_val, lse_test, lse_val;
   const int64_t chunk = e.config.train.eval_batch_size;
   for (const auto& f : files) {
     torch::serialize::InputArchive ar;
@@ -537,21 +568,20 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
     load_model(ar, model, "", f.string());
     auto te = predict_all(model, data.test, chunk).to(torch::kFloat64);
     sum_test = sum_test.defined() ? sum_test + te : te;
+    if (data.standardized_targets) accumulate_lse(lse_test, gaussian_log_density(te, data.test.targets, tau_of(model)));
     if (data.val.size() > 0) {
       auto va = predict_all(model, data.val, chunk).to(torch::kFloat64);
       sum_val = sum_val.defined() ? sum_val + va : va;
+      if (data.standardized_targets) accumulate_lse(lse_val, gaussian_log_density(va, data.val.targets, tau_of(model)));
     }
   }
   const double k = static_cast<double>(files.size());
   const double tau = tau_of(model);
   std::map<std::string, double> out;
-  for (auto& [m, x] : predictive_metrics(sum_test / k, data.test.targets, classification, tau, data.clip,
-                                         data.target_min, data.target_max))
-    out["test_" + m] = x;
+  const auto nk = static_cast<int64_t>(files.size());
+  for (auto& [m, x] : split_metrics(data, sum_test / k, data.test.targets, tau, lse_test, nk)) out["test_" + m] = x;
   if (sum_val.defined())
-    for (auto& [m, x] : predictive_metrics(sum_val / k, data.val.targets, classification, tau, data.clip,
-                                           data.target_min, data.target_max))
-      out["val_" + m] = x;
+    for (auto& [m, x] : split_metrics(data, sum_val / k, data.val.targets, tau, lse_val, nk)) out["val_" + m] = x;
   out["samples"] = k;
   if (!out_json.empty()) {
     std::ostringstream js;

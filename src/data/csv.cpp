@@ -1,0 +1,167 @@
+#include "data/csv.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "data/kfold.h"
+
+namespace sgmcmc {
+namespace {
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Splits a line at commas outside double quotes; strips surrounding quotes ("" inside = ").
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(trim(cur));
+  return out;
+}
+
+}  // namespace
+
+CsvTable read_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot open CSV file");
+  CsvTable t;
+  std::vector<double> values;
+  std::string line;
+  int64_t lineno = 0, rows = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (trim(line).empty()) continue;
+    auto fields = split_fields(line);
+    const std::string where = path + ":" + std::to_string(lineno);
+    if (t.columns.empty()) {
+      for (auto& f : fields)
+        if (f.empty()) throw std::invalid_argument(where + ": empty column name in the header row");
+      t.columns = fields;
+      continue;
+    }
+    if (fields.size() != t.columns.size())
+      throw std::invalid_argument(where + ": expected " + std::to_string(t.columns.size()) + " fields (as in the header), got " +
+                                  std::to_string(fields.size()));
+    for (size_t j = 0; j < fields.size(); ++j) {
+      const std::string& f = fields[j];
+      char* end = nullptr;
+      errno = 0;
+      double v = f.empty() ? NAN : std::strtod(f.c_str(), &end);
+      if (f.empty() || *end != '\0' || !std::isfinite(v))
+        throw std::invalid_argument(where + ": field " + std::to_string(j + 1) + " ('" + t.columns[j] +
+                                    "') is not a finite number: '" + f + "'");
+      values.push_back(v);
+    }
+    ++rows;
+  }
+  if (t.columns.empty()) throw std::invalid_argument(path + ": empty CSV file (expected a header row)");
+  if (rows == 0) throw std::invalid_argument(path + ": no data rows after the header");
+  t.values = torch::tensor(values, torch::kFloat64).reshape({rows, static_cast<int64_t>(t.columns.size())});
+  return t;
+}
+
+Dataset load_csv_dataset(const OptionMap& o) {
+  const std::string where = o.context().empty() ? "data" : o.context();
+  const std::string path = o.get_string("path", "");
+  if (path.empty()) throw std::invalid_argument(where + ".path: missing (the CSV file)");
+  const std::string target = o.get_string("target", "");
+  const double test_fraction = o.get_double("test_fraction", 0.1);
+  const int64_t split = o.get_int("split", 0);
+  const int64_t split_seed = o.get_int("split_seed", 0);
+  const double val_fraction = o.get_double("val_fraction", 0.0);
+  if (!(test_fraction > 0 && test_fraction < 1))
+    throw std::invalid_argument(where + ".test_fraction: must be in (0, 1), got " + o.get_string("test_fraction", ""));
+  if (!(val_fraction >= 0 && val_fraction < 1))
+    throw std::invalid_argument(where + ".val_fraction: must be in [0, 1), got " + o.get_string("val_fraction", ""));
+  if (split < 0) throw std::invalid_argument(where + ".split: must be >= 0, got " + std::to_string(split));
+  if (split_seed < 0) throw std::invalid_argument(where + ".split_seed: must be >= 0, got " + std::to_string(split_seed));
+
+  CsvTable t = read_csv(path);
+  const int64_t n = t.values.size(0), c = t.values.size(1);
+  if (c < 2) throw std::invalid_argument(path + ": need at least one feature column and a target column");
+  int64_t ti = c - 1;
+  if (!target.empty()) {
+    auto it = std::find(t.columns.begin(), t.columns.end(), target);
+    if (it == t.columns.end()) {
+      std::string near = nearest(target, t.columns);
+      throw std::invalid_argument(where + ".target: no column '" + target + "' in " + path +
+                                  (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+    ti = it - t.columns.begin();
+  }
+  const auto n_test = static_cast<int64_t>(std::llround(test_fraction * static_cast<double>(n)));
+  const auto n_rest = n - n_test;
+  const auto n_val = static_cast<int64_t>(std::llround(val_fraction * static_cast<double>(n_rest)));
+  if (n_test < 1 || n_rest - n_val < 2)
+    throw std::invalid_argument(where + ".test_fraction: " + std::to_string(n) + " rows give " + std::to_string(n_test) +
+                                " test / " + std::to_string(n_rest - n_val) + " train rows (need >= 1 and >= 2)");
+  auto perm = seeded_permutation(n, static_cast<uint64_t>(split_seed + split));
+  auto idx = [&](int64_t a, int64_t b) {
+    std::vector<int64_t> v(perm.begin() + a, perm.begin() + b);
+    std::sort(v.begin(), v.end());
+    return torch::tensor(v, torch::kInt64);
+  };
+  torch::Tensor te = idx(0, n_test), va = idx(n_test, n_test + n_val), tr = idx(n_test + n_val, n);
+
+  std::vector<int64_t> feat;
+  for (int64_t j = 0; j < c; ++j)
+    if (j != ti) feat.push_back(j);
+  auto fidx = torch::tensor(feat, torch::kInt64);
+  auto X = t.values.index_select(1, fidx), y = t.values.select(1, ti);
+  auto Xtr = X.index_select(0, tr), ytr = y.index_select(0, tr);
+  auto mu = Xtr.mean(0), sd = Xtr.std(0, /*unbiased=*/false);
+  sd = torch::where(sd > 0, sd, torch::ones_like(sd));  // constant columns stay centred
+  const double ymu = ytr.mean().item<double>();
+  double ysd = ytr.std(/*unbiased=*/false).item<double>();
+  if (!(ysd > 0)) ysd = 1.0;
+  auto make = [&](const torch::Tensor& rows) {
+    Batch b;
+    b.inputs = ((X.index_select(0, rows) - mu) / sd).to(torch::kFloat32);
+    b.targets = ((y.index_select(0, rows) - ymu) / ysd).to(torch::kFloat32);
+    return b;
+  };
+  Dataset ds;
+  ds.task = Task::kRegression;
+  ds.train = make(tr);
+  ds.val = make(va);
+  ds.test = make(te);
+  ds.standardized_targets = true;
+  ds.target_mean = ymu;
+  ds.target_scale = ysd;
+  ds.dims = {{"features", c - 1}};
+  ds.description = std::filesystem::path(path).filename().string() + " (csv, target " + t.columns[ti] + ", split " +
+                   std::to_string(split) + "): " + std::to_string(ds.train.size()) + " train / " +
+                   std::to_string(ds.val.size()) + " val / " + std::to_string(ds.test.size()) + " test, " +
+                   std::to_string(c - 1) + " features";
+  return ds;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,41 @@
+// CSV regression data (e.g. UCI Boston housing), the `csv` data format.
+//
+// File: a header row of column names (optionally double-quoted), then one row of numeric fields per
+// example, separated by commas; blank lines are skipped. Errors are one-line
+// std::invalid_argument "<file>:<line>: ..." (non-numeric field, wrong number of fields).
+//
+// Data-block keys (context "data"):
+//   path           the CSV file (required)
+//   target         name of the target column (default: the last column)
+//   test_fraction  fraction of rows held out as the test set (default 0.1)
+//   split          split index k >= 0 (default 0): the rows are permuted by
+//                  seeded_permutation(n, split_seed + k) (src/data/kfold.h); the first
+//                  round(test_fraction · n) permuted rows are the test set
+//   split_seed     (default 0)
+//   val_fraction   fraction of the remaining training rows carved off (in permuted order) as a
+//                  validation set (default 0)
+// Features and target are standardized with the mean and (population) std of the training split;
+// the Dataset carries target_mean / target_scale so that the trainer reports RMSE and test
+// log-likelihood in the original units. data.val_size / data.dir are ignored by this format.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/option_map.h"
+#include "data/dataset.h"
+
+namespace sgmcmc {
+
+struct CsvTable {
+  std::vector<std::string> columns;
+  torch::Tensor values;  // [rows, columns] float64
+};
+
+// Reads a numeric CSV file with a header row.
+CsvTable read_csv(const std::string& path);
+
+// The `csv` data format from a `data:` block (marks the keys above used).
+Dataset load_csv_dataset(const OptionMap& options);
+
+}  // namespace sgmcmc
