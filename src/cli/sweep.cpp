@@ -22,6 +22,18 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Repeatable key=value options: cxxopts may split a value at commas (its vector delimiter is a
+// macro, and another translation unit's instantiation can win), so re-join the pieces that hold no
+// '=' to the assignment before them.
+std::vector<std::string> assignments(const std::vector<std::string>& parts) {
+  std::vector<std::string> out;
+  for (const auto& p : parts) {
+    if (p.find('=') == std::string::npos && !out.empty()) out.back() += "," + p;
+    else out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_sweep(int argc, char** argv) {
@@ -57,8 +69,8 @@ int cmd_sweep(int argc, char** argv) {
     if (!r.count("file")) throw std::invalid_argument("missing SWEEP.yaml (see sgmcmc sweep --help)");
     const std::string file = r["file"].as<std::string>();
     std::vector<std::string> sets, grid, seeds;
-    if (r.count("set")) sets = r["set"].as<std::vector<std::string>>();
-    if (r.count("grid")) grid = r["grid"].as<std::vector<std::string>>();
+    if (r.count("set")) sets = assignments(r["set"].as<std::vector<std::string>>());
+    if (r.count("grid")) grid = assignments(r["grid"].as<std::vector<std::string>>());
     if (r.count("seeds")) seeds = split(r["seeds"].as<std::string>(), ',');
     const std::string metric = r.count("metric") ? r["metric"].as<std::string>() : "";
     SweepSpec spec;

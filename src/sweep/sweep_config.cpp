@@ -460,7 +460,7 @@ std::string summary_csv(const SweepSpec& spec, const std::vector<SweepRun>& runs
   std::set<std::string> metrics;
   for (const auto& r : runs)
     for (const auto& [k, v] : r.varying)
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      if (k != "seed" && std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);  // seed: own column
   for (const auto& o : outcomes)
     for (const auto& [k, v] : o.values) metrics.insert(k);
   std::ostringstream s;

@@ -1,0 +1,369 @@
+// Sweep files: parsing (one-line errors naming file and key), grid × zip × seeds expansion and run
+// names, summaries (selection on the validation metric, never test), resuming a sweep after a
+// stopped run (the final summary equals an uninterrupted sweep's), failed runs, --jobs 2 children.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "config/experiment_config.h"
+#include "sweep/sweep_config.h"
+#include "sweep/sweep_runner.h"
+#include "tiny_idx.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace sgmcmc;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// The message of the std::invalid_argument `f` throws ("" if none).
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A sweep file in a fresh directory next to an empty base config (base.yaml).
+std::string sweep_file(const std::string& dir, const std::string& text) {
+  write(fs::path(dir) / "base.yaml", "sampler: {name: sgld, lr: 1.0e-3}\n");
+  write(fs::path(dir) / "s.yaml", text);
+  return (fs::path(dir) / "s.yaml").string();
+}
+
+}  // namespace
+
+TEST(SweepSpec, GridZipSeedsExpansionAndNames) {
+  auto dir = test_util::temp_dir("sweep_expand");
+  auto spec = load_sweep(sweep_file(dir, R"(
+base: base.yaml
+set: {train.epochs: 3}
+grid:
+  sampler.lr: [1.0e-3, 2.0e-3, 4.0e-3]
+  model.hidden: [[10], [10, 10]]
+zip: {sampler.name: [sgld, sghmc], prior.precision: [1, 10]}
+seeds: [1, 2]
+)"));
+  EXPECT_EQ(spec.name, "s");
+  ASSERT_EQ(spec.parts.size(), 1u);
+  auto runs = expand(spec);
+  // zip (2, varying together) × lr (3) × hidden (2) × seeds (2).
+  ASSERT_EQ(runs.size(), 24u);
+  // Order: zip slowest, then the grid keys in file order, seeds innermost.
+  EXPECT_EQ(runs[0].name, "name=sgld_precision=1_lr=1.0e-3_hidden=10_seed=1");
+  EXPECT_EQ(runs[1].name, "name=sgld_precision=1_lr=1.0e-3_hidden=10_seed=2");
+  EXPECT_EQ(runs[3].name, "name=sgld_precision=1_lr=1.0e-3_hidden=10_10_seed=2");  // "10,10" made safe
+  EXPECT_EQ(runs[23].name, "name=sghmc_precision=10_lr=4.0e-3_hidden=10_10_seed=2");
+  EXPECT_EQ(runs[3].point, "name=sgld precision=1 lr=1.0e-3 hidden=10,10");
+  EXPECT_EQ(runs[3].seed, "2");
+  std::vector<std::string> expect = {"train.epochs=3",  "sampler.name=sgld", "prior.precision=1",
+                                     "sampler.lr=1.0e-3", "model.hidden=10,10", "seed=2"};
+  EXPECT_EQ(runs[3].overrides, expect);
+  std::set<std::string> names;
+  for (const auto& r : runs) {
+    EXPECT_TRUE(std::regex_match(r.name, std::regex("[A-Za-z0-9._=+-]+"))) << r.name;
+    names.insert(r.name);
+  }
+  EXPECT_EQ(names.size(), runs.size());
+  // Stable: a function of the file only.
+  auto again = expand(load_sweep(dir + "/s.yaml"));
+  for (size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].name, again[i].name);
+  // Every run's config builds.
+  for (const auto& r : runs) EXPECT_NO_THROW(load_config(spec.parts[0].base_path, r.overrides)) << r.name;
+}
+
+TEST(SweepSpec, PartsInheritAndPrefixNames) {
+  auto dir = test_util::temp_dir("sweep_parts");
+  auto spec = load_sweep(sweep_file(dir, R"(
+name: two
+set: {train.epochs: 3}
+seeds: [7]
+seed_keys: [seed, data.split]
+select: {metric: val_rmse, mode: min}
+parts:
+  - name: a
+    base: base.yaml
+    grid: {sampler.lr: [1, 2]}
+  - name: b
+    base: {sampler: {name: sghmc, lr: 1.0e-4}}
+    set: {sampler.alpha: 0.1}
+    seeds: [1, 2]
+    select: {metric: val_error, mode: max, group_by: [sampler.lr]}
+    grid: {sampler.lr: [3]}
+)"));
+  ASSERT_EQ(spec.parts.size(), 2u);
+  auto runs = expand(spec);
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].name, "a/lr=1_seed=7");
+  EXPECT_EQ(runs[0].overrides, (std::vector<std::string>{"train.epochs=3", "sampler.lr=1", "seed=7", "data.split=7"}));
+  EXPECT_EQ(runs[3].name, "b/lr=3_seed=2");
+  EXPECT_EQ(runs[3].overrides,
+            (std::vector<std::string>{"train.epochs=3", "sampler.alpha=0.1", "sampler.lr=3", "seed=2", "data.split=2"}));
+  EXPECT_EQ(spec.parts[0].select.test, "test_rmse");
+  EXPECT_TRUE(spec.parts[1].select.maximize);
+  EXPECT_EQ(spec.parts[1].select.test, "test_error");
+  EXPECT_FALSE(spec.parts[1].base_inline.empty());
+  auto base = materialize_base(spec, 1, dir + "/out");
+  EXPECT_EQ(load_config(base, runs[3].overrides).sampler.get_double("alpha", 0), 0.1);
+}
+
+TEST(SweepSpec, MalformedFilesGiveOneLineErrorsNamingFileAndKey) {
+  auto dir = test_util::temp_dir("sweep_bad");
+  struct Case {
+    std::string text, key;
+  };
+  std::vector<Case> cases = {
+      {"base: base.yaml\ngrid: {sampler.lr: [1]}\nseed: [1]\n", "seed: unknown key (did you mean 'seeds'?)"},
+      {"base: base.yaml\ngrid: {sampler.lr: [1]}\nselect: {metric: val_error, mod: min}\n", "select.mod: unknown key"},
+      {"base: base.yaml\nzip: {sampler.name: [sgld, sghmc], sampler.lr: [1, 2, 3]}\n",
+       "zip.sampler.lr: zip lists of unequal length (sampler.name has 2 values, sampler.lr has 3)"},
+      {"base: base.yaml\ngrid: {sampler.lr: []}\n", "grid.sampler.lr: empty list"},
+      {"grid: {sampler.lr: [1, 2]}\n", "base: missing"},
+      {"base: nowhere.yaml\n", "base: cannot open config"},
+      {"base: base.yaml\ngrid: {sampler.lr: [1, 2}\n", "YAML syntax error at line"},
+      {"base: base.yaml\nselect: {metric: test_error}\n", "select.metric: 'test_error' is a test metric"},
+      {"base: base.yaml\ngrid: {lr: [1, 2]}\n", "grid.lr: expected a config key"},
+      {"base: base.yaml\ngrid: {sampler.lr: [1]}\nzip: {sampler.lr: [2]}\n", "zip.sampler.lr: key varies twice"},
+      {"base: base.yaml\nparts:\n  - {grid: {sampler.lr: [1]}}\n", "parts[0].name: missing"},
+      {"base: base.yaml\nseeds: [1, x]\n", "seeds: expected non-negative integers"},
+  };
+  for (const auto& c : cases) {
+    std::string file = sweep_file(dir, c.text);
+    std::string msg = error_of([&] { load_sweep(file); });
+    EXPECT_EQ(msg.rfind(file + ": ", 0), 0u) << c.text << " -> " << msg;
+    EXPECT_NE(msg.find(c.key), std::string::npos) << c.text << " -> " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  // Repeated values would give two runs the same directory.
+  std::string file = sweep_file(dir, "base: base.yaml\ngrid: {sampler.lr: [1, 1]}\n");
+  auto spec = load_sweep(file);
+  EXPECT_NE(error_of([&] { expand(spec); }).find("same name"), std::string::npos);
+}
+
+// Selection uses the validation metric and reports that point's test metric: point lr=1 has the
+// better val_error but the worse test_error, so it must be chosen. A point with a failed seed or a
+// non-finite metric is not eligible.
+TEST(SweepSummary, BestPointSelectedOnValidationNotTest) {
+  auto dir = test_util::temp_dir("sweep_summary");
+  auto spec = load_sweep(sweep_file(dir, R"(
+base: base.yaml
+grid: {sampler.lr: [1, 2, 3]}
+seeds: [1, 2]
+select: {metric: val_error, report: [test_nll]}
+)"));
+  auto runs = expand(spec);
+  ASSERT_EQ(runs.size(), 6u);
+  auto done = [](double val, double test) {
+    RunOutcome o;
+    o.status = "done";
+    o.values = {{"val_error", val}, {"test_error", test}, {"test_nll", 0.5}};
+    return o;
+  };
+  std::vector<RunOutcome> out = {done(0.10, 0.30), done(0.12, 0.32),   // lr=1: val 0.11, test 0.31
+                                 done(0.20, 0.01), done(0.22, 0.03),   // lr=2: val 0.21, test 0.02
+                                 done(0.01, 0.01), RunOutcome{"failed", "boom", {}}};  // lr=3: a failed seed
+  auto best = best_points(spec, 0, runs, out);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[""], "lr=1");
+  std::string md = summary_md(spec, runs, out);
+  EXPECT_NE(md.find("| 1 | 2/2 | 0.11 ± 0.01414 | 0.31 ± 0.01414 | 0.5 ± 0 | * |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3 | 1/2 | 0.01 | 0.01 | 0.5 |  |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Best by val_error: **lr=1**, val_error 0.11 ± 0.01414, test_error 0.31 ± 0.01414"), std::string::npos) << md;
+  EXPECT_NE(md.find("`lr=3_seed=2`: failed (boom)"), std::string::npos) << md;
+  // Maximizing picks the other end; a NaN value disqualifies like a failure.
+  spec.parts[0].select.maximize = true;
+  out[2].values["val_error"] = NAN;
+  EXPECT_EQ(best_points(spec, 0, runs, out)[""], "lr=1");
+  // summary.csv: a row per run with its varying keys and metrics.
+  std::string csv = summary_csv(spec, runs, out);
+  EXPECT_NE(csv.find("run,part,point,seed,status,sampler.lr,test_error,test_nll,val_error\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("lr=1_seed=1,,lr=1,1,done,1,0.3,0.5,0.1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("lr=3_seed=2,,lr=3,2,failed,3,,,\n"), std::string::npos) << csv;
+}
+
+TEST(SweepSummary, GroupByPicksBestPerGroup) {
+  auto dir = test_util::temp_dir("sweep_group");
+  auto spec = load_sweep(sweep_file(dir, R"(
+base: base.yaml
+grid: {sampler.integrator: [euler, ssi], sampler.lr: [1, 2]}
+select: {metric: val_rmse, group_by: [sampler.integrator]}
+)"));
+  auto runs = expand(spec);
+  std::vector<RunOutcome> out;
+  for (double v : {3.0, 2.0, 1.0, 4.0}) out.push_back(RunOutcome{"done", "", {{"val_rmse", v}, {"test_rmse", 9.0}}});
+  auto best = best_points(spec, 0, runs, out);
+  EXPECT_EQ(best["sampler.integrator=euler"], "integrator=euler lr=2");
+  EXPECT_EQ(best["sampler.integrator=ssi"], "integrator=ssi lr=1");
+}
+
+namespace {
+
+// A tiny sweep on the 16x16 blob data: SGLD at two step sizes × two seeds, 6 epochs of 10 steps.
+std::string tiny_sweep(const std::string& dir) {
+  test_util::write_tiny_idx_dir(dir + "/data");
+  write(fs::path(dir) / "base.yaml", R"(
+name: tiny
+data: {dir: )" + dir + R"(/data, val_size: 100}
+model: {name: mlp, hidden: [8], activation: relu}
+sampler: {name: sgld, lr: 1.0e-3}
+train: {epochs: 6, burn_in: 2, batch_size: 50, eval_every: 2}
+output: {progress: false}
+)");
+  write(fs::path(dir) / "tiny_sweep.yaml", R"(
+base: base.yaml
+grid: {sampler.lr: [5.0e-4, 1.0e-3]}
+seeds: [1, 2]
+select: {metric: val_error, report: [test_nll, val_nll, samples]}
+)");
+  return dir + "/tiny_sweep.yaml";
+}
+
+// summary.csv without the timing columns.
+std::string csv_without_timing(const fs::path& p) {
+  std::ifstream in(p);
+  std::string header, line, out;
+  std::getline(in, header);
+  std::vector<std::string> cols;
+  std::stringstream hs(header);
+  for (std::string c; std::getline(hs, c, ',');) cols.push_back(c);
+  auto timing = [](const std::string& c) { return c.find("seconds") != std::string::npos || c.find("per_second") != std::string::npos; };
+  for (auto& c : cols) out += timing(c) ? "" : c + ",";
+  out += "\n";
+  while (std::getline(in, line)) {
+    std::stringstream ls(line);
+    size_t i = 0;
+    for (std::string v; std::getline(ls, v, ','); ++i)
+      if (!timing(cols.at(i))) out += v + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+// Resume: an uninterrupted sweep A; sweep B where run lr=1.0e-3 seed 1 was stopped after 37 steps
+// (a checkpoint, summary.json with finished: false) and the others finished. Re-running B must
+// skip the finished runs (their summary.json untouched), resume the stopped one, and give the same
+// summary as A (the trainer's resume is exact, test_trainer ResumeEqualsUninterrupted).
+TEST(SweepRunner, ResumeAfterStoppedRunEqualsUninterrupted) {
+  auto dir = test_util::temp_dir("sweep_resume");
+  auto spec = load_sweep(tiny_sweep(dir));
+  auto runs = expand(spec);
+  ASSERT_EQ(runs.size(), 4u);
+  std::ostringstream log_a, log_b1, log_b2, log_dry;
+  SweepOptions oa;
+  oa.out_dir = dir + "/A";
+  oa.quiet = true;
+  auto out_a = run_sweep(spec, oa, log_a);
+  for (const auto& o : out_a) EXPECT_EQ(o.status, "done");
+
+  SweepOptions ob = oa;
+  ob.out_dir = dir + "/B";
+  run_sweep(spec, ob, log_b1);
+  // Kill one run: replace it by a run stopped after 37 steps.
+  const std::string victim = "lr=1.0e-3_seed=1";
+  RunOptions ro;
+  ro.out_dir = dir + "/B/" + victim;
+  ro.overwrite = true;
+  ro.quiet = true;
+  ro.stop_after_steps = 37;
+  EXPECT_FALSE(run_training(load_config(dir + "/base.yaml", runs[2].overrides), ro).finished);
+  ASSERT_EQ(runs[2].name, victim);
+  EXPECT_EQ(run_state(dir + "/B/" + victim), "resume");
+  EXPECT_EQ(run_state(dir + "/B/lr=5.0e-4_seed=1"), "done");
+  const std::string other_before = slurp(dir + "/B/lr=5.0e-4_seed=2/summary.json");
+
+  SweepOptions dry = ob;
+  dry.dry_run = true;
+  run_sweep(spec, dry, log_dry);
+  EXPECT_NE(log_dry.str().find("[resume] " + victim), std::string::npos) << log_dry.str();
+  EXPECT_NE(log_dry.str().find("[done] lr=5.0e-4_seed=2"), std::string::npos) << log_dry.str();
+
+  auto out_b = run_sweep(spec, ob, log_b2);
+  EXPECT_NE(log_b2.str().find("4 runs, 3 done before, 1 to run"), std::string::npos) << log_b2.str();
+  EXPECT_NE(log_b2.str().find("== " + victim + " (resuming)"), std::string::npos) << log_b2.str();
+  EXPECT_EQ(slurp(dir + "/B/lr=5.0e-4_seed=2/summary.json"), other_before);
+  for (const auto& o : out_b) EXPECT_EQ(o.status, "done");
+  EXPECT_EQ(slurp(dir + "/A/summary.md"), slurp(dir + "/B/summary.md"));
+  EXPECT_EQ(csv_without_timing(dir + "/A/summary.csv"), csv_without_timing(dir + "/B/summary.csv"));
+  EXPECT_NE(slurp(dir + "/B/summary.md").find("| 5.0e-4 |"), std::string::npos);  // sanity: has rows
+}
+
+// --jobs 2 through the binary: child processes (train.threads = 1 each on 2 cores), one run fails
+// at run time (batch larger than the training set) and is reported without stopping the others;
+// the finished runs equal the in-process results.
+TEST(SweepRunner, ChildProcessesAndFailedRun) {
+  auto dir = test_util::temp_dir("sweep_jobs");
+  auto file = tiny_sweep(dir);
+  write(fs::path(dir) / "jobs.yaml", slurp(file) + "zip: {train.batch_size: [50, 100000]}\n");
+  std::string cmd = std::string(SGMCMC_BINARY) + " sweep " + dir + "/jobs.yaml --jobs 2 -q --out " + dir +
+                    "/J > " + dir + "/j.log 2>&1";
+  int rc = std::system(cmd.c_str());
+  EXPECT_NE(rc, 0);  // failed runs -> exit status 1
+  std::string md = slurp(dir + "/J/summary.md");
+  EXPECT_NE(md.find("Not done (4)"), std::string::npos) << md;
+  EXPECT_NE(md.find("exceeds the training set"), std::string::npos) << md;
+  // The batch_size=50 half equals the in-process sweep of the same runs.
+  auto spec = load_sweep(dir + "/jobs.yaml");
+  auto runs = expand(spec);
+  ASSERT_EQ(runs.size(), 8u);
+  SweepOptions o;
+  o.out_dir = dir + "/I";
+  o.quiet = true;
+  std::ostringstream log;
+  run_sweep(spec, o, log);
+  for (size_t i = 0; i < 4; ++i) {
+    auto a = read_summary_json(dir + "/J/" + runs[i].name + "/summary.json");
+    auto b = read_summary_json(dir + "/I/" + runs[i].name + "/summary.json");
+    for (const char* k : {"test_error", "test_nll", "val_error", "samples", "steps"}) EXPECT_EQ(a.at(k), b.at(k)) << runs[i].name << " " << k;
+  }
+  // Same tables and selection; only the failure messages differ (exit status + stderr line vs exception).
+  auto head = [](const std::string& md) { return md.substr(0, md.find("\nNot done")); };
+  EXPECT_EQ(head(slurp(dir + "/J/summary.md")), head(slurp(dir + "/I/summary.md")));
+  EXPECT_TRUE(fs::exists(dir + "/J/logs"));
+}
+
+TEST(SweepCli, PlainConfigFormAndErrors) {
+  auto dir = test_util::temp_dir("sweep_cli");
+  tiny_sweep(dir);
+  std::string bin = SGMCMC_BINARY;
+  std::string cmd = bin + " sweep " + dir + "/base.yaml --seeds 3 --grid sampler.lr=1e-3,2e-3 --set train.epochs=4 -q --out " +
+                    dir + "/P > " + dir + "/p.log 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir + "/p.log");
+  EXPECT_TRUE(fs::exists(dir + "/P/lr=1e-3_seed=3/summary.json"));
+  EXPECT_TRUE(fs::exists(dir + "/P/lr=2e-3_seed=3/summary.json"));
+  EXPECT_NE(slurp(dir + "/P/summary.md").find("Best by val_error"), std::string::npos);
+  // A malformed sweep file: exit status 2 and one line on stderr naming the file and key.
+  write(fs::path(dir) / "bad.yaml", "base: base.yaml\ngrid: {sampler.lr: [1]}\nsed: [1]\n");
+  cmd = bin + " sweep " + dir + "/bad.yaml --dry-run > " + dir + "/b.log 2>&1";
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  std::string err = slurp(dir + "/b.log");
+  EXPECT_EQ(err.rfind("sgmcmc sweep: error: " + dir + "/bad.yaml: sed: unknown key", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // A run whose config is invalid stops the sweep before anything runs.
+  write(fs::path(dir) / "bad2.yaml", "base: base.yaml\ngrid: {train.epoch: [1]}\n");
+  cmd = bin + " sweep " + dir + "/bad2.yaml --out " + dir + "/B2 > " + dir + "/b2.log 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  EXPECT_NE(slurp(dir + "/b2.log").find("run epoch=1: "), std::string::npos) << slurp(dir + "/b2.log");
+  EXPECT_FALSE(fs::exists(dir + "/B2/epoch=1"));
+}
