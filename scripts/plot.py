@@ -4,7 +4,15 @@
   scripts/plot.py simulate DIR [--out FIGDIR]   figures of `sgmcmc simulate all --out DIR`
   scripts/plot.py runs RUN_DIR... --out FILE.png [--metric test_error]
                                                 learning curves from the runs' metrics.csv
+  scripts/plot.py sweep SWEEP_DIR --out FIGDIR [--param sampler.lr] [--metric val_error] [--test test_error]
+                                                from `sgmcmc sweep`'s summary.csv: per part, the
+                                                validation and test metric (mean ± std over seeds)
+                                                against the parameter, one line per value of the
+                                                other varying keys (<name>_vs_param.png), and the
+                                                learning curves of every run's first seed
+                                                (<name>_curves.png)
 """
+import math
 import argparse
 import csv
 import os
@@ -104,15 +112,130 @@ def plot_runs(run_dirs, out, metric, xkey):
     return [out]
 
 
+def _float(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _sweep_keys(rows, fields):
+    """Varying-key columns of a sweep's summary.csv, from the short names in its `point` labels."""
+    shorts = []
+    for r in rows:
+        for item in r["point"].split(" "):
+            if "=" in item and item.split("=", 1)[0] not in shorts:
+                shorts.append(item.split("=", 1)[0])
+    cols = fields[fields.index("status") + 1:]
+    keys = []
+    for sh in shorts:
+        for c in cols:
+            if (c == sh or c.endswith("." + sh)) and c not in keys:
+                keys.append(c)
+                break
+    return keys
+
+
+def plot_sweep(d, out, param, metric, test, curve_x):
+    path = os.path.join(d, "summary.csv")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        fields = reader.fieldnames
+        rows = list(reader)
+    name = os.path.basename(os.path.normpath(d))
+    parts = []
+    for r in rows:
+        if r["part"] not in parts:
+            parts.append(r["part"])
+    os.makedirs(out, exist_ok=True)
+
+    def metrics_for(prows):
+        m, t = metric, test
+        if m is None:
+            m = next((c for c in ("val_error", "val_rmse") if any(_float(r.get(c)) == _float(r.get(c)) for r in prows)), "val_error")
+        if t is None:
+            t = "test_" + m[4:] if m.startswith("val_") else "test_error"
+        return m, t
+
+    ncol = min(len(parts), 3)
+    nrow = (len(parts) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.4 * nrow), squeeze=False)
+    for i, part in enumerate(parts):
+        ax = axes[i // ncol][i % ncol]
+        prows = [r for r in rows if r["part"] == part]
+        keys = _sweep_keys(prows, fields)
+        x_key = param if param in keys else next((k for k in keys if k.endswith("lr")), keys[0] if keys else None)
+        m, t = metrics_for(prows)
+        others = [k for k in keys if k != x_key and not all(r[k] == prows[0][k] for r in prows)]
+        # Seed keys (data.split etc.) vary per seed: not series.
+        others = [k for k in others if len({(r["point"], r[k]) for r in prows}) == len({r["point"] for r in prows})]
+        series = defaultdict(lambda: defaultdict(list))
+        for r in prows:
+            lab = " ".join(f"{k.split('.')[-1]}={r[k]}" for k in others) or part or name
+            series[lab][_float(r[x_key]) if x_key else 0.0].append(r)
+        for j, (lab, pts) in enumerate(sorted(series.items())):
+            xs = sorted(pts)
+            color = f"C{j}"
+            for key, style in ((m, "-o"), (t, "--s")):
+                ys, es = [], []
+                for x in xs:
+                    vals = [_float(r.get(key)) for r in pts[x] if r["status"] == "done"]
+                    vals = [v for v in vals if v == v]
+                    mu = sum(vals) / len(vals) if vals else float("nan")
+                    sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
+                    ys.append(mu); es.append(sd)
+                ax.errorbar(xs, ys, yerr=es, fmt=style, color=color, ms=4, capsize=2,
+                            label=f"{lab}: {key}" if len(series) > 1 else key)
+        if x_key and all(_float(r[x_key]) > 0 for r in prows):
+            ax.set_xscale("log")
+        ax.set_xlabel(x_key or ""); ax.set_ylabel(f"{m} / {t}")
+        ax.set_title(part or name, fontsize=10); ax.legend(fontsize=6); ax.grid(alpha=0.3)
+    for k in range(len(parts), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    fig.suptitle(f"{name}: mean ± std over seeds (solid: validation, dashed: test)", fontsize=10)
+    fig.tight_layout()
+    f1 = os.path.join(out, f"{name}_vs_param.png"); fig.savefig(f1, dpi=110); plt.close(fig)
+
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.4 * nrow), squeeze=False)
+    for i, part in enumerate(parts):
+        ax = axes[i // ncol][i % ncol]
+        prows = [r for r in rows if r["part"] == part]
+        m, t = metrics_for(prows)
+        seen = set()
+        for r in prows:
+            if r["point"] in seen:
+                continue  # first seed of each point
+            seen.add(r["point"])
+            p = os.path.join(d, r["run"], "metrics.csv")
+            if not os.path.exists(p):
+                continue
+            mrows = [x for x in read_csv(p) if _float(x.get(t)) == _float(x.get(t))]
+            if mrows:
+                ax.plot([_float(x[curve_x]) for x in mrows], [_float(x[t]) for x in mrows], lw=1, label=r["point"])
+        ax.set_xlabel(curve_x); ax.set_ylabel(t); ax.set_title(part or name, fontsize=10)
+        ax.legend(fontsize=5); ax.grid(alpha=0.3)
+    for k in range(len(parts), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    fig.suptitle(f"{name}: learning curves (averaged predictive after burn-in; first seed of each point)", fontsize=10)
+    fig.tight_layout()
+    f2 = os.path.join(out, f"{name}_curves.png"); fig.savefig(f2, dpi=110); plt.close(fig)
+    return [f1, f2]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("simulate"); s.add_argument("dir"); s.add_argument("--out")
     r = sub.add_parser("runs"); r.add_argument("dirs", nargs="+"); r.add_argument("--out", required=True)
     r.add_argument("--metric", default="test_error"); r.add_argument("--x", default="epoch")
+    w = sub.add_parser("sweep"); w.add_argument("dir"); w.add_argument("--out")
+    w.add_argument("--param", default="sampler.lr"); w.add_argument("--metric"); w.add_argument("--test")
+    w.add_argument("--x", default="step")
     a = ap.parse_args()
     if a.cmd == "simulate":
         made = plot_simulate(a.dir, a.out or a.dir)
+    elif a.cmd == "sweep":
+        made = plot_sweep(a.dir, a.out or a.dir, a.param, a.metric, a.test, a.x)
     else:
         made = plot_runs(a.dirs, a.out, a.metric, a.x)
     for f in made:
