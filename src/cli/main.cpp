@@ -15,7 +15,7 @@ void usage(std::ostream& out) {
          "  train     train a model from a YAML config (sgmcmc train configs/mnist_bnn_sghmc.yaml)\n"
          "  predict   re-average a run's saved samples, possibly on other data\n"
          "  simulate  synthetic sampler experiments (gaussian2d, fig1, double-well, ...)\n"
-         "  sweep     a config over several seeds / option values, with a mean ± std table\n\n"
+         "  sweep     grids of runs from a sweep file (configs/sweeps/*.yaml), resumable, with summaries\n\n"
          "'sgmcmc <command> --help' describes each command.\n";
 }
 
