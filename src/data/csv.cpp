@@ -1,5 +1,6 @@
 #include "data/csv.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>

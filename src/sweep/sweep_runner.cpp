@@ -3,6 +3,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <cstring>
 #include <unistd.h>
 
 #include <algorithm>
