@@ -177,12 +177,17 @@ std::vector<RunOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opt
       fs::create_directories(dir.parent_path());
       std::vector<std::string> args = {opt.exe, "train"};
       std::vector<std::string> sets = runs[i].overrides;
-      sets.push_back("train.threads=" + std::to_string(threads));
+      // The sweep's own train.threads (set/grid) wins over the even split of the cores.
+      const bool own_threads = std::any_of(sets.begin(), sets.end(), [](const std::string& a) {
+        return a.rfind("train.threads=", 0) == 0;
+      });
+      if (!own_threads) sets.push_back("train.threads=" + std::to_string(threads));
       if (uses_cuda[i] && cuda_devices > 0) sets.push_back("device=cuda:" + std::to_string(slot % cuda_devices));
       if (states[i] == "resume") {
         args.insert(args.end(), {"--resume", dir.string()});
         // The run's config.yaml is already resolved; only the per-process settings change.
-        sets = {"train.threads=" + std::to_string(threads)};
+        sets.clear();
+        if (!own_threads) sets.push_back("train.threads=" + std::to_string(threads));
         if (uses_cuda[i] && cuda_devices > 0) sets.push_back("device=cuda:" + std::to_string(slot % cuda_devices));
       } else {
         args.insert(args.end(), {bases[runs[i].part], "--out", dir.string(), "--overwrite"});

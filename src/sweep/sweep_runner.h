@@ -8,7 +8,7 @@
 // the sweep again retries it.
 // jobs == 1: runs in this process, one after another (run_training). jobs > 1: child processes of
 // `exe` (`exe train BASE --set ... --out DIR -q`, or `exe train --resume DIR`), at most `jobs` at
-// once, each with train.threads = max(1, cores / jobs) and, for CUDA configs, device cuda:(slot mod
+// once, each with train.threads = max(1, cores / jobs) (unless the sweep sets train.threads) and, for CUDA configs, device cuda:(slot mod
 // device count); their output goes to OUT/logs/<run>.log.
 #pragma once
 
