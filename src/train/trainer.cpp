@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include "runtime/cpu.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -156,7 +158,8 @@ std::string default_run_dir(const std::string& name) {
 
 RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   const auto t_start = Clock::now();
-  if (config.train.threads > 0) torch::set_num_threads(static_cast<int>(config.train.threads));
+  tune_allocator();
+  if (config.train.threads > 0) set_cpu_threads(static_cast<int>(config.train.threads));
 
   // Run directory.
   fs::path dir = !opt.out_dir.empty() ? fs::path(opt.out_dir)
