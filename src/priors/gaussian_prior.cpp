@@ -5,8 +5,12 @@
 namespace sgmcmc {
 
 torch::Tensor sample_gamma(const torch::Tensor& shape, const torch::Tensor& rate, at::Generator& gen) {
-  auto a = shape.to(torch::kFloat64);
-  return at::_standard_gamma(a, gen) / rate.to(a.options());
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(gen.device());
+  auto a = shape.to(opts);
+  auto r = rate.to(opts);
+  if (!(a > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every shape must be > 0");
+  if (!(r > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every rate must be > 0");
+  return at::_standard_gamma(a, gen) / r;
 }
 
 GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, bool learn, double alpha, double beta)
