@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include "metrics/convergence.h"
 #include "runtime/cpu.h"
 
 #include <unistd.h>
@@ -73,6 +74,29 @@ torch::Tensor predict_all(Model& model, const Batch& split, int64_t chunk) {
   return parts.empty() ? torch::Tensor() : torch::cat(parts, 0);
 }
 
+// Per-chain outputs [C, n, ...] on a whole split, in chunks.
+torch::Tensor predict_all_chains(Model& model, const Batch& split, int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  const int64_t n = split.size();
+  for (int64_t i = 0; i < n; i += chunk)
+    parts.push_back(model.predict_chains(split.inputs.slice(0, i, std::min(n, i + chunk))));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts, 1);
+}
+
+// Mean test log-likelihood of each chain's current sample [C] (classification: log p(y|x); regression:
+// Gaussian with noise precision tau).
+torch::Tensor chain_log_likelihood(const torch::Tensor& per_chain, const torch::Tensor& targets, bool classification,
+                                   double tau) {
+  auto p = per_chain.to(torch::kFloat64);
+  if (classification) {
+    auto idx = targets.to(torch::kInt64).view({1, -1, 1}).expand({p.size(0), -1, 1});
+    return p.gather(2, idx).squeeze(2).clamp_min(1e-300).log().mean(1);
+  }
+  auto r = p - targets.to(torch::kFloat64).unsqueeze(0);
+  return (0.5 * std::log(tau / (2 * M_PI)) - 0.5 * tau * r.square()).mean(1);
+}
+
 double tau_of(Model& model) {
   auto h = model.likelihood_hyperparameters();
   auto it = h.find("tau");
@@ -121,7 +145,7 @@ void build_data_and_model(Everything& e) {
     throw std::invalid_argument(e.config.source + ": device: cuda requested but no CUDA device is available");
   Dataset cpu = load_dataset(e.config.data, e.config.seed);
   if (cpu.train.size() == 0) throw std::invalid_argument(e.config.source + ": data: the training set is empty");
-  e.model = make_model(e.config.model, cpu, e.config.seed);
+  e.model = make_model(e.config.model, cpu, e.config.seed, e.config.chains);
   e.model->to(e.device);
   e.data = cpu.to(e.device);
 }
@@ -193,6 +217,11 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   for (const auto& p : model.parameters()) params.push_back(p);
   auto sampler = make_sampler(cfg.sampler_name(), {ParamGroup(params)}, cfg.sampler, gen_dev);
   const bool is_sampler = sampler->is_sampler();
+  const int64_t chains = model.chains();
+  if (chains > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
+    throw std::invalid_argument(cfg.source + ": chains: sampler " + cfg.sampler_name() +
+                                " couples all parameters (one thermostat / one accept step); use an elementwise "
+                                "sampler (sgld, psgld, sghmc, msgnht, santa) with parallel chains");
   GaussianPrior prior(make_prior_groups(model, cfg.prior.groups), cfg.prior.precision,
                       is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha, cfg.prior.beta);
 
@@ -229,6 +258,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   int64_t loss_count = 0;
   torch::Tensor avg_test, avg_val;  // running sums of predictive outputs (float64)
   torch::Tensor last_test_pred;     // current sample's test prediction at its last computation
+  // Convergence traces, one row per thinned sample: per-chain test log-likelihood [C] and a few
+  // weights [C, k] (split-R̂ and ESS in summary.json).
+  constexpr int64_t kTraceWeights = 3;
+  std::vector<torch::Tensor> trace_ll, trace_w;
 
   if (opt.resume) {
     torch::serialize::InputArchive ar;
@@ -263,6 +296,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (auto x = opt_rd("perm"); x.defined()) perm = x.to(e.device);
     if (auto x = opt_rd("avg_test"); x.defined()) avg_test = x.to(e.device);
     if (auto x = opt_rd("avg_val"); x.defined()) avg_val = x.to(e.device);
+    if (auto x = opt_rd("trace_ll"); x.defined())
+      for (int64_t i = 0; i < x.size(0); ++i) trace_ll.push_back(x[i].clone());
+    if (auto x = opt_rd("trace_w"); x.defined())
+      for (int64_t i = 0; i < x.size(0); ++i) trace_w.push_back(x[i].clone());
     if (pos != 0 && !perm.defined()) throw std::invalid_argument(ckpt_path.string() + ": checkpoint lacks the data order");
     if (step > total)
       throw std::invalid_argument(ckpt_path.string() + ": checkpoint is at step " + std::to_string(step) +
@@ -291,6 +328,8 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (perm.defined()) ar.write("perm", perm, true);
     if (avg_test.defined()) ar.write("avg_test", avg_test, true);
     if (avg_val.defined()) ar.write("avg_val", avg_val, true);
+    if (!trace_ll.empty()) ar.write("trace_ll", torch::stack(trace_ll), true);
+    if (!trace_w.empty()) ar.write("trace_w", torch::stack(trace_w), true);
     fs::path tmp = ckpt_path;
     tmp += ".tmp";
     ar.save_to(tmp.string());
@@ -388,7 +427,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       s << " | test " << mname << " " << pct("test_" + mname) << " nll " << pct("test_nll") << " (sample "
         << pct("sample_test_" + mname) << ") | samples " << samples;
       s << " | λ";
-      for (auto& v : prior.precisions()) s << " " << std::setprecision(3) << std::defaultfloat << v;
+      for (auto& [k, v] : prior.log_values()) s << " " << std::setprecision(3) << std::defaultfloat << v;
       s << " | lr " << std::setprecision(3) << std::defaultfloat << sampler->lr() << " | " << std::setprecision(1)
         << std::fixed << row["steps_per_second"] << " steps/s | " << format_duration(row["wall_seconds"]);
       std::cout << s.str() << std::endl;
@@ -413,13 +452,18 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       stopped = true;
       break;
     }
-    if (pos == 0) perm = at::randperm(N, gen_dev, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
-    auto idx = perm.slice(0, pos * n, pos * n + n);
+    if (pos == 0) {
+      if (chains == 1) perm = at::randperm(N, gen_dev, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
+      else  // one independent permutation per chain, [C, N]
+        perm = at::rand({chains, N}, gen_dev, torch::TensorOptions().dtype(torch::kFloat64).device(e.device))
+                   .argsort(/*dim=*/static_cast<int64_t>(1), /*descending=*/false);
+    }
+    auto idx = chains == 1 ? perm.slice(0, pos * n, pos * n + n) : perm.narrow(1, pos * n, n).reshape({-1});
     batch.inputs = data.train.inputs.index_select(0, idx);
     batch.targets = data.train.targets.index_select(0, idx);
     sampler->set_lr(schedule->at(step));
     sampler->step(closure);
-    loss_sum += batch_nll.detach() / static_cast<double>(n);
+    loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
     ++loss_count;
     ++step;
     if (++pos == spe) pos = 0;
@@ -430,7 +474,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     }
     bool fresh = false;
     if (is_sampler && step > burn && (step - burn) % thin == 0) {
-      auto te = predict_all(model, data.test, chunk).to(torch::kFloat64);
+      auto pc = predict_all_chains(model, data.test, chunk);
+      trace_ll.push_back(chain_log_likelihood(pc, data.test.targets, classification, tau_of(model)).cpu());
+      trace_w.push_back(model.trace_values(kTraceWeights).to(torch::kCPU, torch::kFloat64));
+      auto te = (chains == 1 ? pc[0] : pc.mean(0)).to(torch::kFloat64);
       avg_test = avg_test.defined() ? avg_test.add_(te) : te.clone();
       last_test_pred = te;
       fresh = true;
@@ -501,6 +548,22 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   v["train_steps_per_second"] =
       session - eval_seconds > 0 ? (step - step_at_start) / std::max(session - eval_seconds, 1e-9) : NAN;
   for (auto& [k, x] : prior.log_values()) v[k] = x;
+  // Convergence diagnostics over the thinned samples (all chains): split-R̂ and ESS of the per-chain
+  // test log-likelihood and of the first few weights (max R̂ / min ESS over those weights).
+  v["chains"] = static_cast<double>(chains);
+  if (is_sampler && trace_ll.size() >= 4) {
+    auto ll = torch::stack(trace_ll);  // [S, C]
+    v["rhat_test_loglik"] = split_rhat(ll);
+    v["ess_test_loglik"] = effective_sample_size(ll);
+    auto w = torch::stack(trace_w);    // [S, C, k]
+    double rmax = 0, emin = INFINITY;
+    for (int64_t j = 0; j < w.size(2); ++j) {
+      rmax = std::max(rmax, split_rhat(w.select(2, j)));
+      emin = std::min(emin, effective_sample_size(w.select(2, j)));
+    }
+    v["rhat_weights_max"] = rmax;
+    v["ess_weights_min"] = emin;
+  }
 
   std::ostringstream js;
   js << "{\n";
