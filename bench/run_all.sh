@@ -58,6 +58,10 @@ p_sghmc=$(best steps_per_second $PY bench/ref_mnist_bnn.py --data $FMNIST --samp
 echo "mnist sgd ..." >&2
 c_sgd=$(best steps_per_second ours $MN_SGD)
 p_sgd=$(best steps_per_second $PY bench/ref_mnist_bnn.py --data $FMNIST --sampler sgd --epochs $EPOCHS --threads "$THREADS" --device "$DEVICE")
+echo "mnist sghmc, 10 parallel chains ..." >&2
+CH_EPOCHS=$(( EPOCHS > 2 ? EPOCHS / 2 : 1 ))
+c_ch1=$(best steps_per_second ours $MN --set chains=1 --set train.epochs=$CH_EPOCHS)
+c_ch10=$(best steps_per_second ours $MN --set chains=10 --set train.epochs=$CH_EPOCHS)
 echo "bpmf sghmc ..." >&2
 c_bp=$(best steps_per_second ours $BP)
 p_bp=$(best steps_per_second $PY bench/ref_bpmf.py --ratings "$RATINGS" --steps $BSTEPS --eval 20 --threads "$THREADS" --device "$DEVICE")
@@ -83,6 +87,7 @@ print("| --- | ---: | ---: | ---: |")
 print(f"| MNIST BNN 784-100-10, batch 500, SGHMC ($EPOCHS epochs, Gibbs + eval per epoch) | {$c_sghmc:.1f} steps/s | {$p_sghmc:.1f} steps/s | {r($c_sghmc, $p_sghmc)} |")
 print(f"| same, plain SGD | {$c_sgd:.1f} steps/s | {$p_sgd:.1f} steps/s | {r($c_sgd, $p_sgd)} |")
 print(f"| SGHMC / SGD time per step (sampler overhead) | {$c_sgd/$c_sghmc:.2f} | {$p_sgd/$p_sghmc:.2f} | |")
+print(f"| MNIST BNN SGHMC, 10 parallel chains (`chains: 10`) vs `chains: 1` | {$c_ch10:.1f} vs {$c_ch1:.1f} steps/s: 10 chains cost {$c_ch1/$c_ch10:.1f}× one | | |")
 print(f"| BPMF movielens-small fold 0, d 20, batch 4,000, SGHMC | {$c_bp:.1f} steps/s ({$c_bp*4000/1e6:.2f} M ratings/s) | {$p_bp:.1f} steps/s | {r($c_bp, $p_bp)} |")
 print()
 print("Sampler update alone on a flat float32 buffer of $PARAMS parameters (bytes = 2·(θ + state)·4 + ∇·4 per parameter):")
