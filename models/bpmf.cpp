@@ -1,5 +1,7 @@
 #include "models/bpmf.h"
 
+#include "priors/gaussian_prior.h"
+
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -99,8 +101,8 @@ void Bpmf::gibbs_step_likelihood(const Batch& train, at::Generator& generator) {
   }
   const double shape = options_.tau_alpha() + 0.5 * static_cast<double>(n);
   const double rate = options_.tau_beta() + 0.5 * sse.item<double>();
-  auto g = sample_gamma(torch::full({1}, shape, torch::kFloat64), generator);
-  tau_.fill_(g.item<double>() / rate);
+  auto g = sample_gamma(torch::full({1}, shape, torch::kFloat64), torch::full({1}, rate, torch::kFloat64), generator);
+  tau_.fill_(g.item<double>());
 }
 
 std::map<std::string, double> Bpmf::likelihood_hyperparameters() const {
@@ -125,34 +127,6 @@ std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, const OptionMap& o, at::Gen
       .tau_beta(o.get_double("tau_beta", opt.tau_beta()))
       .mean(data.train.targets.to(torch::kFloat64).mean().item<double>());
   return std::make_shared<Bpmf>(dim_of("users"), dim_of("items"), opt, std::move(generator));
-}
-
-torch::Tensor sample_gamma(const torch::Tensor& shape, at::Generator& generator) {
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(generator.device());
-  auto alpha = shape.to(opts);
-  if (!(alpha > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every shape must be > 0");
-  // Shapes below 1: draw Gamma(α + 1) and multiply by U^{1/α} (Marsaglia & Tsang §6).
-  auto small = alpha < 1;
-  auto a = torch::where(small, alpha + 1, alpha);
-  auto d = a - 1.0 / 3.0;
-  auto c = (9.0 * d).rsqrt();
-  auto out = torch::zeros_like(a);
-  auto pending = torch::ones_like(a, torch::kBool);
-  // Acceptance is > 95 % per round for every shape >= 1; 64 rounds leave ~1e-80 per element pending.
-  for (int round = 0; round < 64 && pending.any().item<bool>(); ++round) {
-    auto x = at::randn(a.sizes(), generator, opts);
-    auto u = at::rand(a.sizes(), generator, opts);
-    auto v = (1.0 + c * x).pow(3);
-    auto ok = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * v.clamp_min(1e-300).log());
-    auto take = ok & pending;
-    out = torch::where(take, d * v, out);
-    pending = pending & ~ok;
-  }
-  if (small.any().item<bool>()) {
-    auto u = at::rand(a.sizes(), generator, opts);
-    out = torch::where(small, out * u.pow(1.0 / alpha), out);
-  }
-  return out;
 }
 
 }  // namespace sgmcmc

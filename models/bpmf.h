@@ -76,9 +76,4 @@ class Bpmf : public Model {
 // check_all_used), takes users/items from data.dims and μ = mean of data.train.targets.
 std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, const OptionMap& o, at::Generator generator);
 
-// Gamma(shape, 1) draws, one per element of `shape` (float64, any shape > 0), by Marsaglia & Tsang
-// (2000), vectorised with rejection rounds, all randomness from `generator` (on its device).
-// TODO(lead): the trainer's priors (src/priors/) carry a Gamma sampler too; unify the two.
-torch::Tensor sample_gamma(const torch::Tensor& shape, at::Generator& generator);
-
 }  // namespace sgmcmc

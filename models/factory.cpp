@@ -7,6 +7,7 @@
 #include "models/bpmf.h"
 #include "models/cnn.h"
 #include "models/mlp.h"
+#include "models/mlp_chains.h"
 
 namespace sgmcmc {
 namespace {
@@ -24,10 +25,12 @@ std::vector<std::pair<std::string, std::string>> model_names() {
           {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)"}};
 }
 
-ModelPtr make_model(const OptionMap& o, const Dataset& data, uint64_t seed) {
+ModelPtr make_model(const OptionMap& o, const Dataset& data, uint64_t seed, int64_t chains) {
   const std::string where = o.context().empty() ? "model" : o.context();
   std::string name = o.get_choice("name", "mlp", {"mlp", "cnn", "bpmf"});
   auto gen = compat::make_generator(torch::kCPU, seed * 0xD1B54A32D192ED03ULL + 0x2545F4914F6CDD1DULL);
+  if (chains > 0 && name != "mlp")
+    throw std::invalid_argument("chains: parallel chains are available for model.name: mlp only (got " + name + ")");
   ModelPtr model;
   if (name == "mlp") {
     MlpOptions m;
@@ -49,7 +52,8 @@ ModelPtr make_model(const OptionMap& o, const Dataset& data, uint64_t seed) {
     m.noise_beta = o.get_double("noise_beta", 1.0);
     if (!(m.noise_alpha > 0) || !(m.noise_beta > 0))
       throw std::invalid_argument(where + ".noise_alpha/noise_beta: must be > 0");
-    model = std::make_shared<Mlp>(m, gen);
+    if (chains > 0) model = std::make_shared<MlpChains>(m, chains, gen);
+    else model = std::make_shared<Mlp>(m, gen);
   } else if (name == "cnn") {
     if (data.task != Task::kClassification) throw std::invalid_argument(where + ".name: cnn needs a classification data set");
     CnnOptions c;

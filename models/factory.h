@@ -22,7 +22,9 @@ namespace sgmcmc {
 using ModelPtr = std::shared_ptr<Model>;
 
 // Builds the model on CPU, initialised from a generator seeded with `seed`; rejects unknown keys.
-ModelPtr make_model(const OptionMap& options, const Dataset& data, uint64_t seed = 0);
+// chains > 0: C parallel chains in one batched model (MlpChains; mlp only; chains = 1 is the batched
+// implementation with one chain, equal to the plain model).
+ModelPtr make_model(const OptionMap& options, const Dataset& data, uint64_t seed = 0, int64_t chains = 0);
 
 // Names and one-line summaries, for `sgmcmc list`.
 std::vector<std::pair<std::string, std::string>> model_names();

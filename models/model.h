@@ -27,12 +27,15 @@ struct Batch {
 };
 
 // Parameters sharing one prior precision.
+// With parallel chains (parameters stacked along dim 0), a group may cover one chain's slice only.
 struct PriorGroup {
   std::string name;                   // e.g. "fc1.weight"
   std::vector<torch::Tensor> params;
+  int64_t chain = -1;                 // -1: whole tensors; c >= 0: only slice c along dim 0 of each
+  torch::Tensor view(const torch::Tensor& p) const { return chain < 0 ? p : p.select(0, chain); }
   int64_t numel() const {
     int64_t n = 0;
-    for (const auto& p : params) n += p.numel();
+    for (const auto& p : params) n += view(p).numel();
     return n;
   }
 };
@@ -56,6 +59,19 @@ class Model : public torch::nn::Module {
   virtual void gibbs_step_likelihood(const Batch& train, at::Generator& generator) {}
   // Their current values, for logging (e.g. {"tau": 2.1}).
   virtual std::map<std::string, double> likelihood_hyperparameters() const { return {}; }
+
+  // Parallel chains held in one model (parameters stacked along dim 0, independent minibatches:
+  // nll() then takes chains()·n examples, chain-major). Default: one chain.
+  virtual int64_t chains() const { return 1; }
+  // Per-chain predictions [C, n, classes] / [C, n]; predict() is their mean over the chains.
+  virtual torch::Tensor predict_chains(const torch::Tensor& inputs) { return predict(inputs).unsqueeze(0); }
+  // k scalar parameters per chain [C, k] (the first k entries of the first parameter), traced for
+  // the convergence diagnostics.
+  virtual torch::Tensor trace_values(int64_t k) {
+    auto p = parameters().at(0).detach();
+    auto flat = p.reshape({chains(), -1});
+    return flat.narrow(1, 0, std::min<int64_t>(k, flat.size(1))).clone();
+  }
 };
 
 }  // namespace sgmcmc

@@ -4,6 +4,11 @@
   scripts/plot.py simulate DIR [--out FIGDIR]   figures of `sgmcmc simulate all --out DIR`
   scripts/plot.py runs RUN_DIR... --out FILE.png [--metric test_error]
                                                 learning curves from the runs' metrics.csv
+  scripts/plot.py curves --group LABEL=GLOB... --out FILE.png [--metric test_error] [--x epoch]
+                 [--dotted METRIC] [--ylim LO,HI] [--logx]
+                                                one curve per group: the mean over its runs (seeds,
+                                                folds) with a min–max band; --dotted adds a second
+                                                metric (e.g. sample_test_error) dotted
   scripts/plot.py sweep SWEEP_DIR --out FIGDIR [--param sampler.lr] [--metric val_error] [--test test_error]
                                                 from `sgmcmc sweep`'s summary.csv: per part, the
                                                 validation and test metric (mean ± std over seeds)
@@ -15,6 +20,7 @@
 import math
 import argparse
 import csv
+import glob
 import os
 import sys
 from collections import defaultdict
@@ -112,6 +118,42 @@ def plot_runs(run_dirs, out, metric, xkey):
     return [out]
 
 
+def group_curve(dirs, metric, xkey):
+    """x values present in every run, with the mean, min and max of `metric` over the runs."""
+    per_run = []
+    for d in dirs:
+        rows = read_csv(os.path.join(d, "metrics.csv"))
+        per_run.append({float(r[xkey]): float(r[metric]) for r in rows if r.get(metric) not in (None, "", "nan")})
+    xs = sorted(set.intersection(*(set(c) for c in per_run))) if per_run else []
+    ys = [[c[x] for c in per_run] for x in xs]
+    return xs, [sum(v) / len(v) for v in ys], [min(v) for v in ys], [max(v) for v in ys]
+
+
+def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False):
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for i, spec in enumerate(groups):
+        label, _, pattern = spec.partition("=")
+        dirs = sorted(d for d in glob.glob(pattern) if os.path.exists(os.path.join(d, "metrics.csv")))
+        if not dirs:
+            print(f"plot.py: {pattern}: no run directories with metrics.csv", file=sys.stderr)
+            continue
+        color = f"C{i}"
+        xs, mean, lo, hi = group_curve(dirs, metric, xkey)
+        ax.plot(xs, mean, color=color, label=f"{label} (n={len(dirs)})")
+        if len(dirs) > 1:
+            ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
+        if dotted:
+            xs2, mean2, _, _ = group_curve(dirs, dotted, xkey)
+            if xs2 and mean2 != mean:
+                ax.plot(xs2, mean2, color=color, linestyle=":", linewidth=1)
+    ax.set_xlabel(xkey); ax.set_ylabel(metric + (f" (dotted: {dotted})" if dotted else ""))
+    if ylim:
+        ax.set_ylim(*ylim)
+    if logx:
+        ax.set_xscale("log")
+    ax.grid(alpha=0.3); ax.legend(fontsize=8); fig.tight_layout()
+    fig.savefig(out, dpi=120); plt.close(fig)
+    return [out]
 def _float(v):
     try:
         return float(v)
@@ -228,12 +270,19 @@ def main():
     s = sub.add_parser("simulate"); s.add_argument("dir"); s.add_argument("--out")
     r = sub.add_parser("runs"); r.add_argument("dirs", nargs="+"); r.add_argument("--out", required=True)
     r.add_argument("--metric", default="test_error"); r.add_argument("--x", default="epoch")
+    c = sub.add_parser("curves"); c.add_argument("--group", action="append", required=True, help="LABEL=GLOB")
+    c.add_argument("--out", required=True); c.add_argument("--metric", default="test_error")
+    c.add_argument("--x", default="epoch"); c.add_argument("--dotted"); c.add_argument("--ylim")
+    c.add_argument("--logx", action="store_true")
     w = sub.add_parser("sweep"); w.add_argument("dir"); w.add_argument("--out")
     w.add_argument("--param", default="sampler.lr"); w.add_argument("--metric"); w.add_argument("--test")
     w.add_argument("--x", default="step")
     a = ap.parse_args()
     if a.cmd == "simulate":
         made = plot_simulate(a.dir, a.out or a.dir)
+    elif a.cmd == "curves":
+        ylim = tuple(float(v) for v in a.ylim.split(",")) if a.ylim else None
+        made = plot_curves(a.group, a.out, a.metric, a.x, a.dotted, ylim, a.logx)
     elif a.cmd == "sweep":
         made = plot_sweep(a.dir, a.out or a.dir, a.param, a.metric, a.test, a.x)
     else:

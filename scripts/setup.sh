@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
 # Installs what sgmcmc needs on Debian bookworm (idempotent; quiet when everything is present).
-#   usage: scripts/setup.sh [--with-data] [--with-plots] [--runtime]
+# Also used by both Docker images (one recipe), including the CUDA image's Ubuntu base.
+#   usage: scripts/setup.sh [--with-data] [--with-plots] [--runtime] [--cuda]
 #     (default)     build dependencies: compiler, cmake, LibTorch 1.13 (CPU), yaml-cpp, cxxopts, GoogleTest, ...
-#     --runtime     only what the built binary needs to run (used by the Docker runtime stage)
-#     --cuda        build dependencies without Debian's CPU LibTorch (the CUDA LibTorch comes from PyTorch)
+#     --runtime     only what the built binary needs to run (used by the Docker runtime stages)
+#     --cuda        without Debian's CPU LibTorch and OpenBLAS (the CUDA LibTorch comes from PyTorch);
+#                   with --runtime: the runtime libraries of a CUDA build
 #     --with-data   Fashion-MNIST (Debian's dataset-fashion-mnist, /usr/share/datasets/fashion-mnist)
 #     --with-plots  python3-matplotlib for scripts/plot.py
 # Run as root (or with sudo available).
 set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config libtorch-dev libyaml-cpp-dev libcxxopts-dev
             libgtest-dev libgmock-dev zlib1g-dev libopenblas0-pthread libgloo-dev)
-runtime_pkgs=(libtorch1.13 libyaml-cpp0.7 zlib1g libopenblas0-pthread)
-pkgs=("${build_pkgs[@]}")
+cuda_build_pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libcxxopts-dev libgtest-dev
+                 libgmock-dev zlib1g-dev python3-venv)
+# yaml-cpp's runtime package is versioned: 0.7 on Debian bookworm, 0.8 on newer Debian/Ubuntu.
+yaml_rt=libyaml-cpp0.8
+[[ -r /etc/os-release ]] && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release && yaml_rt=libyaml-cpp0.7
+runtime=0; cuda=0
 for arg in "$@"; do
   case "$arg" in
-    --runtime) pkgs=("${runtime_pkgs[@]}") ;;
-    --cuda) pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libcxxopts-dev libgtest-dev
-                  libgmock-dev zlib1g-dev python3-venv) ;;
+    --runtime) runtime=1 ;;
+    --cuda) cuda=1 ;;
     --with-data) ;;
     --with-plots) ;;
     *) echo "setup.sh: unknown option '$arg' (use --with-data, --with-plots, --runtime, --cuda)" >&2; exit 2 ;;
   esac
 done
+if ((runtime && cuda)); then pkgs=("$yaml_rt" zlib1g)
+elif ((runtime)); then pkgs=(libtorch1.13 "$yaml_rt" zlib1g libopenblas0-pthread)
+elif ((cuda)); then pkgs=("${cuda_build_pkgs[@]}")
+else pkgs=("${build_pkgs[@]}")
+fi
 for arg in "$@"; do
   case "$arg" in
     --with-data) pkgs+=(dataset-fashion-mnist) ;;

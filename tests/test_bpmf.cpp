@@ -141,24 +141,6 @@ TEST(Bpmf, FactoryFromDataset) {
   EXPECT_THROW(make_bpmf(no_dims, o, gen(1)), std::invalid_argument);
 }
 
-// Gamma(α, 1): sample mean and variance against α. With n draws, sd(mean) = sqrt(α/n) and
-// sd(sample variance) ≈ α·sqrt((2 + 6/α)/n) (Gamma excess kurtosis 6/α); bounds are 5 sd.
-TEST(GammaSampler, MomentsMatch) {
-  const int64_t n = 20000;
-  auto g = gen(123);
-  for (double alpha : {0.3, 1.0, 2.5, 40.0, 50001.0}) {
-    auto x = sample_gamma(torch::full({n}, alpha, torch::kFloat64), g);
-    EXPECT_TRUE((x > 0).all().item<bool>()) << alpha;
-    const double mean = x.mean().item<double>(), var = x.var().item<double>();
-    EXPECT_NEAR(mean, alpha, 5 * std::sqrt(alpha / n)) << "alpha " << alpha;
-    EXPECT_NEAR(var, alpha, 5 * alpha * std::sqrt((2 + 6 / alpha) / n)) << "alpha " << alpha;
-  }
-  auto a = gen(5), b = gen(5);
-  EXPECT_TRUE(torch::equal(sample_gamma(torch::full({10}, 2.0, torch::kFloat64), a),
-                           sample_gamma(torch::full({10}, 2.0, torch::kFloat64), b)));
-  EXPECT_THROW(sample_gamma(torch::zeros({2}, torch::kFloat64), a), std::invalid_argument);
-}
-
 // τ | residuals ~ Gamma(α + N/2, β + SSE/2). With U, V, a, b = 0 and μ = 0 the residuals are the
 // targets, so the conditional is known exactly. Average of M draws vs its mean, 5 sd of the mean.
 TEST(Bpmf, TauGibbsStepMatchesConditional) {

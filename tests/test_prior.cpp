@@ -83,3 +83,26 @@ TEST(Prior, NegLogProbGradientIsLambdaTheta) {
   EXPECT_TRUE(torch::allclose(a.grad(), 0.5 * a.detach(), 0, 1e-15));
   EXPECT_TRUE(torch::allclose(b.grad(), 3.0 * b.detach(), 0, 1e-15));
 }
+
+// Gamma(α, 1) over shapes from below 1 to very large: sample mean and variance against α. With n
+// draws, sd(mean) = sqrt(α/n) and sd(sample variance) ≈ α·sqrt((2 + 6/α)/n) (Gamma excess kurtosis
+// 6/α); bounds are 5 sd. Same seed → same draws; shape or rate ≤ 0 is rejected.
+TEST(GammaSampler, MomentsMatchAcrossShapes) {
+  const int64_t n = 20000;
+  auto g = compat::make_generator(torch::kCPU, 123);
+  auto ones = torch::ones({n}, torch::kFloat64);
+  for (double alpha : {0.3, 1.0, 2.5, 40.0, 50001.0}) {
+    auto x = sample_gamma(torch::full({n}, alpha, torch::kFloat64), ones, g);
+    EXPECT_TRUE((x > 0).all().item<bool>()) << alpha;
+    const double mean = x.mean().item<double>(), var = x.var().item<double>();
+    EXPECT_NEAR(mean, alpha, 5 * std::sqrt(alpha / n)) << "alpha " << alpha;
+    EXPECT_NEAR(var, alpha, 5 * alpha * std::sqrt((2 + 6 / alpha) / n)) << "alpha " << alpha;
+  }
+  auto a = compat::make_generator(torch::kCPU, 5), b = compat::make_generator(torch::kCPU, 5);
+  auto two = torch::full({10}, 2.0, torch::kFloat64), one = torch::ones({10}, torch::kFloat64);
+  EXPECT_TRUE(torch::equal(sample_gamma(two, one, a), sample_gamma(two, one, b)));
+  EXPECT_THROW(sample_gamma(torch::zeros({2}, torch::kFloat64), torch::ones({2}, torch::kFloat64), a),
+               std::invalid_argument);
+  EXPECT_THROW(sample_gamma(torch::ones({2}, torch::kFloat64), torch::zeros({2}, torch::kFloat64), a),
+               std::invalid_argument);
+}

@@ -11,7 +11,7 @@ namespace sgmcmc {
 namespace {
 
 const std::vector<std::string> kBlocks = {"data", "model", "prior", "sampler", "schedule", "train", "output"};
-const std::vector<std::string> kTopLevel = {"name", "seed", "device"};
+const std::vector<std::string> kTopLevel = {"name", "seed", "device", "chains"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
   throw std::invalid_argument(source + ": " + what);
@@ -146,6 +146,10 @@ ExperimentConfig build_config(RawConfig raw) {
   c.device = top.get_string("device", "cpu");
   if (c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
     fail(src, "device: must be cpu, cuda or cuda:N, got '" + c.device + "'");
+  if (top.has("chains")) {
+    c.chains = top.get_int("chains", 1);
+    if (c.chains < 1 || c.chains > 100000) fail(src, "chains: must be between 1 and 100000, got " + std::to_string(c.chains));
+  }
   top.check_all_used();
 
   // data

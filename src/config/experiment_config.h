@@ -5,6 +5,7 @@
 //   name: mnist_bnn_sghmc     # run name (default: file stem)
 //   seed: 1
 //   device: cpu               # cpu | cuda | cuda:N
+//   chains: 8                 # optional: C parallel chains in one batched model (mlp only)
 //   data:     {format: idx, dir: ..., val_size: 10000, ...}          -> DataConfig
 //   model:    {name: mlp, hidden: [100], activation: sigmoid, ...}   -> OptionMap (models/factory)
 //   prior:    {precision: 1, hyperprior: gamma, alpha: 1, beta: 1, ...} -> PriorConfig
@@ -70,6 +71,7 @@ struct ExperimentConfig {
   std::string name;
   uint64_t seed = 1;
   std::string device = "cpu";
+  int64_t chains = 0;              // parallel chains in one batched model (0: not set, the plain model)
   DataConfig data;
   OptionMap model{"model"};
   PriorConfig prior;

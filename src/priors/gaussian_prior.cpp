@@ -5,8 +5,12 @@
 namespace sgmcmc {
 
 torch::Tensor sample_gamma(const torch::Tensor& shape, const torch::Tensor& rate, at::Generator& gen) {
-  auto a = shape.to(torch::kFloat64);
-  return at::_standard_gamma(a, gen) / rate.to(a.options());
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(gen.device());
+  auto a = shape.to(opts);
+  auto r = rate.to(opts);
+  if (!(a > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every shape must be > 0");
+  if (!(r > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every rate must be > 0");
+  return at::_standard_gamma(a, gen) / r;
 }
 
 GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, bool learn, double alpha, double beta)
@@ -19,7 +23,7 @@ torch::Tensor GaussianPrior::neg_log_prob() const {
   torch::Tensor total;
   for (size_t g = 0; g < groups_.size(); ++g)
     for (const auto& p : groups_[g].params) {
-      auto term = p.pow(2).sum() * (0.5 * lambda_[g]);
+      auto term = groups_[g].view(p).pow(2).sum() * (0.5 * lambda_[g]);
       total = total.defined() ? total + term : term;
     }
   return total.defined() ? total : torch::zeros({});
@@ -31,7 +35,7 @@ void GaussianPrior::add_grad() const {
     for (const auto& p : groups_[g].params) {
       auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
       if (!grad.defined()) grad = torch::zeros_like(p);
-      grad.add_(p, lambda_[g]);
+      groups_[g].view(grad).add_(groups_[g].view(p), lambda_[g]);
     }
 }
 
@@ -43,13 +47,14 @@ void GaussianPrior::gibbs_step(at::Generator& gen) {
   for (const auto& g : groups_) {
     torch::Tensor s;
     for (const auto& p : g.params) {
-      auto t = p.detach().to(torch::kFloat64).pow(2).sum();
+      auto t = g.view(p.detach()).to(torch::kFloat64).pow(2).sum();
       s = s.defined() ? s + t : t;
     }
-    sq.push_back(s.defined() ? s.cpu() : torch::zeros({}, torch::kFloat64));
+    sq.push_back(s.defined() ? s : torch::zeros({}, torch::kFloat64));
     shape.push_back(alpha_ + 0.5 * static_cast<double>(g.numel()));
   }
-  auto sq_t = torch::stack(sq);
+  for (auto& t : sq) t = t.to(sq.front().device());
+  auto sq_t = torch::stack(sq).cpu();  // one host transfer for all groups
   // Gamma draws on the generator's device (a CUDA generator draws on the GPU).
   auto dev = gen.device();
   auto shape_t = torch::tensor(shape, torch::kFloat64).to(dev);
@@ -67,9 +72,14 @@ void GaussianPrior::set_precisions(const std::vector<double>& lambda) {
 }
 
 std::map<std::string, double> GaussianPrior::log_values() const {
-  std::map<std::string, double> out;
-  for (size_t g = 0; g < groups_.size(); ++g) out["lambda." + groups_[g].name] = lambda_[g];
-  return out;
+  // Groups sharing a name (the per-chain slices of one tensor) are logged as their mean over chains.
+  std::map<std::string, double> sum, count;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    sum["lambda." + groups_[g].name] += lambda_[g];
+    count["lambda." + groups_[g].name] += 1;
+  }
+  for (auto& [k, v] : sum) v /= count[k];
+  return sum;
 }
 
 std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode) {
@@ -79,10 +89,19 @@ std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode)
     PriorGroup all{"all", {}};
     for (const auto& p : model.parameters()) all.params.push_back(p);
     groups.push_back(all);
-    return groups;
+  } else if (mode == "per_tensor") {
+    for (const auto& item : model.named_parameters()) groups.push_back({item.key(), {item.value()}});
+  } else {
+    throw std::invalid_argument("prior.groups: unknown mode '" + mode + "'");
   }
-  if (mode != "per_tensor") throw std::invalid_argument("prior.groups: unknown mode '" + mode + "'");
-  for (const auto& item : model.named_parameters()) groups.push_back({item.key(), {item.value()}});
+  // Parallel chains: every chain gets its own precision per group (independent posteriors).
+  const int64_t chains = model.chains();
+  if (chains > 1) {
+    std::vector<PriorGroup> split;
+    for (const auto& g : groups)
+      for (int64_t c = 0; c < chains; ++c) split.push_back({g.name, g.params, c});
+    return split;
+  }
   return groups;
 }
 

@@ -1,5 +1,8 @@
 #include "train/trainer.h"
 
+#include "metrics/convergence.h"
+#include "runtime/cpu.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -71,6 +74,29 @@ torch::Tensor predict_all(Model& model, const Batch& split, int64_t chunk) {
   return parts.empty() ? torch::Tensor() : torch::cat(parts, 0);
 }
 
+// Per-chain outputs [C, n, ...] on a whole split, in chunks.
+torch::Tensor predict_all_chains(Model& model, const Batch& split, int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  const int64_t n = split.size();
+  for (int64_t i = 0; i < n; i += chunk)
+    parts.push_back(model.predict_chains(split.inputs.slice(0, i, std::min(n, i + chunk))));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts, 1);
+}
+
+// Mean test log-likelihood of each chain's current sample [C] (classification: log p(y|x); regression:
+// Gaussian with noise precision tau).
+torch::Tensor chain_log_likelihood(const torch::Tensor& per_chain, const torch::Tensor& targets, bool classification,
+                                   double tau) {
+  auto p = per_chain.to(torch::kFloat64);
+  if (classification) {
+    auto idx = targets.to(torch::kInt64).view({1, -1, 1}).expand({p.size(0), -1, 1});
+    return p.gather(2, idx).squeeze(2).clamp_min(1e-300).log().mean(1);
+  }
+  auto r = p - targets.to(torch::kFloat64).unsqueeze(0);
+  return (0.5 * std::log(tau / (2 * M_PI)) - 0.5 * tau * r.square()).mean(1);
+}
+
 double tau_of(Model& model) {
   auto h = model.likelihood_hyperparameters();
   auto it = h.find("tau");
@@ -82,6 +108,13 @@ double tau_of(Model& model) {
 torch::Tensor gaussian_log_density(const torch::Tensor& f, const torch::Tensor& y, double tau) {
   auto r2 = (f.to(torch::kFloat64) - y.to(torch::kFloat64)).pow(2);
   return -0.5 * tau * r2 + 0.5 * std::log(tau) - 0.5 * std::log(2 * M_PI);
+}
+
+// log of the chain-averaged density (1/C) Σ_c N(y; f_c, 1/τ) per point, from predictions [C, n] (or [n]).
+torch::Tensor mixture_log_density(const torch::Tensor& f, const torch::Tensor& y, double tau) {
+  if (f.dim() == 1) return gaussian_log_density(f, y, tau);
+  auto ld = gaussian_log_density(f, y.unsqueeze(0), tau);
+  return torch::logsumexp(ld, 0) - std::log(static_cast<double>(f.size(0)));
 }
 
 // Running log Σ_s p_s(y) per point.
@@ -147,7 +180,7 @@ void build_data_and_model(Everything& e) {
     throw std::invalid_argument(e.config.source + ": device: cuda requested but no CUDA device is available");
   Dataset cpu = load_dataset(e.config.data, e.config.seed);
   if (cpu.train.size() == 0) throw std::invalid_argument(e.config.source + ": data: the training set is empty");
-  e.model = make_model(e.config.model, cpu, e.config.seed);
+  e.model = make_model(e.config.model, cpu, e.config.seed, e.config.chains);
   e.model->to(e.device);
   e.data = cpu.to(e.device);
 }
@@ -184,7 +217,8 @@ std::string default_run_dir(const std::string& name) {
 
 RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   const auto t_start = Clock::now();
-  if (config.train.threads > 0) torch::set_num_threads(static_cast<int>(config.train.threads));
+  tune_allocator();
+  if (config.train.threads > 0) set_cpu_threads(static_cast<int>(config.train.threads));
 
   // Run directory.
   fs::path dir = !opt.out_dir.empty() ? fs::path(opt.out_dir)
@@ -218,6 +252,11 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   for (const auto& p : model.parameters()) params.push_back(p);
   auto sampler = make_sampler(cfg.sampler_name(), {ParamGroup(params)}, cfg.sampler, gen_dev);
   const bool is_sampler = sampler->is_sampler();
+  const int64_t chains = model.chains();
+  if (chains > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
+    throw std::invalid_argument(cfg.source + ": chains: sampler " + cfg.sampler_name() +
+                                " couples all parameters (one thermostat / one accept step); use an elementwise "
+                                "sampler (sgld, psgld, sghmc, msgnht, santa) with parallel chains");
   GaussianPrior prior(make_prior_groups(model, cfg.prior.groups), cfg.prior.precision,
                       is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha, cfg.prior.beta);
 
@@ -255,6 +294,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   torch::Tensor avg_test, avg_val;  // running sums of predictive outputs (float64)
   torch::Tensor lse_test, lse_val;  // standardized targets: running log Σ_s N(y; f_s, 1/τ_s) per point
   torch::Tensor last_test_pred;     // current sample's test prediction at its last computation
+  // Convergence traces, one row per thinned sample: per-chain test log-likelihood [C] and a few
+  // weights [C, k] (split-R̂ and ESS in summary.json).
+  constexpr int64_t kTraceWeights = 3;
+  std::vector<torch::Tensor> trace_ll, trace_w;
 
   if (opt.resume) {
     torch::serialize::InputArchive ar;
@@ -291,6 +334,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (auto x = opt_rd("avg_val"); x.defined()) avg_val = x.to(e.device);
     if (auto x = opt_rd("lse_test"); x.defined()) lse_test = x.to(e.device);
     if (auto x = opt_rd("lse_val"); x.defined()) lse_val = x.to(e.device);
+    if (auto x = opt_rd("trace_ll"); x.defined())
+      for (int64_t i = 0; i < x.size(0); ++i) trace_ll.push_back(x[i].clone());
+    if (auto x = opt_rd("trace_w"); x.defined())
+      for (int64_t i = 0; i < x.size(0); ++i) trace_w.push_back(x[i].clone());
     if (pos != 0 && !perm.defined()) throw std::invalid_argument(ckpt_path.string() + ": checkpoint lacks the data order");
     if (step > total)
       throw std::invalid_argument(ckpt_path.string() + ": checkpoint is at step " + std::to_string(step) +
@@ -321,6 +368,8 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (avg_val.defined()) ar.write("avg_val", avg_val, true);
     if (lse_test.defined()) ar.write("lse_test", lse_test, true);
     if (lse_val.defined()) ar.write("lse_val", lse_val, true);
+    if (!trace_ll.empty()) ar.write("trace_ll", torch::stack(trace_ll), true);
+    if (!trace_w.empty()) ar.write("trace_w", torch::stack(trace_w), true);
     fs::path tmp = ckpt_path;
     tmp += ".tmp";
     ar.save_to(tmp.string());
@@ -415,7 +464,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       s << " | test " << mname << " " << pct("test_" + mname) << " nll " << pct("test_nll") << " (sample "
         << pct("sample_test_" + mname) << ") | samples " << samples;
       s << " | λ";
-      for (auto& v : prior.precisions()) s << " " << std::setprecision(3) << std::defaultfloat << v;
+      for (auto& [k, v] : prior.log_values()) s << " " << std::setprecision(3) << std::defaultfloat << v;
       s << " | lr " << std::setprecision(3) << std::defaultfloat << sampler->lr() << " | " << std::setprecision(1)
         << std::fixed << row["steps_per_second"] << " steps/s | " << format_duration(row["wall_seconds"]);
       std::cout << s.str() << std::endl;
@@ -440,13 +489,18 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       stopped = true;
       break;
     }
-    if (pos == 0) perm = at::randperm(N, gen_dev, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
-    auto idx = perm.slice(0, pos * n, pos * n + n);
+    if (pos == 0) {
+      if (chains == 1) perm = at::randperm(N, gen_dev, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
+      else  // one independent permutation per chain, [C, N]
+        perm = at::rand({chains, N}, gen_dev, torch::TensorOptions().dtype(torch::kFloat64).device(e.device))
+                   .argsort(/*dim=*/static_cast<int64_t>(1), /*descending=*/false);
+    }
+    auto idx = chains == 1 ? perm.slice(0, pos * n, pos * n + n) : perm.narrow(1, pos * n, n).reshape({-1});
     batch.inputs = data.train.inputs.index_select(0, idx);
     batch.targets = data.train.targets.index_select(0, idx);
     sampler->set_lr(schedule->at(step));
     sampler->step(closure);
-    loss_sum += batch_nll.detach() / static_cast<double>(n);
+    loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
     ++loss_count;
     ++step;
     if (++pos == spe) pos = 0;
@@ -457,15 +511,20 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     }
     bool fresh = false;
     if (is_sampler && step > burn && (step - burn) % thin == 0) {
-      auto te = predict_all(model, data.test, chunk).to(torch::kFloat64);
+      auto pc = predict_all_chains(model, data.test, chunk);
+      trace_ll.push_back(chain_log_likelihood(pc, data.test.targets, classification, tau_of(model)).cpu());
+      trace_w.push_back(model.trace_values(kTraceWeights).to(torch::kCPU, torch::kFloat64));
+      auto te = (chains == 1 ? pc[0] : pc.mean(0)).to(torch::kFloat64);
       avg_test = avg_test.defined() ? avg_test.add_(te) : te.clone();
       last_test_pred = te;
       fresh = true;
-      if (data.standardized_targets) accumulate_lse(lse_test, gaussian_log_density(te, data.test.targets, tau_of(model)));
+      if (data.standardized_targets) accumulate_lse(lse_test, mixture_log_density(pc, data.test.targets, tau_of(model)));
       if (data.val.size() > 0) {
         auto va = predict_all(model, data.val, chunk).to(torch::kFloat64);
         avg_val = avg_val.defined() ? avg_val.add_(va) : va.clone();
-        if (data.standardized_targets) accumulate_lse(lse_val, gaussian_log_density(va, data.val.targets, tau_of(model)));
+        if (data.standardized_targets)
+          accumulate_lse(lse_val, mixture_log_density(chains == 1 ? va : predict_all_chains(model, data.val, chunk),
+                                                      data.val.targets, tau_of(model)));
       }
       ++samples;
       if (cfg.output.save_samples) {
@@ -530,6 +589,22 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   v["train_steps_per_second"] =
       session - eval_seconds > 0 ? (step - step_at_start) / std::max(session - eval_seconds, 1e-9) : NAN;
   for (auto& [k, x] : prior.log_values()) v[k] = x;
+  // Convergence diagnostics over the thinned samples (all chains): split-R̂ and ESS of the per-chain
+  // test log-likelihood and of the first few weights (max R̂ / min ESS over those weights).
+  v["chains"] = static_cast<double>(chains);
+  if (is_sampler && trace_ll.size() >= 4) {
+    auto ll = torch::stack(trace_ll);  // [S, C]
+    v["rhat_test_loglik"] = split_rhat(ll);
+    v["ess_test_loglik"] = effective_sample_size(ll);
+    auto w = torch::stack(trace_w);    // [S, C, k]
+    double rmax = 0, emin = INFINITY;
+    for (int64_t j = 0; j < w.size(2); ++j) {
+      rmax = std::max(rmax, split_rhat(w.select(2, j)));
+      emin = std::min(emin, effective_sample_size(w.select(2, j)));
+    }
+    v["rhat_weights_max"] = rmax;
+    v["ess_weights_min"] = emin;
+  }
 
   std::ostringstream js;
   js << "{\n";

@@ -1,0 +1,115 @@
+// The sampler update alone on one flat parameter buffer (issue 6, target 2).
+//
+// For each sampler: a float32 buffer of P parameters with a fixed gradient, `steps` calls of
+// Sampler::step() (after warm-up), timed with the device synchronised. Bytes per step count the
+// minimal traffic of a fused update: every state tensor and the parameters read and written once,
+// the gradient read once (noise generated in registers costs no traffic):
+//   bytes = 2·(P + state elements)·4 + P·4.
+// The reference bandwidth is a device-to-device copy of the same buffer (read + write), so
+// "% of copy" says how close the update gets to the memory system's practical peak.
+//
+//   bench_update [--params 10000000] [--steps 20] [--device cpu|cuda] [--samplers sgld,sghmc,...]
+//                [--threads N] [--json FILE]
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <cxxopts.hpp>
+#include <torch/torch.h>
+
+#include "compat.h"
+#include "config/option_map.h"
+#include "samplers/registry.h"
+
+using namespace sgmcmc;
+
+namespace {
+
+void sync(const torch::Device& d) {
+#ifdef SGMCMC_WITH_CUDA
+  if (d.is_cuda()) torch::cuda::synchronize();
+#else
+  (void)d;
+#endif
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Options per sampler: step sizes small enough that the buffer stays finite over the run.
+OptionMap options_for(const std::string& name) {
+  OptionMap o("bench");
+  o.set("lr", "1e-6");
+  if (name == "sghmc" || name == "sghmc-naive" || name == "sgd-momentum") o.set("alpha", "0.01");
+  if (name == "santa") o.set("burnin", "1000000");  // stay in the exploration stage (the costlier one)
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options cli("bench_update", "Sampler update alone on a flat buffer: time per step and GB/s.");
+  cli.add_options()
+      ("params", "parameters in the buffer", cxxopts::value<int64_t>()->default_value("10000000"))
+      ("steps", "timed steps per sampler", cxxopts::value<int>()->default_value("20"))
+      ("device", "cpu or cuda", cxxopts::value<std::string>()->default_value("cpu"))
+      ("samplers", "comma-separated names", cxxopts::value<std::string>()->default_value("sgld,sghmc,msgnht,santa,sgd"))
+      ("threads", "torch intra-op threads (0 = default)", cxxopts::value<int>()->default_value("0"))
+      ("json", "append one JSON line per sampler to FILE", cxxopts::value<std::string>()->default_value(""))
+      ("h,help", "help");
+  auto r = cli.parse(argc, argv);
+  if (r.count("help")) { std::cout << cli.help() << "\n"; return 0; }
+  const int64_t P = r["params"].as<int64_t>();
+  const int steps = r["steps"].as<int>();
+  if (r["threads"].as<int>() > 0) torch::set_num_threads(r["threads"].as<int>());
+  torch::Device dev(r["device"].as<std::string>());
+  torch::NoGradGuard ng;
+
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(dev);
+  auto gen = compat::make_generator(dev, 1);
+
+  // Reference: copy bandwidth of the same size.
+  auto a = torch::ones({P}, opts), b = torch::empty({P}, opts);
+  b.copy_(a); sync(dev);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) b.copy_(a);
+  sync(dev);
+  const double copy_gbs = 2.0 * 4.0 * P * steps / seconds_since(t0) / 1e9;
+  std::cout << "device " << dev << ", " << P << " parameters, " << torch::get_num_threads() << " threads; copy "
+            << std::fixed << std::setprecision(1) << copy_gbs << " GB/s\n";
+
+  std::ofstream json;
+  if (!r["json"].as<std::string>().empty()) json.open(r["json"].as<std::string>(), std::ios::app);
+  std::stringstream names(r["samplers"].as<std::string>());
+  for (std::string name; std::getline(names, name, ',');) {
+    auto theta = torch::zeros({P}, opts);
+    theta.mutable_grad() = torch::randn({P}, opts) * 0.01;
+    auto sampler = make_sampler(name, {ParamGroup({theta})}, options_for(name), gen);
+    // State size from the checkpoint archive (its P-sized tensors dominate; round to multiples of P).
+    torch::serialize::OutputArchive archive;
+    sampler->save(archive);
+    std::ostringstream blob;
+    archive.save_to(blob);
+    const int64_t state_elems = static_cast<int64_t>(std::llround(blob.str().size() / 4.0 / P)) * P;
+    for (int i = 0; i < 3; ++i) sampler->step();
+    sync(dev);
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) sampler->step();
+    sync(dev);
+    const double dt = seconds_since(t0) / steps;
+    const double bytes = 2.0 * 4.0 * (P + state_elems) + 4.0 * P;
+    const double gbs = bytes / dt / 1e9;
+    std::cout << std::left << std::setw(10) << name << std::right << std::setprecision(3) << " " << dt * 1e3
+              << " ms/step  " << std::setprecision(1) << gbs << " GB/s  " << 100.0 * gbs / copy_gbs
+              << " % of copy  (state " << state_elems / P << "×P)\n";
+    if (json.is_open())
+      json << "{\"bench\": \"update\", \"sampler\": \"" << name << "\", \"device\": \"" << dev << "\", \"params\": " << P
+           << ", \"threads\": " << torch::get_num_threads() << ", \"ms_per_step\": " << dt * 1e3
+           << ", \"gb_per_s\": " << gbs << ", \"copy_gb_per_s\": " << copy_gbs << "}\n";
+  }
+  return 0;
+}

@@ -1,0 +1,89 @@
+#include "models/mlp_chains.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace sgmcmc {
+
+MlpChains::MlpChains(const MlpOptions& o, int64_t chains, at::Generator& gen)
+    : options_(o), chains_(chains), tau_(o.noise_precision) {
+  if (chains < 1) throw std::invalid_argument("chains: must be >= 1");
+  if (o.inputs <= 0 || o.outputs <= 0) throw std::invalid_argument("model: mlp needs inputs > 0 and outputs > 0");
+  if (o.sample_noise)
+    throw std::invalid_argument("model.noise_prior: gamma is not available with parallel chains (use fixed)");
+  torch::NoGradGuard no_grad;
+  int64_t in = o.inputs;
+  std::vector<int64_t> widths = o.hidden;
+  widths.push_back(o.outputs);
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (widths[i] <= 0) throw std::invalid_argument("model.hidden: layer widths must be > 0");
+    auto layer = register_module("fc" + std::to_string(i + 1), std::make_shared<torch::nn::Module>());
+    auto w = layer->register_parameter("weight", torch::empty({chains, widths[i], in}));
+    auto b = layer->register_parameter("bias", torch::empty({chains, widths[i]}));
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    for (int64_t c = 0; c < chains; ++c) {  // chain c draws exactly what Mlp would
+      w[c].uniform_(-bound, bound, gen);
+      b[c].uniform_(-bound, bound, gen);
+    }
+    weights_.push_back(w);
+    biases_.push_back(b);
+    in = widths[i];
+  }
+}
+
+Task MlpChains::task() const {
+  return options_.likelihood == "gaussian" ? Task::kRegression : Task::kClassification;
+}
+
+torch::Tensor MlpChains::forward(const torch::Tensor& inputs) { return forward_impl(inputs, false); }
+
+torch::Tensor MlpChains::forward_impl(const torch::Tensor& inputs, bool shared) {
+  torch::Tensor h;
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    if (i == 0 && shared) {
+      // Inputs [n, in] shared by every chain: one GEMM against all chains' first layers,
+      // [n, in] x [in, C*out] -> [n, C, out] -> [C, n, out] (no C copies of the inputs).
+      const int64_t n = inputs.size(0), out = weights_[0].size(1);
+      h = inputs.reshape({n, -1}).matmul(weights_[0].reshape({chains_ * out, -1}).t());
+      h = h.view({n, chains_, out}).transpose(0, 1) + biases_[0].unsqueeze(1);
+    } else {
+      if (i == 0) h = inputs.reshape({chains_, inputs.size(1), -1});
+      h = torch::baddbmm(biases_[i].unsqueeze(1), h, weights_[i].transpose(1, 2));
+    }
+    if (i + 1 < weights_.size()) {
+      if (options_.activation == "sigmoid") h = torch::sigmoid(h);
+      else if (options_.activation == "relu") h = torch::relu(h);
+      else h = torch::tanh(h);
+    }
+  }
+  return h;
+}
+
+torch::Tensor MlpChains::nll(const Batch& batch) {
+  const int64_t total = batch.size();
+  if (total % chains_ != 0)
+    throw std::invalid_argument("MlpChains::nll: batch of " + std::to_string(total) + " is not chains x n");
+  const int64_t n = total / chains_;
+  auto f = forward(batch.inputs.reshape({chains_, n, -1}));
+  if (task() == Task::kClassification)
+    return torch::nn::functional::cross_entropy(
+        f.reshape({total, -1}), batch.targets,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  auto r = f.reshape({total}) - batch.targets.to(f.dtype());
+  return 0.5 * tau_ * r.pow(2).sum() + 0.5 * static_cast<double>(total) * (std::log(2 * M_PI) - std::log(tau_));
+}
+
+torch::Tensor MlpChains::predict_chains(const torch::Tensor& inputs) {
+  auto f = forward_impl(inputs, /*shared=*/true);
+  if (task() == Task::kClassification) return torch::softmax(f, 2);
+  return f.squeeze(2);
+}
+
+torch::Tensor MlpChains::predict(const torch::Tensor& inputs) { return predict_chains(inputs).mean(0); }
+
+std::map<std::string, double> MlpChains::likelihood_hyperparameters() const {
+  if (task() != Task::kRegression) return {};
+  return {{"tau", tau_}};
+}
+
+}  // namespace sgmcmc

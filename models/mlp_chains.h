@@ -1,0 +1,46 @@
+// C parallel chains of the MLP in one module (issue 6: parallel chains).
+//
+// Layer l holds weight [C, out, in] and bias [C, out]; chain c's network is exactly `Mlp` with
+// W_l = weight[c], b_l = bias[c]. Training minibatches are chain-major: nll() takes C·n examples, the
+// first n for chain 0, the next n for chain 1, ... (each chain draws its own minibatch), and computes
+//   h_l = act(bmm(h_{l−1}, W_lᵀ) + b_l)     for h of shape [C, n, ·],
+// so Σ_c nll_c is one batched pass and ∂/∂θ_c involves chain c's minibatch only. With elementwise
+// samplers (SGLD, pSGLD, SGHMC, mSGNHT, Santa) and per-chain prior precisions (make_prior_groups splits
+// every group by chain), the C chains are independent samplers of the same posterior.
+// Evaluation inputs are shared by all chains: predict_chains() gives [C, n, K] (or [C, n]) and predict()
+// their mean, so the trainer's running average is over chains and samples.
+// Initialisation consumes the generator as C stacked copies of `Mlp`'s (layer by layer, weight then
+// bias, U(−1/√fan_in, 1/√fan_in)), so C = 1 starts from Mlp's exact parameters.
+// Regression uses a fixed noise precision (a Gibbs-sampled τ would couple the chains).
+#pragma once
+
+#include <vector>
+
+#include "models/mlp.h"
+#include "models/model.h"
+
+namespace sgmcmc {
+
+class MlpChains : public Model {
+ public:
+  MlpChains(const MlpOptions& options, int64_t chains, at::Generator& init_generator);
+  Task task() const override;
+  torch::Tensor nll(const Batch& batch) override;
+  torch::Tensor predict(const torch::Tensor& inputs) override;
+  torch::Tensor predict_chains(const torch::Tensor& inputs) override;
+  int64_t chains() const override { return chains_; }
+  std::map<std::string, double> likelihood_hyperparameters() const override;
+
+  // Outputs [C, n, out] for per-chain inputs [C, n, ...].
+  torch::Tensor forward(const torch::Tensor& inputs);
+
+ private:
+  // shared: inputs [n, ...] seen by every chain.
+  torch::Tensor forward_impl(const torch::Tensor& inputs, bool shared);
+  MlpOptions options_;
+  int64_t chains_;
+  std::vector<torch::Tensor> weights_, biases_;
+  double tau_;
+};
+
+}  // namespace sgmcmc

@@ -1,0 +1,36 @@
+#include "runtime/cpu.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <torch/torch.h>
+
+namespace sgmcmc {
+
+bool set_cpu_threads(int n) {
+  if (n <= 0) return false;
+  torch::set_num_threads(n);
+  // OpenBLAS (openblas_set_num_threads) or BLIS-style setters, whichever the loaded BLAS exports.
+  using Setter = void (*)(int);
+  for (const char* sym : {"openblas_set_num_threads", "goto_set_num_threads"}) {
+    if (auto f = reinterpret_cast<Setter>(dlsym(RTLD_DEFAULT, sym))) {
+      f(n);
+      return true;
+    }
+  }
+  return false;
+}
+
+void tune_allocator() {
+#ifdef __GLIBC__
+  static bool done = false;
+  if (done) return;
+  done = true;
+  // Blocks up to 256 MiB come from the heap (and are reused) instead of fresh mmaps; keep up to 512 MiB
+  // of freed memory at the top of the heap rather than trimming it back to the OS after every step.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+}
+
+}  // namespace sgmcmc

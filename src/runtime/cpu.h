@@ -1,0 +1,20 @@
+// Process-wide CPU settings for training runs.
+//
+// set_cpu_threads(n): LibTorch's intra-op pool AND the BLAS library's own pool. Debian's LibTorch calls
+// BLAS through the system alternative (OpenBLAS, pthread flavour), whose thread pool is not governed by
+// torch::set_num_threads: without this, a `train.threads: 1` run (or one job of a `sweep --jobs N`) still
+// runs every matrix product on all cores, and idle BLAS workers spin in sched_yield.
+// tune_allocator(): keeps freed large blocks in the heap (glibc mallopt) instead of returning them to the
+// OS on every free, so the per-step tensors (minibatch copies, activations, gradients) do not page-fault
+// afresh at every step.
+#pragma once
+
+namespace sgmcmc {
+
+// n > 0: set both pools to n threads. Returns whether a BLAS thread setter was found.
+bool set_cpu_threads(int n);
+
+// Idempotent; safe to call before any tensor is allocated or later.
+void tune_allocator();
+
+}  // namespace sgmcmc
