@@ -161,6 +161,10 @@ std::vector<Case> cases() {
       {"hidden not a list of integers", {{"c.yaml", config_with("model: {name: mlp, hidden: [a, b]}")}}, kTrain, 2,
        "hidden"},
       {"block given a list", {{"c.yaml", config_with("train: [1, 2]")}}, kTrain, 2, "c.yaml: train: expected a mapping"},
+      {"non-scalar top-level key", {{"c.yaml", std::string(kGoodConfig) + "? [a, b]\n: 1\n"}}, kTrain, 2,
+       "c.yaml: keys must be plain names"},
+      {"non-scalar key inside a block", {{"c.yaml", config_with("train: {[1]: 2}")}}, kTrain, 2,
+       "c.yaml: train: keys must be plain names"},
       {"nested too deep", {{"c.yaml", config_with("train: {epochs: {a: 1}}")}}, kTrain, 2, "c.yaml: train.epochs"},
       // --- out-of-range values ---------------------------------------------------------------------
       {"negative step size", {}, kTrain + " --set sampler.lr=-0.01", 2, "sgld.lr: must be a finite number > 0, got -0.01"},
