@@ -248,6 +248,8 @@ std::vector<Case> cases() {
       {"no config", {}, "train --quiet", 2, "missing CONFIG.yaml"},
       {"config and --resume", {}, "train c.yaml --resume out", 2, "give either CONFIG or --resume DIR"},
       {"--resume a non-run directory", {}, "train --resume out", 2, "out: not a run directory (no config.yaml)"},
+      {"--resume with a corrupt checkpoint", {{"out/config.yaml", kGoodConfig}, {"out/checkpoint.pt", "not a zip archive"}},
+       "train --resume out --quiet", 2, "out/checkpoint.pt: not a readable checkpoint"},
       {"run directory exists", {}, "train c.yaml --out out --quiet", 2, "out: run directory exists"},
       {"extra positional argument", {}, kTrain + " extra.yaml", 2, "unexpected argument 'extra.yaml'"},
       // --- sweep (today's CLI; more rows for sweep files go here) ------------------------------------

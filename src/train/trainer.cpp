@@ -265,7 +265,12 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
 
   if (opt.resume) {
     torch::serialize::InputArchive ar;
-    ar.load_from(ckpt_path.string(), e.device);
+    try {
+      ar.load_from(ckpt_path.string(), e.device);
+    } catch (const c10::Error& ex) {
+      std::string what = ex.what_without_backtrace();
+      throw std::invalid_argument(ckpt_path.string() + ": not a readable checkpoint (" + what.substr(0, what.find('\n')) + ")");
+    }
     load_model(ar, model, "model.", ckpt_path.string());
     torch::serialize::InputArchive sa;
     ar.read("sampler", sa);
