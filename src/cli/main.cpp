@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "util/signals.h"
 
 namespace {
 
@@ -35,10 +36,21 @@ int main(int argc, char** argv) {
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
   if (cmd == "list") return sgmcmc::cmd_list(sub_argc, sub_argv);
-  if (cmd == "train") return sgmcmc::cmd_train(sub_argc, sub_argv);
+  // Exit codes: 0 ok, 1 run-time failure, 2 bad input (config, data, command line), 3 the run
+  // diverged, 130 / 143 interrupted by SIGINT / SIGTERM after writing a checkpoint.
+  if (cmd == "train") {
+    sgmcmc::signals::install_handlers();
+    return sgmcmc::cmd_train(sub_argc, sub_argv);
+  }
   if (cmd == "predict") return sgmcmc::cmd_predict(sub_argc, sub_argv);
   if (cmd == "simulate") return sgmcmc::cmd_simulate(sub_argc, sub_argv);
-  if (cmd == "sweep") return sgmcmc::cmd_sweep(sub_argc, sub_argv);
+  if (cmd == "sweep") {
+    sgmcmc::signals::install_handlers();
+    int rc = sgmcmc::cmd_sweep(sub_argc, sub_argv);
+    // A run of the sweep stopped on a signal (its checkpoint is written): report it as such.
+    if (int sig = sgmcmc::signals::pending()) return 128 + sig;
+    return rc;
+  }
   std::cerr << "sgmcmc: unknown command '" << cmd << "' (commands: list, train, predict, simulate, sweep)\n";
   return 2;
 }

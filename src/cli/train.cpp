@@ -13,17 +13,25 @@
 #include "config/experiment_config.h"
 #include "data/kfold.h"
 #include "train/trainer.h"
+#include "util/signals.h"
 
 namespace sgmcmc {
 namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-// Runs `body`, mapping exceptions to one-line messages and exit codes.
+// Runs `body`, mapping exceptions to one-line messages and exit codes (see util/signals.h):
+// 2 bad input, 1 run-time failure, 3 divergence, 128 + signal when interrupted.
 template <typename F>
 int guarded(const std::string& who, F&& body) {
   try {
     return body();
+  } catch (const RunInterrupted& e) {
+    std::cerr << who << ": " << first_line(e.what()) << "\n";
+    return 128 + e.signal;
+  } catch (const RunDiverged& e) {
+    std::cerr << who << ": error: " << first_line(e.what()) << "\n";
+    return kExitDiverged;
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << who << ": error: " << e.what() << " (see " << who << " --help)\n";
     return 2;

@@ -62,6 +62,32 @@ void check_positive(const std::string& where, double v) {
 
 std::string ExperimentConfig::sampler_name() const { return sampler.get_string("name", ""); }
 
+namespace {
+
+// The blocks of a parsed YAML document into `raw`.
+void read_blocks(const YAML::Node& root, const std::string& source, RawConfig& raw) {
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) fail(source, "keys must be plain names (data, model, sampler, ...)");
+    std::string key = kv.first.as<std::string>();
+    const YAML::Node& value = kv.second;
+    if (std::find(kTopLevel.begin(), kTopLevel.end(), key) != kTopLevel.end()) {
+      if (!value.IsScalar()) fail(source, key + ": expected a scalar value");
+      raw.blocks[""].set(key, value.Scalar());
+      continue;
+    }
+    check_block(source, key);
+    if (value.IsNull()) continue;
+    if (!value.IsMap()) fail(source, key + ": expected a mapping of options");
+    for (const auto& item : value) {
+      if (!item.first.IsScalar()) fail(source, key + ": keys must be plain names");
+      std::string k = item.first.as<std::string>();
+      raw.blocks[key].set(k, scalar_or_list(item.second, source, key + "." + k));
+    }
+  }
+}
+
+}  // namespace
+
 RawConfig parse_raw_config(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
@@ -75,21 +101,11 @@ RawConfig parse_raw_config(const std::string& text, const std::string& source) {
   for (const auto& b : kBlocks) raw.blocks[b] = OptionMap(source + ": " + b);
   if (root.IsNull()) return raw;
   if (!root.IsMap()) fail(source, "expected a mapping of blocks (data:, model:, sampler:, ...)");
-  for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
-    const YAML::Node& value = kv.second;
-    if (std::find(kTopLevel.begin(), kTopLevel.end(), key) != kTopLevel.end()) {
-      if (!value.IsScalar()) fail(source, key + ": expected a scalar value");
-      raw.blocks[""].set(key, value.Scalar());
-      continue;
-    }
-    check_block(source, key);
-    if (value.IsNull()) continue;
-    if (!value.IsMap()) fail(source, key + ": expected a mapping of options");
-    for (const auto& item : value) {
-      std::string k = item.first.as<std::string>();
-      raw.blocks[key].set(k, scalar_or_list(item.second, source, key + "." + k));
-    }
+  try {
+    read_blocks(root, source, raw);
+  } catch (const YAML::Exception& e) {
+    // Keys that are not scalars (`? [a, b]: 1`), and the like: still one line naming the file.
+    fail(source, "YAML error at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   return raw;
 }

@@ -2,7 +2,14 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -14,44 +21,110 @@ namespace {
   throw std::invalid_argument(path + ": " + what);
 }
 
-// Whole file, decompressed if it is gzip (zlib reads plain files transparently).
-std::vector<uint8_t> slurp(const std::string& path) {
-  if (!std::filesystem::exists(path)) fail(path, "no such file");
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) fail(path, "cannot open");
-  std::vector<uint8_t> out;
-  std::vector<uint8_t> buf(1 << 20);
-  while (true) {
-    int n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
-    if (n < 0) {
-      int err = 0;
-      std::string msg = gzerror(f, &err);
-      gzclose(f);
-      fail(path, "corrupt gzip data (" + msg + ")");
+// Sequential reader over a plain or gzip-compressed byte buffer: decompresses only as much as is
+// asked for, so a file declaring absurd dimensions is rejected before anything of that size is
+// allocated or inflated.
+class ByteSource {
+ public:
+  ByteSource(const uint8_t* data, size_t size, std::string name) : data_(data), size_(size), name_(std::move(name)) {
+    gzip_ = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+    if (gzip_) {
+      zs_.next_in = const_cast<Bytef*>(data);
+      zs_.avail_in = static_cast<uInt>(std::min<size_t>(size, std::numeric_limits<uInt>::max()));
+      consumed_ = zs_.avail_in;
+      if (inflateInit2(&zs_, 15 + 16) != Z_OK) fail(name_, "cannot initialise zlib");
+      init_ = true;
     }
-    if (n == 0) break;
-    out.insert(out.end(), buf.begin(), buf.begin() + n);
   }
-  // A truncated gzip stream reads as a short file without an error on some zlib versions; the
-  // size check below catches it (gzclose reports Z_BUF_ERROR for a truncated stream).
-  int rc = gzclose(f);
-  if (rc == Z_BUF_ERROR) fail(path, "truncated gzip stream");
-  if (rc != Z_OK) fail(path, "error reading gzip stream");
-  return out;
+  ~ByteSource() {
+    if (init_) inflateEnd(&zs_);
+  }
+  ByteSource(const ByteSource&) = delete;
+  ByteSource& operator=(const ByteSource&) = delete;
+
+  bool gzip() const { return gzip_; }
+
+  // Appends up to `n` bytes to `out`; returns how many (fewer only at the end of the data).
+  size_t read(size_t n, std::vector<uint8_t>& out) {
+    const size_t start = out.size();
+    if (!gzip_) {
+      size_t k = std::min(n, size_ - pos_);
+      out.insert(out.end(), data_ + pos_, data_ + pos_ + k);
+      pos_ += k;
+      return k;
+    }
+    out.resize(start + n);
+    size_t got = 0;
+    while (got < n && !done_) {
+      if (zs_.avail_in == 0 && consumed_ < size_) {  // inputs over 4 GiB: feed the rest
+        zs_.avail_in = static_cast<uInt>(std::min<size_t>(size_ - consumed_, std::numeric_limits<uInt>::max()));
+        consumed_ += zs_.avail_in;
+      }
+      zs_.next_out = out.data() + start + got;
+      zs_.avail_out = static_cast<uInt>(std::min<size_t>(n - got, std::numeric_limits<uInt>::max()));
+      const uInt before = zs_.avail_out;
+      int rc = inflate(&zs_, Z_NO_FLUSH);
+      got += before - zs_.avail_out;
+      if (rc == Z_STREAM_END) {
+        // Concatenated gzip members (as gzip -d reads them); anything else after the stream is ignored.
+        if (zs_.avail_in >= 2 && zs_.next_in[0] == 0x1f && zs_.next_in[1] == 0x8b) {
+          if (inflateReset(&zs_) != Z_OK) fail(name_, "corrupt gzip data (cannot reset the stream)");
+          continue;
+        }
+        done_ = true;
+      } else if (rc == Z_BUF_ERROR) {
+        if (zs_.avail_in == 0 && consumed_ >= size_)
+          fail(name_, "truncated gzip stream (the compressed data ends before the end of the stream)");
+        if (zs_.avail_out == 0) break;
+      } else if (rc != Z_OK) {
+        fail(name_, std::string("corrupt gzip data (") +
+                        (zs_.msg ? std::string(zs_.msg) : "zlib error " + std::to_string(rc)) + ")");
+      }
+    }
+    out.resize(start + got);
+    return got;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  std::string name_;
+  size_t pos_ = 0, consumed_ = 0;
+  bool gzip_ = false, init_ = false, done_ = false;
+  z_stream zs_{};
+};
+
+// The whole file (compressed size: bounded by the disk, not by what the header claims).
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not an IDX file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path, "read error");
+  return bytes;
 }
 
 }  // namespace
 
-torch::Tensor read_idx(const std::string& path) {
-  std::vector<uint8_t> bytes = slurp(path);
+torch::Tensor parse_idx(const uint8_t* data, size_t size, const std::string& path) {
+  ByteSource src(data, size, path);
+  std::vector<uint8_t> bytes;
+  bytes.reserve(20);
+  src.read(4, bytes);
   if (bytes.size() < 4) fail(path, "too short for an IDX header (" + std::to_string(bytes.size()) + " bytes)");
   if (bytes[0] != 0 || bytes[1] != 0)
     fail(path, "bad magic number (first two bytes must be zero; not an IDX file?)");
-  if (bytes[2] != 0x08)
-    fail(path, "unsupported IDX data type 0x" + std::to_string(bytes[2]) + " (only 0x08, unsigned byte)");
+  if (bytes[2] != 0x08) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", bytes[2]);
+    fail(path, std::string("bad magic number: unsupported IDX data type ") + hex + " (only 0x08, unsigned byte)");
+  }
   const int ndim = bytes[3];
   if (ndim < 1 || ndim > 4) fail(path, "bad magic number: " + std::to_string(ndim) + " dimensions (expected 1 to 4)");
   const size_t header = 4 + 4 * static_cast<size_t>(ndim);
+  src.read(header - 4, bytes);
   if (bytes.size() < header)
     fail(path, "truncated header: " + std::to_string(ndim) + " dimensions need " + std::to_string(header) +
                    " bytes, the file has " + std::to_string(bytes.size()));
@@ -68,16 +141,45 @@ torch::Tensor read_idx(const std::string& path) {
     total *= d;
     if (total > (uint64_t(1) << 36)) fail(path, "absurd dimensions " + shape + "... (over 64 GiB of data)");
   }
-  const uint64_t have = bytes.size() - header;
+  // Plain files: compare the declared size with the file size before allocating anything.
+  if (!src.gzip()) {
+    const uint64_t have = size - header;
+    if (have < total)
+      fail(path, "truncated: dimensions " + shape + " need " + std::to_string(total) + " data bytes, the file has " +
+                     std::to_string(have));
+    if (have > total)
+      fail(path, "count mismatch: dimensions " + shape + " need " + std::to_string(total) +
+                     " data bytes, the file has " + std::to_string(have) + " (" + std::to_string(have - total) +
+                     " extra)");
+    auto t = torch::empty(dims, torch::kUInt8);
+    if (total) std::memcpy(t.data_ptr<uint8_t>(), data + header, total);
+    return t;
+  }
+  // Gzip: inflate at most the declared size + 1 byte (the extra byte detects a count mismatch),
+  // growing the buffer only as data actually arrives, so a small file cannot make us allocate the
+  // declared size up front.
+  std::vector<uint8_t> payload;
+  const uint64_t want = total + 1;
+  while (payload.size() < want) {
+    const size_t chunk = static_cast<size_t>(
+        std::min<uint64_t>(want - payload.size(), std::max<uint64_t>(payload.size(), uint64_t(1) << 20)));
+    if (src.read(chunk, payload) < chunk) break;
+  }
+  const uint64_t have = payload.size();
   if (have < total)
-    fail(path, "truncated: dimensions " + shape + " need " + std::to_string(total) + " data bytes, the file has " +
-                   std::to_string(have));
+    fail(path, "truncated: dimensions " + shape + " need " + std::to_string(total) +
+                   " data bytes, the decompressed file has " + std::to_string(have));
   if (have > total)
-    fail(path, "count mismatch: dimensions " + shape + " need " + std::to_string(total) + " data bytes, the file has " +
-                   std::to_string(have) + " (" + std::to_string(have - total) + " extra)");
+    fail(path, "count mismatch: dimensions " + shape + " need " + std::to_string(total) +
+                   " data bytes, the decompressed file has more");
   auto t = torch::empty(dims, torch::kUInt8);
-  if (total) std::memcpy(t.data_ptr<uint8_t>(), bytes.data() + header, total);
+  if (total) std::memcpy(t.data_ptr<uint8_t>(), payload.data(), total);
   return t;
+}
+
+torch::Tensor read_idx(const std::string& path) {
+  std::vector<uint8_t> bytes = read_file_bytes(path);
+  return parse_idx(bytes.data(), bytes.size(), path);
 }
 
 void write_idx(const std::string& path, const torch::Tensor& data, bool gzip) {

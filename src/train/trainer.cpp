@@ -22,6 +22,8 @@
 #include "priors/gaussian_prior.h"
 #include "samplers/registry.h"
 #include "samplers/schedules.h"
+#include "util/atomic_file.h"
+#include "util/signals.h"
 
 namespace fs = std::filesystem;
 
@@ -53,16 +55,40 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-void write_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot write");
-    out << text;
-    if (!out) throw std::runtime_error(tmp.string() + ": write failed");
-  }
-  fs::rename(tmp, path);
+void write_atomic(const fs::path& path, const std::string& text) { write_file_atomic(path.string(), text); }
+
+// Prefixes a plug-in's message (sampler / schedule options) with the config file when it lacks it.
+[[noreturn]] void rethrow_with_source(const std::invalid_argument& e, const std::string& source) {
+  std::string what = e.what();
+  if (what.rfind(source, 0) == 0) throw e;
+  throw std::invalid_argument(source + ": " + what);
+}
+
+// The likely cause of a divergence, from the sampler's (resolved) options.
+std::string divergence_hint(const std::string& sampler, const OptionMap& options) {
+  auto r = options.resolved();
+  auto val = [&](const std::string& k) {
+    auto it = r.find(k);
+    return it == r.end() ? std::string("?") : it->second;
+  };
+  if (sampler == "sghmc")
+    return "step size too large for the friction alpha=" + val("alpha") + " \u2014 lower sampler.lr or raise sampler.alpha";
+  if (sampler == "sgnht" || sampler == "msgnht")
+    return "step size too large for the thermostat (diffusion=" + val("diffusion") +
+           ") \u2014 lower sampler.lr or raise sampler.diffusion";
+  if (sampler == "santa")
+    return "step size too large for the thermostat (friction=" + val("friction") + ") \u2014 lower sampler.lr";
+  if (sampler == "sghmc-naive") return "naive SGHMC has no friction to absorb the gradient noise \u2014 lower sampler.lr";
+  if (sampler == "sgd" || sampler == "sgd-momentum" || sampler == "rmsprop" || sampler == "adam")
+    return "learning rate too large \u2014 lower sampler.lr";
+  return "step size too large \u2014 lower sampler.lr";
+}
+
+bool all_finite(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params)
+    if (!torch::isfinite(p).all().item<bool>()) return false;
+  return true;
 }
 
 // Model outputs on a whole split, in chunks, without gradients.
@@ -225,15 +251,19 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
                  : !config.output.dir.empty() ? fs::path(config.output.dir)
                                               : fs::path(default_run_dir(config.name));
   const fs::path ckpt_path = dir / "checkpoint.pt";
+  // Nothing is written or removed until the config, data, model, sampler and schedule are all
+  // known to be valid: a bad input never costs the user an existing run directory.
+  bool replace_dir = false;
   if (opt.resume) {
     if (!fs::exists(ckpt_path))
       throw std::invalid_argument(dir.string() + ": cannot resume, no checkpoint.pt in the run directory");
   } else if (fs::exists(dir) && !(fs::is_directory(dir) && fs::is_empty(dir))) {
     if (!opt.overwrite)
       throw std::invalid_argument(dir.string() + ": run directory exists (use --overwrite to replace it or --resume to continue it)");
-    fs::remove_all(dir);
+    replace_dir = true;
+  } else if (fs::exists(dir) && !fs::is_directory(dir)) {
+    throw std::invalid_argument(dir.string() + ": exists and is not a directory");
   }
-  fs::create_directories(dir);
   config.output.dir = dir.string();
 
   Everything e;
@@ -250,7 +280,12 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
 
   std::vector<torch::Tensor> params;
   for (const auto& p : model.parameters()) params.push_back(p);
-  auto sampler = make_sampler(cfg.sampler_name(), {ParamGroup(params)}, cfg.sampler, gen_dev);
+  SamplerPtr sampler;
+  try {
+    sampler = make_sampler(cfg.sampler_name(), {ParamGroup(params)}, cfg.sampler, gen_dev);
+  } catch (const std::invalid_argument& ex) {
+    rethrow_with_source(ex, cfg.source);
+  }
   const bool is_sampler = sampler->is_sampler();
   const int64_t chains = model.chains();
   if (chains > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
@@ -275,14 +310,15 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   const int64_t eval_every = cfg.train.eval_every_steps > 0 ? cfg.train.eval_every_steps : cfg.train.eval_every * spe;
   const int64_t gibbs_every = cfg.prior.gibbs_every_steps > 0 ? cfg.prior.gibbs_every_steps
                                                               : cfg.prior.gibbs_every_epochs * spe;
-  auto schedule = make_schedule(cfg.schedule, sampler->lr(), total, spe);
-  cfg.schedule.check_all_used();
+  std::unique_ptr<Schedule> schedule;
+  try {
+    schedule = make_schedule(cfg.schedule, sampler->lr(), total, spe);
+    cfg.schedule.check_all_used();
+  } catch (const std::invalid_argument& ex) {
+    rethrow_with_source(ex, cfg.source);
+  }
   const double scale = static_cast<double>(N) / static_cast<double>(n);
   const int64_t chunk = cfg.train.eval_batch_size;
-
-  // Resolved config (defaults filled in by every consumer above).
-  write_atomic(dir / "config.yaml", to_yaml(cfg));
-  for (const auto& [file, text] : data.run_files) write_atomic(dir / file, text);
 
   // State.
   int64_t step = 0, pos = 0, samples = 0, rows = 0;
@@ -301,7 +337,12 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
 
   if (opt.resume) {
     torch::serialize::InputArchive ar;
-    ar.load_from(ckpt_path.string(), e.device);
+    try {
+      ar.load_from(ckpt_path.string(), e.device);
+    } catch (const c10::Error& ex) {
+      std::string what = ex.what_without_backtrace();
+      throw std::invalid_argument(ckpt_path.string() + ": not a readable checkpoint (" + what.substr(0, what.find('\n')) + ")");
+    }
     load_model(ar, model, "model.", ckpt_path.string());
     torch::serialize::InputArchive sa;
     ar.read("sampler", sa);
@@ -342,6 +383,15 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (step > total)
       throw std::invalid_argument(ckpt_path.string() + ": checkpoint is at step " + std::to_string(step) +
                                   ", beyond the configured run (" + std::to_string(total) + " steps)");
+  }
+
+  // Everything is valid: now the run directory may be (re)created.
+  if (replace_dir) fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Resolved config (defaults filled in by every consumer above).
+  write_atomic(dir / "config.yaml", to_yaml(cfg));
+  for (const auto& [file, text] : data.run_files) write_atomic(dir / file, text);
+  if (opt.resume) {
     // metrics.csv: keep the header and the rows the checkpoint knows about.
     std::ifstream in(dir / "metrics.csv");
     std::string line, kept;
@@ -350,8 +400,8 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     write_atomic(dir / "metrics.csv", kept);
   }
 
-  auto save_checkpoint = [&]() {
-    if (!cfg.output.checkpoint) return;
+  auto save_checkpoint = [&](bool force) {
+    if (!cfg.output.checkpoint && !force) return;
     torch::serialize::OutputArchive ar;
     save_model(ar, model, "model.");
     torch::serialize::OutputArchive sa;
@@ -370,10 +420,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (lse_val.defined()) ar.write("lse_val", lse_val, true);
     if (!trace_ll.empty()) ar.write("trace_ll", torch::stack(trace_ll), true);
     if (!trace_w.empty()) ar.write("trace_w", torch::stack(trace_w), true);
-    fs::path tmp = ckpt_path;
-    tmp += ".tmp";
-    ar.save_to(tmp.string());
-    fs::rename(tmp, ckpt_path);
+    replace_file_atomic(ckpt_path.string(), [&](const std::string& tmp) { ar.save_to(tmp); });
   };
 
   // metrics.csv columns: fixed ones, then the λ's, likelihood hyperparameters, sampler diagnostics.
@@ -483,7 +530,88 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     return u.detach();
   };
 
+  // summary.json from the latest evaluation; `status` adds "diverged"/"interrupted" keys.
+  auto write_summary = [&](bool finished, const std::string& status_json) {
+    RunSummary summary;
+    summary.run_dir = dir.string();
+    summary.finished = finished;
+    const double wall = wall_before + seconds_since(t_start);
+    auto& v = summary.values;
+    auto get = [&](const std::string& k) {
+      auto it = last.find(k);
+      return it == last.end() ? NAN : it->second;
+    };
+    v["test_" + mname] = get("test_" + mname);
+    v["test_nll"] = get("test_nll");
+    v["val_" + mname] = get("val_" + mname);
+    v["val_nll"] = get("val_nll");
+    if (!classification) {
+      v["test_error"] = NAN;
+      v["val_error"] = NAN;
+    }
+    v["sample_test_" + mname] = get("sample_test_" + mname);
+    v["samples"] = static_cast<double>(samples);
+    v["steps"] = static_cast<double>(step);
+    v["epochs"] = static_cast<double>(step) / spe;
+    v["wall_seconds"] = wall;
+    const double session = seconds_since(t_start);
+    v["steps_per_second"] = session > 0 ? (step - step_at_start) / session : NAN;
+    v["train_steps_per_second"] =
+        session - eval_seconds > 0 ? (step - step_at_start) / std::max(session - eval_seconds, 1e-9) : NAN;
+    for (auto& [k, x] : prior.log_values()) v[k] = x;
+    // Convergence diagnostics over the thinned samples (all chains): split-R̂ and ESS of the per-chain
+    // test log-likelihood and of the first few weights (max R̂ / min ESS over those weights).
+    v["chains"] = static_cast<double>(chains);
+    if (is_sampler && trace_ll.size() >= 4) {
+      auto ll = torch::stack(trace_ll);  // [S, C]
+      v["rhat_test_loglik"] = split_rhat(ll);
+      v["ess_test_loglik"] = effective_sample_size(ll);
+      auto w = torch::stack(trace_w);    // [S, C, k]
+      double rmax = 0, emin = INFINITY;
+      for (int64_t j = 0; j < w.size(2); ++j) {
+        rmax = std::max(rmax, split_rhat(w.select(2, j)));
+        emin = std::min(emin, effective_sample_size(w.select(2, j)));
+      }
+      v["rhat_weights_max"] = rmax;
+      v["ess_weights_min"] = emin;
+    }
+
+    std::ostringstream js;
+    js << "{\n";
+    js << "  \"name\": \"" << json_escape(cfg.name) << "\",\n  \"sampler\": \"" << json_escape(cfg.sampler_name())
+       << "\",\n  \"dataset\": \"" << json_escape(data.description) << "\",\n  \"seed\": " << cfg.seed
+       << ",\n  \"finished\": " << (summary.finished ? "true" : "false") << status_json;
+    for (auto& [k, x] : v) js << ",\n  \"" << json_escape(k) << "\": " << json_num(x);
+    js << "\n}\n";
+    write_atomic(dir / "summary.json", js.str());
+    return summary;
+  };
+
+  // Divergence: the minibatch loss is checked every step on the CPU (it is one host read); on an
+  // accelerator (where that read would synchronise every step) the accumulated loss and the
+  // parameters are checked at every evaluation, before anything is saved. checkpoint.pt is never
+  // written from non-finite state, so the last good checkpoint survives.
+  const bool check_loss_each_step = e.device.is_cpu();
+  int64_t ckpt_step = opt.resume ? step : -1;
+  auto diverge = [&](int64_t at_step, const std::string& what) {
+    if (tty) std::cerr << "\r\033[K" << std::flush;
+    std::ostringstream m;
+    m << "run diverged at step " << at_step << " (" << cfg.sampler_name() << ", lr " << sampler->lr() << "): " << what
+      << "; " << divergence_hint(cfg.sampler_name(), cfg.sampler);
+    if (ckpt_step >= 0) m << " (last good checkpoint, step " << ckpt_step << ", kept in " << ckpt_path.string() << ")";
+    write_summary(false, ",\n  \"diverged\": true,\n  \"diverged_step\": " + std::to_string(at_step) +
+                             ",\n  \"diverged_reason\": \"" + json_escape(what) + "\"");
+    throw RunDiverged(m.str());
+  };
+  auto checkpoint = [&](bool force) {
+    if (!all_finite(params)) diverge(step, "non-finite parameters");
+    if (loss_count > 0 && !std::isfinite(loss_sum.item<double>())) diverge(step, "non-finite loss");
+    save_checkpoint(force);
+    if (cfg.output.checkpoint || force) ckpt_step = step;
+  };
+
   bool stopped = false;
+  int interrupted = 0;
   while (step < total) {
     if (opt.stop_after_steps >= 0 && step >= opt.stop_after_steps) {
       stopped = true;
@@ -500,6 +628,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     batch.targets = data.train.targets.index_select(0, idx);
     sampler->set_lr(schedule->at(step));
     sampler->step(closure);
+    if (check_loss_each_step && !std::isfinite(batch_nll.item<double>())) diverge(step + 1, "non-finite loss");
     loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
     ++loss_count;
     ++step;
@@ -511,6 +640,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     }
     bool fresh = false;
     if (is_sampler && step > burn && (step - burn) % thin == 0) {
+      if (!all_finite(params)) diverge(step, "non-finite parameters");
       auto pc = predict_all_chains(model, data.test, chunk);
       trace_ll.push_back(chain_log_likelihood(pc, data.test.targets, classification, tau_of(model)).cpu());
       trace_w.push_back(model.trace_values(kTraceWeights).to(torch::kCPU, torch::kFloat64));
@@ -537,9 +667,12 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
       }
     }
     if (step % eval_every == 0 || step == total) {
+      if (!all_finite(params)) diverge(step, "non-finite parameters");
       evaluate(fresh);
-      save_checkpoint();
+      checkpoint(false);
     }
+    // SIGINT / SIGTERM: the step is complete; checkpoint and stop.
+    if ((interrupted = signals::pending()) != 0) break;
     if (tty && std::chrono::duration<double>(Clock::now() - last_progress).count() > 0.5) {
       last_progress = Clock::now();
       const double el = seconds_since(t_start);
@@ -550,71 +683,24 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     }
   }
   if (tty) std::cerr << "\r\033[K" << std::flush;
-  if (stopped) save_checkpoint();
+  if (interrupted) {
+    checkpoint(/*force=*/true);
+    write_summary(false, ",\n  \"interrupted\": \"" + signals::signal_name(interrupted) + "\"");
+    throw RunInterrupted("interrupted by " + signals::signal_name(interrupted) + " after step " +
+                             std::to_string(step) + "; checkpoint written to " + ckpt_path.string() +
+                             " (continue with: sgmcmc train --resume " + dir.string() + ")",
+                         interrupted);
+  }
+  if (stopped) checkpoint(false);
   if (!stopped && step == total && last.empty()) evaluate(false);  // resumed at the very end
 
   // Final parameters for `sgmcmc predict` (optimizers, or samplers that saved no samples).
   {
     torch::serialize::OutputArchive ar;
     save_model(ar, model, "");
-    fs::path tmp = dir / "final.pt.tmp";
-    ar.save_to(tmp.string());
-    fs::rename(tmp, dir / "final.pt");
+    replace_file_atomic((dir / "final.pt").string(), [&](const std::string& tmp) { ar.save_to(tmp); });
   }
-
-  RunSummary summary;
-  summary.run_dir = dir.string();
-  summary.finished = !stopped;
-  const double wall = wall_before + seconds_since(t_start);
-  auto& v = summary.values;
-  auto get = [&](const std::string& k) {
-    auto it = last.find(k);
-    return it == last.end() ? NAN : it->second;
-  };
-  v["test_" + mname] = get("test_" + mname);
-  v["test_nll"] = get("test_nll");
-  v["val_" + mname] = get("val_" + mname);
-  v["val_nll"] = get("val_nll");
-  if (!classification) {
-    v["test_error"] = NAN;
-    v["val_error"] = NAN;
-  }
-  v["sample_test_" + mname] = get("sample_test_" + mname);
-  v["samples"] = static_cast<double>(samples);
-  v["steps"] = static_cast<double>(step);
-  v["epochs"] = static_cast<double>(step) / spe;
-  v["wall_seconds"] = wall;
-  const double session = seconds_since(t_start);
-  v["steps_per_second"] = session > 0 ? (step - step_at_start) / session : NAN;
-  v["train_steps_per_second"] =
-      session - eval_seconds > 0 ? (step - step_at_start) / std::max(session - eval_seconds, 1e-9) : NAN;
-  for (auto& [k, x] : prior.log_values()) v[k] = x;
-  // Convergence diagnostics over the thinned samples (all chains): split-R̂ and ESS of the per-chain
-  // test log-likelihood and of the first few weights (max R̂ / min ESS over those weights).
-  v["chains"] = static_cast<double>(chains);
-  if (is_sampler && trace_ll.size() >= 4) {
-    auto ll = torch::stack(trace_ll);  // [S, C]
-    v["rhat_test_loglik"] = split_rhat(ll);
-    v["ess_test_loglik"] = effective_sample_size(ll);
-    auto w = torch::stack(trace_w);    // [S, C, k]
-    double rmax = 0, emin = INFINITY;
-    for (int64_t j = 0; j < w.size(2); ++j) {
-      rmax = std::max(rmax, split_rhat(w.select(2, j)));
-      emin = std::min(emin, effective_sample_size(w.select(2, j)));
-    }
-    v["rhat_weights_max"] = rmax;
-    v["ess_weights_min"] = emin;
-  }
-
-  std::ostringstream js;
-  js << "{\n";
-  js << "  \"name\": \"" << json_escape(cfg.name) << "\",\n  \"sampler\": \"" << json_escape(cfg.sampler_name())
-     << "\",\n  \"dataset\": \"" << json_escape(data.description) << "\",\n  \"seed\": " << cfg.seed
-     << ",\n  \"finished\": " << (summary.finished ? "true" : "false");
-  for (auto& [k, x] : v) js << ",\n  \"" << json_escape(k) << "\": " << json_num(x);
-  js << "\n}\n";
-  write_atomic(dir / "summary.json", js.str());
-  return summary;
+  return write_summary(!stopped, "");
 }
 
 std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,

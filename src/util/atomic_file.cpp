@@ -1,0 +1,59 @@
+#include "util/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+namespace sgmcmc {
+
+void fsync_path(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open for fsync (" + std::strerror(errno) + ")");
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error(path + ": fsync failed (" + std::strerror(err) + ")");
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+void replace_file_atomic(const std::string& path, const std::function<void(const std::string& tmp)>& write) {
+  namespace fs = std::filesystem;
+  const std::string tmp = path + ".tmp";
+  write(tmp);
+  fsync_path(tmp);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error(path + ": cannot rename " + tmp + " over it (" + ec.message() + ")");
+  fsync_dir(fs::path(path).parent_path().string());
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  replace_file_atomic(path, [&](const std::string& tmp) {
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error(tmp + ": cannot write (" + std::strerror(errno) + ")");
+    size_t off = 0;
+    while (off < text.size()) {
+      ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        ::close(fd);
+        throw std::runtime_error(tmp + ": write failed (" + std::strerror(err) + ")");
+      }
+      off += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0) throw std::runtime_error(tmp + ": write failed (" + std::strerror(errno) + ")");
+  });
+}
+
+}  // namespace sgmcmc
