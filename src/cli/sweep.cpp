@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "util/signals.h"
 #include "sweep/sweep_config.h"
 #include "sweep/sweep_runner.h"
 
@@ -100,6 +101,10 @@ int cmd_sweep(int argc, char** argv) {
       return failed ? 1 : 0;
     }
     return 0;
+  } catch (const RunInterrupted& e) {
+    std::string m = e.what();
+    std::cerr << "sgmcmc sweep: " << m.substr(0, m.find('\n')) << " (run the same sweep again to resume)\n";
+    return 128 + e.signal;
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << "sgmcmc sweep: error: " << e.what() << "\n";
     return 2;

@@ -18,6 +18,7 @@
 
 #include "config/experiment_config.h"
 #include "train/trainer.h"
+#include "util/signals.h"
 
 extern char** environ;
 
@@ -158,6 +159,8 @@ std::vector<RunOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opt
         ro.stop_after_steps = opt.stop_after_steps;
         fs::create_directories(dir.parent_path());
         run_training(load_config(bases[runs[i].part], runs[i].overrides), ro);
+      } catch (const RunInterrupted&) {
+        throw;  // SIGINT/SIGTERM stop the whole sweep; the run's checkpoint resumes on the next `sgmcmc sweep`
       } catch (const std::exception& e) {
         failure = first_line(e.what());
       }
