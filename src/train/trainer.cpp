@@ -92,22 +92,24 @@ bool all_finite(const std::vector<torch::Tensor>& params) {
 }
 
 // Model outputs on a whole split, in chunks, without gradients.
-torch::Tensor predict_all(Model& model, const Batch& split, int64_t chunk) {
+// `f` (a model's predict or predict_chains) over a whole split in chunks, concatenated along `dim`.
+template <typename F>
+torch::Tensor predict_chunked(const Batch& split, int64_t chunk, int64_t dim, F&& f) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
   const int64_t n = split.size();
-  for (int64_t i = 0; i < n; i += chunk) parts.push_back(model.predict(split.inputs.slice(0, i, std::min(n, i + chunk))));
-  return parts.empty() ? torch::Tensor() : torch::cat(parts, 0);
+  for (int64_t i = 0; i < n; i += chunk) parts.push_back(f(split.inputs.slice(0, i, std::min(n, i + chunk))));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts, dim);
 }
 
-// Per-chain outputs [C, n, ...] on a whole split, in chunks.
+// Model outputs on a whole split [n, ...].
+torch::Tensor predict_all(Model& model, const Batch& split, int64_t chunk) {
+  return predict_chunked(split, chunk, 0, [&](const torch::Tensor& x) { return model.predict(x); });
+}
+
+// Per-chain outputs [C, n, ...] on a whole split.
 torch::Tensor predict_all_chains(Model& model, const Batch& split, int64_t chunk) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  const int64_t n = split.size();
-  for (int64_t i = 0; i < n; i += chunk)
-    parts.push_back(model.predict_chains(split.inputs.slice(0, i, std::min(n, i + chunk))));
-  return parts.empty() ? torch::Tensor() : torch::cat(parts, 1);
+  return predict_chunked(split, chunk, 1, [&](const torch::Tensor& x) { return model.predict_chains(x); });
 }
 
 // Mean test log-likelihood of each chain's current sample [C] (classification: log p(y|x); regression:
