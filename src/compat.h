@@ -56,7 +56,13 @@ inline void set_generator_state(at::Generator& gen, const torch::Tensor& state) 
 inline void zero_grad_inplace(torch::Tensor& p) {
   auto& g = p.mutable_grad();
   if (g.defined()) {
-    g.detach_();
+    // As torch.optim's zero_grad: detach a gradient that has history; a flat-buffer view (no
+    // history) cannot be detached in place and needs not be.
+    if (g.grad_fn()) {
+      g.detach_();
+    } else if (g.requires_grad()) {
+      g.requires_grad_(false);
+    }
     g.zero_();
   }
 }

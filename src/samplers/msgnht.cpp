@@ -20,41 +20,44 @@ void MsgnhtOptions::validate() const {
 Msgnht::Msgnht(std::vector<ParamGroup> groups, at::Generator generator, MsgnhtOptions options)
     : Sampler(std::move(groups), std::move(generator), (options.validate(), options.lr()),
               options.temperature()),
-      options_(options) {
-  const double xi0 = options_.xi_init().value_or(options_.diffusion());
-  for (const auto& p : parameters())
-    state_.push_back({torch::zeros_like(p), torch::full_like(p, xi0)});
-}
+      options_(options),
+      momentum_(make_state(0.0)),
+      thermostat_(make_state(options_.xi_init().value_or(options_.diffusion()))) {}
 
 void Msgnht::step() {
   torch::NoGradGuard no_grad;
   const bool ssi = options_.integrator() == "ssi";
-  for_each_param([&](torch::Tensor& p, const torch::Tensor& g, double lr, size_t i) {
-    auto noise = randn_like(p);
-    auto& s = state_[i];
-    if (ssi) {
-      rules::msgnht_ssi_update(p, s.momentum, s.thermostat, g, noise, lr, options_.diffusion(), temperature_);
-    } else {
-      rules::msgnht_euler_update(p, s.momentum, s.thermostat, g, noise, lr, options_.diffusion(), temperature_);
-    }
-  });
+  kernels::FusedScalars fs;
+  fs.diffusion = options_.diffusion();
+  fs.temperature = temperature_;
+  step_params(ssi ? kernels::FusedRule::kMsgnhtSsi : kernels::FusedRule::kMsgnhtEuler, fs,
+              {&momentum_, &thermostat_}, /*noise=*/true,
+              [&](torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& noise, double lr, size_t i) {
+                auto& mom = momentum_.param[i];
+                auto& xi = thermostat_.param[i];
+                if (ssi) {
+                  rules::msgnht_ssi_update(p, mom, xi, g, noise, lr, options_.diffusion(), temperature_);
+                } else {
+                  rules::msgnht_euler_update(p, mom, xi, g, noise, lr, options_.diffusion(), temperature_);
+                }
+              });
   ++step_count_;
 }
 
 std::map<std::string, double> Msgnht::diagnostics() const {
   double sum = 0, n = 0;
-  for (const auto& s : state_) {
-    sum += s.thermostat.to(torch::kFloat64).sum().item<double>();
-    n += static_cast<double>(s.thermostat.numel());
+  for (const auto& xi : thermostat_.param) {
+    sum += xi.to(torch::kFloat64).sum().item<double>();
+    n += static_cast<double>(xi.numel());
   }
   return {{"thermostat_mean", n > 0 ? sum / n : 0.0}};
 }
 
 std::vector<std::pair<std::string, torch::Tensor*>> Msgnht::state_tensors() {
   std::vector<std::pair<std::string, torch::Tensor*>> out;
-  for (size_t i = 0; i < state_.size(); ++i) {
-    out.emplace_back(std::to_string(i) + ".momentum", &state_[i].momentum);
-    out.emplace_back(std::to_string(i) + ".thermostat", &state_[i].thermostat);
+  for (size_t i = 0; i < momentum_.param.size(); ++i) {
+    out.emplace_back(std::to_string(i) + ".momentum", &momentum_.param[i]);
+    out.emplace_back(std::to_string(i) + ".thermostat", &thermostat_.param[i]);
   }
   return out;
 }

@@ -47,12 +47,9 @@ class Msgnht : public Sampler {
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:
-  struct State {
-    torch::Tensor momentum;    // p
-    torch::Tensor thermostat;  // ξ
-  };
   MsgnhtOptions options_;
-  std::vector<State> state_;
+  StateBuffer momentum_;    // p
+  StateBuffer thermostat_;  // ξ
 };
 
 }  // namespace sgmcmc

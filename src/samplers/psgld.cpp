@@ -15,34 +15,37 @@ void PsgldOptions::validate() const {
 Psgld::Psgld(std::vector<ParamGroup> groups, at::Generator generator, PsgldOptions options)
     : Sampler(std::move(groups), std::move(generator), (options.validate(), options.lr()),
               options.temperature()),
-      options_(options) {
-  for (const auto& p : parameters()) state_.push_back({torch::zeros_like(p)});
-}
+      options_(options), square_avg_(make_state(0.0)) {}
 
 void Psgld::step() {
   torch::NoGradGuard no_grad;
   const bool first = step_count_ == 0;
-  for_each_param([&](torch::Tensor& p, const torch::Tensor& g, double lr, size_t i) {
-    auto noise = randn_like(p);
-    rules::psgld_update(p, state_[i].square_avg, g, noise, lr, temperature_, options_.alpha(),
-                        options_.eps(), first);
-  });
+  kernels::FusedScalars s;
+  s.temperature = temperature_;
+  s.alpha = options_.alpha();
+  s.eps = options_.eps();
+  s.first = first;
+  step_params(kernels::FusedRule::kPsgld, s, {&square_avg_}, /*noise=*/true,
+              [&](torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& noise, double lr, size_t i) {
+                rules::psgld_update(p, square_avg_.param[i], g, noise, lr, temperature_, options_.alpha(),
+                                    options_.eps(), first);
+              });
   ++step_count_;
 }
 
 std::map<std::string, double> Psgld::diagnostics() const {
   double sum = 0, n = 0;
-  for (const auto& s : state_) {
-    sum += (s.square_avg.sqrt() + options_.eps()).reciprocal().sum().item<double>();
-    n += static_cast<double>(s.square_avg.numel());
+  for (const auto& v : square_avg_.param) {
+    sum += (v.sqrt() + options_.eps()).reciprocal().sum().item<double>();
+    n += static_cast<double>(v.numel());
   }
   return {{"preconditioner_mean", n > 0 ? sum / n : 0.0}};
 }
 
 std::vector<std::pair<std::string, torch::Tensor*>> Psgld::state_tensors() {
   std::vector<std::pair<std::string, torch::Tensor*>> out;
-  for (size_t i = 0; i < state_.size(); ++i)
-    out.emplace_back(std::to_string(i) + ".square_avg", &state_[i].square_avg);
+  for (size_t i = 0; i < square_avg_.param.size(); ++i)
+    out.emplace_back(std::to_string(i) + ".square_avg", &square_avg_.param[i]);
   return out;
 }
 

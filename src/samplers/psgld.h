@@ -37,11 +37,8 @@ class Psgld : public Sampler {
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:
-  struct State {
-    torch::Tensor square_avg;  // V
-  };
   PsgldOptions options_;
-  std::vector<State> state_;
+  StateBuffer square_avg_;  // V
 };
 
 }  // namespace sgmcmc

@@ -5,6 +5,8 @@
 
 #include "compat.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 namespace sgmcmc {
 
 Sampler::Sampler(std::vector<ParamGroup> groups, at::Generator generator, double lr,
@@ -18,7 +20,42 @@ Sampler::Sampler(std::vector<ParamGroup> groups, at::Generator generator, double
     for (const auto& p : g.params)
       if (!p.defined()) throw std::invalid_argument("undefined parameter tensor");
   }
+  for (const auto& g : groups_)
+    flat_.push_back(FlatGroup::eligible(g.params) ? std::make_unique<FlatGroup>(g.params) : nullptr);
 }
+
+bool Sampler::flat() const {
+  for (const auto& f : flat_)
+    if (!f) return false;
+  return !flat_.empty();
+}
+
+Sampler::StateBuffer Sampler::make_state(double fill) const {
+  StateBuffer b;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (flat_[g]) {
+      auto buf = torch::full({flat_[g]->numel()}, fill, flat_[g]->data().options());
+      b.group.push_back(buf);
+      for (auto& t : flat_[g]->split(buf)) b.param.push_back(t);
+    } else {
+      b.group.emplace_back();
+      for (const auto& p : groups_[g].params) b.param.push_back(torch::full_like(p, fill));
+    }
+  }
+  return b;
+}
+
+namespace detail {
+kernels::NoiseStream next_noise_stream(at::Generator& gen, const torch::Device& device) {
+  kernels::NoiseStream s;
+  if (device.is_cpu()) {
+    auto* impl = at::check_generator<at::CPUGeneratorImpl>(gen);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    s.key = impl->random64();
+  }
+  return s;
+}
+}  // namespace detail
 
 torch::Tensor Sampler::step(const Closure& closure) {
   torch::Tensor loss;

@@ -6,16 +6,29 @@
 // It knows nothing of models, data or priors. Per-parameter state (momentum, thermostat,
 // preconditioner) lives in a typed struct on the parameter's device; `save`/`load` write it to a
 // checkpoint archive. All randomness comes from the `at::Generator` handed in at construction.
+//
+// Flat groups and fused updates (issue 6): at construction every group whose parameters allow it
+// (FlatGroup::eligible: one float dtype, one device) is laid out in one contiguous buffer, the
+// parameters and their `.grad` becoming views into it, and the samplers' state tensors are views
+// into one buffer per group too. A step is then one fused kernel per group (kernels/fused_update.h)
+// with the noise generated inside it. `set_fused(false)` runs the same step as ATen ops over each
+// parameter (kernels/update_rules.h) with the SAME noise (kernels::philox_normal of the same
+// stream): the two paths agree to float rounding (tests/test_fused.cpp). Groups that cannot be
+// flattened take the ATen path with at::randn noise.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "kernels/fused_update.h"
+#include "samplers/flat_params.h"
 
 namespace sgmcmc {
 
@@ -64,6 +77,12 @@ class Sampler {
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
   std::vector<torch::Tensor> parameters() const;
 
+  // Fused kernels on (the default) or off (the per-parameter ATen reference path, same noise).
+  void set_fused(bool on) { fused_ = on; }
+  bool fused() const { return fused_; }
+  // True if every group is one flat buffer (see above).
+  bool flat() const;
+
   // Scalar diagnostics for logging (e.g. "thermostat_mean"); empty by default.
   virtual std::map<std::string, double> diagnostics() const { return {}; }
 
@@ -77,6 +96,25 @@ class Sampler {
 
   // Standard normal noise shaped like `like`, on its device, from this sampler's generator.
   torch::Tensor randn_like(const torch::Tensor& like);
+
+  // A state tensor for every parameter (filled with `fill`, shaped like it): `param[i]` for the
+  // i-th parameter in group order; for a flat group, views into one buffer `group[g]`.
+  struct StateBuffer {
+    std::vector<torch::Tensor> param;
+    std::vector<torch::Tensor> group;  // undefined for groups that are not flat
+  };
+  StateBuffer make_state(double fill) const;
+
+  // One step over every parameter. When every group is flat, fused() is on and `rule` is given:
+  // one fused kernel per group over θ, the groups' buffers of `state` (in the rule's order) and the
+  // gradient. Otherwise `ref(param, grad, noise, lr, index)` for every parameter with a gradient,
+  // with the noise the fused kernel would have drawn (flat groups) or at::randn (other groups);
+  // with `noise = false` no noise tensor is made (ref gets an undefined tensor), but the same
+  // generator draws happen, so switching paths mid-run keeps the random stream aligned.
+  // `s.lr` is set per group (lr() × lr_scale).
+  template <typename Ref>
+  void step_params(std::optional<kernels::FusedRule> rule, kernels::FusedScalars s,
+                   const std::vector<const StateBuffer*>& state, bool noise, Ref&& ref);
 
   // Calls f(param, grad, group_lr, index) for every parameter that has a gradient, in a fixed order.
   template <typename F>
@@ -92,6 +130,8 @@ class Sampler {
   }
 
   std::vector<ParamGroup> groups_;
+  std::vector<std::unique_ptr<FlatGroup>> flat_;  // per group; null if the group is not flat
+  bool fused_ = true;
   at::Generator generator_;
   double lr_;
   double temperature_;
@@ -99,5 +139,52 @@ class Sampler {
 };
 
 using SamplerPtr = std::unique_ptr<Sampler>;
+
+// ---------------------------------------------------------------------------------------------
+namespace detail {
+// The noise stream of one flat group for one step: on the CPU a fresh 64-bit key from `gen`; on CUDA
+// nothing is drawn here (the kernel takes the key and offset from the generator's Philox state).
+kernels::NoiseStream next_noise_stream(at::Generator& gen, const torch::Device& device);
+}  // namespace detail
+
+template <typename Ref>
+void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::FusedScalars s,
+                          const std::vector<const StateBuffer*>& state, bool noise, Ref&& ref) {
+  const bool all_flat = flat();
+  size_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    auto& group = groups_[g];
+    const double lr = lr_ * group.lr_scale;
+    FlatGroup* fg = flat_[g].get();
+    if (fg) {
+      fg->rebind();
+      const auto stream = detail::next_noise_stream(generator_, fg->data().device());
+      if (all_flat && fused_ && rule) {
+        s.lr = lr;
+        std::vector<torch::Tensor> st;
+        for (const auto* b : state) st.push_back(b->group[g]);
+        auto theta = fg->data();
+        kernels::fused_update(*rule, theta, st, fg->grad(), s, stream, &generator_);
+        index += group.params.size();
+        continue;
+      }
+      std::vector<torch::Tensor> z;
+      if (noise) {
+        z = fg->split(kernels::philox_normal(fg->numel(), stream, fg->data().options(), &generator_));
+      } else if (fg->data().is_cuda()) {
+        // keep the CUDA generator's offset where a fused step (which always draws) leaves it
+        (void)kernels::philox_normal(fg->numel(), stream, fg->data().options(), &generator_);
+      }
+      for (size_t k = 0; k < group.params.size(); ++k, ++index)
+        ref(group.params[k], group.params[k].grad(), noise ? z[k] : torch::Tensor(), lr, index);
+      continue;
+    }
+    for (auto& p : group.params) {
+      const auto& grad = p.grad();
+      if (grad.defined()) ref(p, grad, noise ? randn_like(p) : torch::Tensor(), lr, index);
+      ++index;
+    }
+  }
+}
 
 }  // namespace sgmcmc

@@ -25,16 +25,19 @@ void SantaOptions::validate() const {
 Santa::Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options)
     : Sampler(std::move(groups), std::move(generator), (options.validate(), options.lr()),
               options.temperature()),
-      options_(options) {
+      options_(options),
+      u_(make_state(0.0)),
+      alpha_(make_state(0.0)),
+      v_(make_state(0.0)),
+      g_prev_(make_state(0.0)) {
+  torch::NoGradGuard no_grad;
+  size_t i = 0;
   for (const auto& group : groups_) {
     const double eta = lr_ * group.lr_scale;
     for (const auto& p : group.params) {
-      State s;
-      s.u = randn_like(p).mul_(std::sqrt(eta));
-      s.alpha = torch::full_like(p, std::sqrt(eta) * options_.friction());
-      s.v = torch::zeros_like(p);
-      s.g_prev = torch::zeros_like(p);
-      state_.push_back(std::move(s));
+      u_.param[i].copy_(randn_like(p).mul_(std::sqrt(eta)));
+      alpha_.param[i].fill_(std::sqrt(eta) * options_.friction());
+      ++i;
     }
   }
 }
@@ -56,24 +59,34 @@ void Santa::step() {
   s.precond_term = options_.precond_term();
   s.first = step_count_ == 0;
   const bool ssi = options_.integrator() == "ssi";
-  for_each_param([&](torch::Tensor& p, const torch::Tensor& g, double lr, size_t i) {
-    s.lr = lr;
-    auto& st = state_[i];
-    torch::Tensor noise = s.exploring ? randn_like(p) : torch::zeros_like(p);
-    if (ssi) {
-      rules::santa_ssi_update(p, st.u, st.alpha, st.v, st.g_prev, g, noise, s);
-    } else {
-      rules::santa_euler_update(p, st.u, st.alpha, st.v, st.g_prev, g, noise, s);
-    }
-  });
+  kernels::FusedScalars fs;
+  fs.sigma = s.sigma;
+  fs.eps = s.eps;
+  fs.data_size = s.data_size;
+  fs.beta = s.beta;
+  fs.exploring = s.exploring;
+  fs.precond_term = s.precond_term;
+  fs.first = s.first;
+  fs.temperature = temperature_;
+  step_params(ssi ? kernels::FusedRule::kSantaSsi : kernels::FusedRule::kSantaEuler, fs,
+              {&u_, &alpha_, &v_, &g_prev_}, /*noise=*/s.exploring,
+              [&](torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& noise, double lr, size_t i) {
+                s.lr = lr;
+                const torch::Tensor z = noise.defined() ? noise : torch::zeros_like(p);
+                if (ssi) {
+                  rules::santa_ssi_update(p, u_.param[i], alpha_.param[i], v_.param[i], g_prev_.param[i], g, z, s);
+                } else {
+                  rules::santa_euler_update(p, u_.param[i], alpha_.param[i], v_.param[i], g_prev_.param[i], g, z, s);
+                }
+              });
   ++step_count_;
 }
 
 std::map<std::string, double> Santa::diagnostics() const {
   double sum = 0, n = 0;
-  for (const auto& s : state_) {
-    sum += s.alpha.to(torch::kFloat64).sum().item<double>();
-    n += static_cast<double>(s.alpha.numel());
+  for (const auto& a : alpha_.param) {
+    sum += a.to(torch::kFloat64).sum().item<double>();
+    n += static_cast<double>(a.numel());
   }
   const int64_t last = step_count_ > 0 ? step_count_ - 1 : 0;
   return {{"inverse_temperature", inverse_temperature(last)},
@@ -83,12 +96,12 @@ std::map<std::string, double> Santa::diagnostics() const {
 
 std::vector<std::pair<std::string, torch::Tensor*>> Santa::state_tensors() {
   std::vector<std::pair<std::string, torch::Tensor*>> out;
-  for (size_t i = 0; i < state_.size(); ++i) {
+  for (size_t i = 0; i < u_.param.size(); ++i) {
     const std::string k = std::to_string(i);
-    out.emplace_back(k + ".u", &state_[i].u);
-    out.emplace_back(k + ".alpha", &state_[i].alpha);
-    out.emplace_back(k + ".v", &state_[i].v);
-    out.emplace_back(k + ".g_prev", &state_[i].g_prev);
+    out.emplace_back(k + ".u", &u_.param[i]);
+    out.emplace_back(k + ".alpha", &alpha_.param[i]);
+    out.emplace_back(k + ".v", &v_.param[i]);
+    out.emplace_back(k + ".g_prev", &g_prev_.param[i]);
   }
   return out;
 }

@@ -77,11 +77,8 @@ class Santa : public Sampler {
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:
-  struct State {
-    torch::Tensor u, alpha, v, g_prev;
-  };
   SantaOptions options_;
-  std::vector<State> state_;
+  StateBuffer u_, alpha_, v_, g_prev_;
 };
 
 }  // namespace sgmcmc

@@ -23,16 +23,12 @@ void SghmcOptions::validate() const {
 Sghmc::Sghmc(std::vector<ParamGroup> groups, at::Generator generator, SghmcOptions options)
     : Sampler(std::move(groups), std::move(generator), (options.validate(), options.lr()),
               options.temperature()),
-      options_(options) {
-  const bool fisher = options_.noise_estimate() == "fisher";
-  for (const auto& p : parameters()) {
-    State s{torch::zeros_like(p), {}, {}};
-    if (fisher) {
-      s.grad_mean = torch::zeros_like(p);
-      s.grad_var = torch::zeros_like(p);
+      options_(options), momentum_(make_state(0.0)) {
+  if (options_.noise_estimate() == "fisher")
+    for (const auto& p : parameters()) {
+      grad_mean_.push_back(torch::zeros_like(p));
+      grad_var_.push_back(torch::zeros_like(p));
     }
-    state_.push_back(std::move(s));
-  }
 }
 
 void Sghmc::step() {
@@ -40,24 +36,32 @@ void Sghmc::step() {
   const bool ssi = options_.integrator() == "ssi";
   const std::string& est = options_.noise_estimate();
   double bh_sum = 0, bh_n = 0;
-  for_each_param([&](torch::Tensor& p, const torch::Tensor& g, double lr, size_t i) {
-    auto& s = state_[i];
-    torch::Tensor beta_hat;
-    if (est == "constant") {
-      beta_hat = torch::full_like(p, options_.beta_hat());
-    } else if (est == "fisher") {
-      rules::ema_variance_update(s.grad_mean, s.grad_var, g, options_.fisher_decay(), step_count_ == 0);
-      beta_hat = s.grad_var * (lr / 2);
-      bh_sum += beta_hat.sum().item<double>();
-      bh_n += static_cast<double>(beta_hat.numel());
-    }
-    auto noise = randn_like(p);
-    if (ssi) {
-      rules::sghmc_ssi_update(p, s.momentum, g, noise, lr, options_.alpha(), temperature_, beta_hat);
-    } else {
-      rules::sghmc_euler_update(p, s.momentum, g, noise, lr, options_.alpha(), temperature_, beta_hat);
-    }
-  });
+  kernels::FusedScalars fs;
+  fs.alpha = options_.alpha();
+  fs.temperature = temperature_;
+  fs.beta_hat = est == "constant" ? options_.beta_hat() : 0.0;
+  // The fisher estimate (an elementwise β̂ from running gradient moments) takes the ATen path.
+  std::optional<kernels::FusedRule> rule;
+  if (est != "fisher") rule = ssi ? kernels::FusedRule::kSghmcSsi : kernels::FusedRule::kSghmcEuler;
+  step_params(rule, fs, {&momentum_}, /*noise=*/true,
+              [&](torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& noise, double lr, size_t i) {
+                torch::Tensor beta_hat;
+                if (est == "constant") {
+                  beta_hat = torch::full_like(p, options_.beta_hat());
+                } else if (est == "fisher") {
+                  rules::ema_variance_update(grad_mean_[i], grad_var_[i], g, options_.fisher_decay(),
+                                             step_count_ == 0);
+                  beta_hat = grad_var_[i] * (lr / 2);
+                  bh_sum += beta_hat.sum().item<double>();
+                  bh_n += static_cast<double>(beta_hat.numel());
+                }
+                auto& v = momentum_.param[i];
+                if (ssi) {
+                  rules::sghmc_ssi_update(p, v, g, noise, lr, options_.alpha(), temperature_, beta_hat);
+                } else {
+                  rules::sghmc_euler_update(p, v, g, noise, lr, options_.alpha(), temperature_, beta_hat);
+                }
+              });
   if (est == "constant") last_beta_hat_mean_ = options_.beta_hat();
   if (est == "fisher") last_beta_hat_mean_ = bh_n > 0 ? bh_sum / bh_n : 0.0;
   ++step_count_;
@@ -69,11 +73,11 @@ std::map<std::string, double> Sghmc::diagnostics() const {
 
 std::vector<std::pair<std::string, torch::Tensor*>> Sghmc::state_tensors() {
   std::vector<std::pair<std::string, torch::Tensor*>> out;
-  for (size_t i = 0; i < state_.size(); ++i) {
-    out.emplace_back(std::to_string(i) + ".momentum", &state_[i].momentum);
-    if (state_[i].grad_mean.defined()) {
-      out.emplace_back(std::to_string(i) + ".grad_mean", &state_[i].grad_mean);
-      out.emplace_back(std::to_string(i) + ".grad_var", &state_[i].grad_var);
+  for (size_t i = 0; i < momentum_.param.size(); ++i) {
+    out.emplace_back(std::to_string(i) + ".momentum", &momentum_.param[i]);
+    if (i < grad_mean_.size()) {
+      out.emplace_back(std::to_string(i) + ".grad_mean", &grad_mean_[i]);
+      out.emplace_back(std::to_string(i) + ".grad_var", &grad_var_[i]);
     }
   }
   return out;

@@ -60,13 +60,10 @@ class Sghmc : public Sampler {
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:
-  struct State {
-    torch::Tensor momentum;   // v
-    torch::Tensor grad_mean;  // EMA of ∇Ũ (fisher only)
-    torch::Tensor grad_var;   // EMA variance of ∇Ũ (fisher only)
-  };
   SghmcOptions options_;
-  std::vector<State> state_;
+  StateBuffer momentum_;                    // v
+  std::vector<torch::Tensor> grad_mean_;    // EMA of ∇Ũ (fisher only)
+  std::vector<torch::Tensor> grad_var_;     // EMA variance of ∇Ũ (fisher only)
   double last_beta_hat_mean_ = 0;
 };
 

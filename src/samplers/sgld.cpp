@@ -18,10 +18,12 @@ Sgld::Sgld(std::vector<ParamGroup> groups, at::Generator generator, SgldOptions 
 
 void Sgld::step() {
   torch::NoGradGuard no_grad;
-  for_each_param([&](torch::Tensor& p, const torch::Tensor& g, double lr, size_t) {
-    auto noise = randn_like(p);
-    rules::sgld_update(p, g, noise, lr, temperature_);
-  });
+  kernels::FusedScalars s;
+  s.temperature = temperature_;
+  step_params(kernels::FusedRule::kSgld, s, {}, /*noise=*/true,
+              [&](torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& noise, double lr, size_t) {
+                rules::sgld_update(p, g, noise, lr, temperature_);
+              });
   ++step_count_;
 }
 

@@ -1,0 +1,194 @@
+// The per-element bodies of the fused updates (kernels/fused_update.h), shared by the CPU loop
+// (fused_update.cpp) and the CUDA kernel (fused_update_cuda.cu). Each body is the arithmetic of its
+// reference in kernels/update_rules.cpp, in the same order, with the step's scalars folded into
+// `FusedCoefs` once per call on the host.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/fused_update.h"
+#include "kernels/philox.h"
+
+namespace sgmcmc::kernels {
+
+// Per-call coefficients, in the tensors' scalar type.
+template <typename T>
+struct FusedCoefs {
+  T a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
+  bool first = false, exploring = true, precond_term = false;
+};
+
+SGMCMC_HD float exp_hd(float x) {
+#if defined(__CUDA_ARCH__)
+  return expf(x);
+#else
+  return std::exp(x);
+#endif
+}
+SGMCMC_HD double exp_hd(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::exp(x);
+#else
+  return std::exp(x);
+#endif
+}
+SGMCMC_HD float sqrt_hd(float x) { return sqrtf_hd(x); }
+SGMCMC_HD double sqrt_hd(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::sqrt(x);
+#else
+  return __builtin_sqrt(x);
+#endif
+}
+
+// Host side: the scalars of FusedScalars folded per rule (see the comments in fused_element).
+template <typename T>
+FusedCoefs<T> make_coefs(FusedRule rule, const FusedScalars& s) {
+  FusedCoefs<T> k;
+  k.first = s.first;
+  k.exploring = s.exploring;
+  k.precond_term = s.precond_term;
+  const double noise_sd_sgld = s.temperature > 0 ? std::sqrt(2.0 * s.lr * s.temperature) : 0.0;
+  switch (rule) {
+    case FusedRule::kNoise:
+      break;
+    case FusedRule::kSgld:
+      k.a = static_cast<T>(-s.lr);
+      k.b = static_cast<T>(noise_sd_sgld);
+      break;
+    case FusedRule::kPsgld:
+      k.a = static_cast<T>(s.alpha);
+      k.b = static_cast<T>(1.0 - s.alpha);
+      k.c = static_cast<T>(s.eps);
+      k.d = static_cast<T>(-s.lr);
+      k.e = static_cast<T>(2.0 * s.lr * s.temperature);
+      k.f = static_cast<T>(s.temperature > 0 ? 1 : 0);
+      break;
+    case FusedRule::kSghmcEuler:
+    case FusedRule::kSghmcSsi: {
+      const bool ssi = rule == FusedRule::kSghmcSsi;
+      const double c = ssi ? std::sinh(s.alpha) : s.alpha;
+      k.a = static_cast<T>(ssi ? std::exp(-s.alpha / 2) : 1.0 - s.alpha);
+      k.b = static_cast<T>(-s.lr);
+      k.c = static_cast<T>(s.temperature > 0 ? std::sqrt(std::max(0.0, 2.0 * s.lr * (c * s.temperature - s.beta_hat)))
+                                             : 0.0);
+      break;
+    }
+    case FusedRule::kMsgnhtEuler:
+    case FusedRule::kMsgnhtSsi:
+      k.a = static_cast<T>(-s.lr);                      // −h
+      k.b = static_cast<T>(s.lr);                       // h
+      k.c = static_cast<T>(s.temperature > 0 ? std::sqrt(2.0 * s.diffusion * s.lr * s.temperature) : 0.0);
+      k.d = static_cast<T>(-s.temperature * s.lr);      // −T h
+      k.e = static_cast<T>(-s.lr / 2);                  // −h/2
+      break;
+    case FusedRule::kSantaEuler:
+    case FusedRule::kSantaSsi: {
+      const double inv_n2 = 1.0 / (s.data_size * s.data_size);
+      k.a = static_cast<T>(inv_n2);
+      k.b = static_cast<T>(s.sigma);
+      k.c = static_cast<T>((1.0 - s.sigma) * inv_n2);
+      k.d = static_cast<T>(s.eps);
+      k.e = static_cast<T>(-s.lr);                      // −η
+      k.f = static_cast<T>(-s.lr / s.beta);             // −η/β
+      k.g = static_cast<T>(2.0 * s.lr / s.beta);        // 2η/β
+      k.h = static_cast<T>(1e-3 * std::sqrt(s.lr / s.beta));  // floor of |u| in the precond term
+      break;
+    }
+  }
+  return k;
+}
+
+// One element. th: θ; s0..s3: state (rule order of fused_update.h); gr: ∇Ũ; z: N(0,1).
+template <FusedRule R, typename T>
+SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t i, float zf,
+                             const FusedCoefs<T>& k) {
+  const T z = static_cast<T>(zf);
+  if constexpr (R == FusedRule::kNoise) {
+    th[i] = z;
+  } else if constexpr (R == FusedRule::kSgld) {
+    // θ.add_(g, −η); θ.add_(ξ, sqrt(2ηT))
+    T t = th[i] + k.a * gr[i];
+    th[i] = t + k.b * z;
+  } else if constexpr (R == FusedRule::kPsgld) {
+    // V ← αV + (1−α)g² (V ← g² first); G = 1/(sqrt V + eps); θ ← θ − ηGg + sqrt(2ηT G) ξ
+    const T g = gr[i];
+    const T v = k.first ? g * g : s0[i] * k.a + k.b * (g * g);
+    s0[i] = v;
+    const T G = T(1) / (sqrt_hd(v) + k.c);
+    T t = th[i] + k.d * (G * g);
+    if (k.f != T(0)) t = t + sqrt_hd(G * k.e) * z;
+    th[i] = t;
+  } else if constexpr (R == FusedRule::kSghmcEuler) {
+    // v ← (1−α)v − ηg + sd ξ;  θ ← θ + v
+    T v = s0[i] * k.a + k.b * gr[i];
+    v = v + k.c * z;
+    s0[i] = v;
+    th[i] = th[i] + v;
+  } else if constexpr (R == FusedRule::kSghmcSsi) {
+    // v ← e^{−α/2}v − ηg + sd ξ;  v ← e^{−α/2}v;  θ ← θ + v
+    T v = s0[i] * k.a + k.b * gr[i];
+    v = (v + k.c * z) * k.a;
+    s0[i] = v;
+    th[i] = th[i] + v;
+  } else if constexpr (R == FusedRule::kMsgnhtEuler) {
+    // p ← p − hξp − hg + sd ζ;  ξ ← ξ + h p² − T h;  θ ← θ + h p
+    T p = s0[i];
+    const T xi = s1[i];
+    p = p + k.a * (xi * p);
+    p = p + k.a * gr[i];
+    p = p + k.c * z;
+    s0[i] = p;
+    s1[i] = (xi + k.b * (p * p)) + k.d;
+    th[i] = th[i] + k.b * p;
+  } else if constexpr (R == FusedRule::kMsgnhtSsi) {
+    // p ← e^{−hξ/2}(e^{−hξ/2}p − hg + sd ζ);  θ ← θ + h p;  ξ ← ξ + h p² − T h
+    const T xi = s1[i];
+    const T decay = exp_hd(xi * k.e);
+    T p = s0[i] * decay + k.a * gr[i];
+    p = (p + k.c * z) * decay;
+    s0[i] = p;
+    th[i] = th[i] + k.b * p;
+    s1[i] = (xi + k.b * (p * p)) + k.d;
+  } else if constexpr (R == FusedRule::kSantaEuler || R == FusedRule::kSantaSsi) {
+    // s0 = u, s1 = α, s2 = v, s3 = g_prev (update_rules.h, santa_*_update)
+    const T f = gr[i];
+    const T v = k.first ? (f * f) * k.a : s2[i] * k.b + k.c * (f * f);
+    s2[i] = v;
+    const T g = T(1) / sqrt_hd(sqrt_hd(v) + k.d);
+    const T gp = k.first ? g : s3[i];
+    T u = s0[i];
+    T alpha = s1[i];
+    T drive = T(0);
+    if (k.exploring) {
+      drive = sqrt_hd(gp * k.g) * z;
+      if (k.precond_term) {
+        const T au = u < T(0) ? -u : u;
+        const T mag = au > k.h ? au : k.h;
+        const T denom = u >= T(0) ? mag : -mag;
+        drive = drive + ((T(1) - gp / g) / denom) * (-k.f);
+      }
+    }
+    if constexpr (R == FusedRule::kSantaEuler) {
+      if (k.exploring) alpha = (alpha + u * u) + k.f;
+      u = u * (T(1) - alpha) + k.e * (g * f);
+      if (k.exploring) u = u + drive;
+    } else {
+      const T decay = exp_hd(alpha * T(-0.5));
+      u = u * decay + k.e * (g * f);
+      if (k.exploring) u = u + drive;
+      u = u * decay;
+    }
+    th[i] = th[i] + g * u;
+    if constexpr (R == FusedRule::kSantaSsi) {
+      if (k.exploring) alpha = (alpha + u * u) + k.f;
+    }
+    s0[i] = u;
+    s1[i] = alpha;
+    s3[i] = g;
+  }
+}
+
+}  // namespace sgmcmc::kernels

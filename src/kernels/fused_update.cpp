@@ -1,0 +1,162 @@
+#include "kernels/fused_update.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/fused_elementwise.h"
+
+namespace sgmcmc::kernels {
+
+#if defined(SGMCMC_WITH_CUDA)
+// fused_update_cuda.cu
+void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                       const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator);
+#endif
+
+namespace {
+
+// Elements per tile: the tile's noise is generated into a stack buffer (L1-resident), then the
+// update runs over the tile; both loops are simple enough for the compiler to vectorize.
+constexpr int64_t kTile = 1024;
+constexpr int64_t kTileBlocks = kTile / 4;
+
+// Normals 4·first_block … 4·(first_block + nblocks) − 1 of the stream into z. Compiled for the
+// baseline ISA and for AVX2+FMA (x86-64), chosen at load time; the noise is the same function, so a
+// reference tensor from philox_normal equals the fused kernel's noise on the same machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("default", "arch=haswell")))
+#endif
+void philox_fill(float* z, int64_t nblocks, uint64_t first_block, uint64_t key, uint64_t offset) {
+  for (int64_t j = 0; j < nblocks; ++j) {
+    const Normal4 r = philox_normal4(key, offset, first_block + static_cast<uint64_t>(j));
+    z[4 * j] = r.a;
+    z[4 * j + 1] = r.b;
+    z[4 * j + 2] = r.c;
+    z[4 * j + 3] = r.d;
+  }
+}
+
+template <FusedRule R, typename T>
+void cpu_loop(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, const FusedCoefs<T>& k,
+              NoiseStream ns) {
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  // Grain: ~64k elements per task, so small buffers stay on the calling thread.
+  at::parallel_for(0, tiles, 64, [&](int64_t t0, int64_t t1) {
+    alignas(64) float z[kTile];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t begin = t * kTile;
+      const int64_t len = std::min(kTile, n - begin);
+      philox_fill(z, (len + 3) / 4, static_cast<uint64_t>(begin / 4), ns.key, ns.offset);
+      T* th_t = th + begin;
+      T* s0_t = s0 ? s0 + begin : nullptr;
+      T* s1_t = s1 ? s1 + begin : nullptr;
+      T* s2_t = s2 ? s2 + begin : nullptr;
+      T* s3_t = s3 ? s3 + begin : nullptr;
+      const T* gr_t = gr ? gr + begin : nullptr;
+      for (int64_t i = 0; i < len; ++i) fused_element<R, T>(th_t, s0_t, s1_t, s2_t, s3_t, gr_t, i, z[i], k);
+    }
+  });
+}
+
+size_t state_count(FusedRule rule) {
+  switch (rule) {
+    case FusedRule::kNoise:
+    case FusedRule::kSgld:
+      return 0;
+    case FusedRule::kPsgld:
+    case FusedRule::kSghmcEuler:
+    case FusedRule::kSghmcSsi:
+      return 1;
+    case FusedRule::kMsgnhtEuler:
+    case FusedRule::kMsgnhtSsi:
+      return 2;
+    case FusedRule::kSantaEuler:
+    case FusedRule::kSantaSsi:
+      return 4;
+  }
+  return 0;
+}
+
+template <typename T>
+void cpu_dispatch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& st,
+                  const torch::Tensor& grad, const FusedScalars& s, NoiseStream ns) {
+  const auto k = make_coefs<T>(rule, s);
+  T* th = theta.data_ptr<T>();
+  T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (size_t j = 0; j < st.size(); ++j) sp[j] = st[j].data_ptr<T>();
+  const T* gr = grad.defined() ? grad.data_ptr<T>() : nullptr;
+  const int64_t n = theta.numel();
+#define SGMCMC_FUSED_CASE(R) \
+  case R:                    \
+    cpu_loop<R, T>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, ns); \
+    break;
+  switch (rule) {
+    SGMCMC_FUSED_CASE(FusedRule::kNoise)
+    SGMCMC_FUSED_CASE(FusedRule::kSgld)
+    SGMCMC_FUSED_CASE(FusedRule::kPsgld)
+    SGMCMC_FUSED_CASE(FusedRule::kSghmcEuler)
+    SGMCMC_FUSED_CASE(FusedRule::kSghmcSsi)
+    SGMCMC_FUSED_CASE(FusedRule::kMsgnhtEuler)
+    SGMCMC_FUSED_CASE(FusedRule::kMsgnhtSsi)
+    SGMCMC_FUSED_CASE(FusedRule::kSantaEuler)
+    SGMCMC_FUSED_CASE(FusedRule::kSantaSsi)
+  }
+#undef SGMCMC_FUSED_CASE
+}
+
+void check_operand(const torch::Tensor& t, const torch::Tensor& theta, const char* what) {
+  if (!t.defined() || !t.is_contiguous() || t.numel() != theta.numel() || t.scalar_type() != theta.scalar_type() ||
+      t.device() != theta.device())
+    throw std::invalid_argument(std::string("fused_update: ") + what +
+                                " must be a contiguous tensor with θ's size, dtype and device");
+}
+
+}  // namespace
+
+bool fused_supported(const torch::Tensor& t) {
+  if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat64) return false;
+  if (t.device().is_cpu()) return true;
+#if defined(SGMCMC_WITH_CUDA)
+  return t.device().is_cuda();
+#else
+  return false;
+#endif
+}
+
+void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                  const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise, at::Generator* generator) {
+  const std::vector<torch::Tensor>& st = state;
+  if (st.size() != state_count(rule))
+    throw std::invalid_argument("fused_update: rule " + std::to_string(static_cast<int>(rule)) + " takes " +
+                                std::to_string(state_count(rule)) + " state tensors, got " + std::to_string(st.size()));
+  if (!theta.defined() || !theta.is_contiguous() || !fused_supported(theta))
+    throw std::invalid_argument("fused_update: θ must be a contiguous float32/float64 tensor on a supported device");
+  for (const auto& t : st) check_operand(t, theta, "a state tensor");
+  if (rule != FusedRule::kNoise) check_operand(grad, theta, "the gradient");
+  if (theta.numel() == 0) return;
+  if (theta.device().is_cuda()) {
+#if defined(SGMCMC_WITH_CUDA)
+    fused_update_cuda(rule, theta, st, grad, s, generator);
+    return;
+#endif
+  }
+  if (theta.scalar_type() == torch::kFloat64) {
+    cpu_dispatch<double>(rule, theta, st, grad, s, noise);
+  } else {
+    cpu_dispatch<float>(rule, theta, st, grad, s, noise);
+  }
+}
+
+torch::Tensor philox_normal(int64_t numel, NoiseStream stream, torch::TensorOptions options,
+                            at::Generator* generator) {
+  auto out = torch::empty({numel}, options.requires_grad(false));
+  fused_update(FusedRule::kNoise, out, {}, torch::Tensor(), FusedScalars{}, stream, generator);
+  return out;
+}
+
+}  // namespace sgmcmc::kernels

@@ -1,0 +1,72 @@
+// Fused sampler updates over one flat buffer: θ, the sampler's state and ∇Ũ each read once and
+// written once per step, the Gaussian noise generated in registers (kernels/philox.h). One call is
+// one parallel loop on the CPU, one kernel launch on CUDA. Each rule is the same arithmetic as its
+// reference in kernels/update_rules.h, element by element (tests/test_fused.cpp compares them with
+// the same noise, from philox_normal below).
+//
+// Noise: element i gets the i-th normal of the stream (key, offset) (kernels/philox.h). On the CPU
+// the sampler draws a fresh 64-bit key from its generator per group and step (offset 0); on CUDA the
+// key and offset come from the device generator's Philox state, so a captured CUDA graph draws new
+// noise on every replay.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace sgmcmc::kernels {
+
+enum class FusedRule : int {
+  kNoise = 0,      // out ← ξ                                     (tensors: out)
+  kSgld,           // θ ← θ − η g + sqrt(2ηT) ξ                    (θ)
+  kPsgld,          // 001 pSGLD, RMSprop preconditioner            (θ, V)
+  kSghmcEuler,     // v ← (1−α)v − ηg + sqrt(2η(αT−β̂)⁺) ξ; θ ← θ + v          (θ, v)
+  kSghmcSsi,       // v ← e^{−α/2}(e^{−α/2}v − ηg + sqrt(2η(T sinh α−β̂)⁺) ξ); θ ← θ + v
+  kMsgnhtEuler,    // 002 §2.2                                     (θ, p, ξ)
+  kMsgnhtSsi,      // 002 §3                                       (θ, p, ξ)
+  kSantaEuler,     // Santa Alg. 1                                 (θ, u, α, v, g_prev)
+  kSantaSsi,       // Santa Alg. 2 (merged half steps)             (θ, u, α, v, g_prev)
+};
+
+// Scalars of one step. Fields a rule does not use are ignored.
+struct FusedScalars {
+  double lr = 0;            // η (already multiplied by the group's lr_scale)
+  double temperature = 1;   // T
+  double alpha = 0;         // SGHMC friction α; pSGLD decay α
+  double beta_hat = 0;      // SGHMC constant β̂
+  double diffusion = 0;     // mSGNHT D
+  double eps = 0;           // pSGLD / Santa λ
+  double sigma = 0;         // Santa σ
+  double data_size = 1;     // Santa N
+  double beta = 1;          // Santa β_t
+  bool exploring = true;    // Santa
+  bool precond_term = false;
+  bool first = false;       // pSGLD / Santa first step
+};
+
+// Noise stream of one call: element i of the buffer gets normal i of (key, offset).
+struct NoiseStream {
+  uint64_t key = 0;
+  uint64_t offset = 0;
+};
+
+// Applies `rule` to flat, contiguous, same-dtype (float32/float64), same-device tensors:
+//   theta: the parameters; state: the rule's state tensors in the order listed above; grad: ∇Ũ.
+// For kNoise, theta is the output and grad is ignored (may be undefined).
+// On CUDA (built with SGMCMC_CUDA), `noise` is ignored and the key and offset are taken from
+// `generator` (a CUDA generator; the offset advances by the elements' Philox blocks).
+void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                  const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise,
+                  at::Generator* generator = nullptr);
+
+// The noise a fused update would inject, as a tensor of `numel` elements on `options`' device: the
+// same numbers, bit for bit (it is the same loop with rule kNoise). On the CPU from `stream`; on CUDA
+// from `generator`'s Philox state (advancing it as a fused update of `numel` elements would).
+torch::Tensor philox_normal(int64_t numel, NoiseStream stream, torch::TensorOptions options,
+                            at::Generator* generator = nullptr);
+
+// True if the fused kernels handle tensors of this dtype and device in this build.
+bool fused_supported(const torch::Tensor& t);
+
+}  // namespace sgmcmc::kernels

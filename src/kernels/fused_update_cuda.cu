@@ -1,0 +1,88 @@
+// CUDA launcher of the fused updates (built with -DSGMCMC_CUDA=ON against LibTorch 2.x).
+// One thread per Philox block of 4 elements, grid-stride; the per-element body is the CPU loop's
+// (fused_elementwise.h). The key and offset come from the CUDA generator's Philox state through
+// PhiloxCudaState, which a CUDA graph capture records as a pointer to the live offset, so a replayed
+// graph draws fresh noise each time.
+//
+// STATUS: written without a GPU and not yet compiled (no CUDA machine was lent to the sessions that
+// wrote it); see docs/performance.md.
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/PhiloxUtils.cuh>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <mutex>
+#include <vector>
+
+#include "kernels/fused_elementwise.h"
+
+namespace sgmcmc::kernels {
+
+namespace {
+
+template <FusedRule R, typename T>
+__global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, FusedCoefs<T> k,
+                             at::PhiloxCudaState philox) {
+  const auto seeds = at::cuda::philox::unpack(philox);
+  const uint64_t key = std::get<0>(seeds), offset = std::get<1>(seeds);
+  const int64_t blocks = (n + 3) / 4;
+  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks;
+       b += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const Normal4 z = philox_normal4(key, offset, static_cast<uint64_t>(b));
+    const int64_t i = 4 * b;
+    const float zs[4] = {z.a, z.b, z.c, z.d};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (i + j < n) fused_element<R, T>(th, s0, s1, s2, s3, gr, i + j, zs[j], k);
+  }
+}
+
+}  // namespace
+
+void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                       const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator) {
+  const c10::cuda::CUDAGuard guard(theta.device());
+  const int64_t n = theta.numel();
+  const int64_t blocks = (n + 3) / 4;
+  const int threads = 256;
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int64_t grid = std::min<int64_t>((blocks + threads - 1) / threads, static_cast<int64_t>(sms) * 32);
+  auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
+      generator ? c10::optional<at::Generator>(*generator) : c10::nullopt,
+      at::cuda::detail::getDefaultCUDAGenerator());
+  at::PhiloxCudaState philox;
+  {
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    // Offsets are counted in Philox outputs of 4 values; every element uses one output of its block.
+    philox = gen->philox_cuda_state(static_cast<uint64_t>(((blocks + 3) / 4) * 4));
+  }
+  auto stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES(theta.scalar_type(), "sgmcmc_fused_update", [&] {
+    const auto k = make_coefs<scalar_t>(rule, s);
+    scalar_t* th = theta.data_ptr<scalar_t>();
+    scalar_t* sp[4] = {nullptr, nullptr, nullptr, nullptr};
+    for (size_t j = 0; j < state.size(); ++j) sp[j] = state[j].data_ptr<scalar_t>();
+    const scalar_t* gr = grad.defined() ? grad.data_ptr<scalar_t>() : nullptr;
+#define SGMCMC_FUSED_LAUNCH(R)                                                                     \
+  case R:                                                                                          \
+    fused_kernel<R, scalar_t><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, \
+                                                              philox);                              \
+    break;
+    switch (rule) {
+      SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kSgld)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kPsgld)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kSghmcEuler)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kSghmcSsi)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kMsgnhtEuler)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kMsgnhtSsi)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kSantaEuler)
+      SGMCMC_FUSED_LAUNCH(FusedRule::kSantaSsi)
+    }
+#undef SGMCMC_FUSED_LAUNCH
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace sgmcmc::kernels
