@@ -8,8 +8,11 @@
 // The reference bandwidth is a device-to-device copy of the same buffer (read + write), so
 // "% of copy" says how close the update gets to the memory system's practical peak.
 //
+// `--path reference` times the per-parameter ATen path (Sampler::set_fused(false): the same
+// arithmetic and the same Philox noise, materialised as a tensor, as separate ATen ops).
+//
 //   bench_update [--params 10000000] [--steps 20] [--device cpu|cuda] [--samplers sgld,sghmc,...]
-//                [--threads N] [--json FILE]
+//                [--threads N] [--path fused|reference] [--json FILE]
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -59,12 +62,18 @@ int main(int argc, char** argv) {
       ("device", "cpu or cuda", cxxopts::value<std::string>()->default_value("cpu"))
       ("samplers", "comma-separated names", cxxopts::value<std::string>()->default_value("sgld,sghmc,msgnht,santa,sgd"))
       ("threads", "torch intra-op threads (0 = default)", cxxopts::value<int>()->default_value("0"))
+      ("path", "fused or reference (ATen ops, same noise)", cxxopts::value<std::string>()->default_value("fused"))
       ("json", "append one JSON line per sampler to FILE", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "help");
   auto r = cli.parse(argc, argv);
   if (r.count("help")) { std::cout << cli.help() << "\n"; return 0; }
   const int64_t P = r["params"].as<int64_t>();
   const int steps = r["steps"].as<int>();
+  const std::string path = r["path"].as<std::string>();
+  if (path != "fused" && path != "reference") {
+    std::cerr << "bench_update: --path must be fused or reference, got '" << path << "'\n";
+    return 2;
+  }
   if (r["threads"].as<int>() > 0) torch::set_num_threads(r["threads"].as<int>());
   torch::Device dev(r["device"].as<std::string>());
   torch::NoGradGuard ng;
@@ -89,6 +98,7 @@ int main(int argc, char** argv) {
     auto theta = torch::zeros({P}, opts);
     theta.mutable_grad() = torch::randn({P}, opts) * 0.01;
     auto sampler = make_sampler(name, {ParamGroup({theta})}, options_for(name), gen);
+    sampler->set_fused(path == "fused");
     // State size from the checkpoint archive (its P-sized tensors dominate; round to multiples of P).
     torch::serialize::OutputArchive archive;
     sampler->save(archive);
@@ -103,11 +113,11 @@ int main(int argc, char** argv) {
     const double dt = seconds_since(t0) / steps;
     const double bytes = 2.0 * 4.0 * (P + state_elems) + 4.0 * P;
     const double gbs = bytes / dt / 1e9;
-    std::cout << std::left << std::setw(10) << name << std::right << std::setprecision(3) << " " << dt * 1e3
+    std::cout << std::left << std::setw(10) << name << std::setw(10) << path << std::right << std::setprecision(3) << " " << dt * 1e3
               << " ms/step  " << std::setprecision(1) << gbs << " GB/s  " << 100.0 * gbs / copy_gbs
               << " % of copy  (state " << state_elems / P << "×P)\n";
     if (json.is_open())
-      json << "{\"bench\": \"update\", \"sampler\": \"" << name << "\", \"device\": \"" << dev << "\", \"params\": " << P
+      json << "{\"bench\": \"update\", \"sampler\": \"" << name << "\", \"path\": \"" << path << "\", \"device\": \"" << dev << "\", \"params\": " << P
            << ", \"threads\": " << torch::get_num_threads() << ", \"ms_per_step\": " << dt * 1e3
            << ", \"gb_per_s\": " << gbs << ", \"copy_gb_per_s\": " << copy_gbs << "}\n";
   }

@@ -67,6 +67,8 @@ SGMCMC_HD Uint4 philox4x32_10(Uint4 c, uint32_t k0, uint32_t k1) {
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
 #if defined(__CUDACC__)
 #pragma unroll
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 10
 #endif
   for (int r = 0; r < 10; ++r) {
     uint32_t hi0, hi1;
@@ -86,7 +88,10 @@ SGMCMC_HD float fast_logf(float x) {
   float m = bits_float((bits & 0x007fffffu) | 0x3f000000u);
   const bool small = m < 0.707106781186547524f;
   e -= small ? 1 : 0;
-  m = small ? m + m - 1.0f : m - 1.0f;
+  // m ← 2m − 1 if small else m − 1 (both exact), the select done on the bits so that the loop has
+  // no branches and vectorizes (the compiler will not if-convert float arithmetic that may trap).
+  const float extra = bits_float(float_bits(m) & (0u - static_cast<uint32_t>(small)));
+  m = (m - 1.0f) + extra;
   const float z = m * m;
   float y = 7.0376836292e-2f;
   y = y * m - 1.1514610310e-1f;
@@ -119,12 +124,14 @@ SGMCMC_HD void sincos_2pi(float t, float* s, float* c) {
   cp = cp * z - 1.388731625493765e-3f;
   cp = cp * z + 4.166664568298827e-2f;
   const float cx = cp * z * z - 0.5f * z + 1.0f;
-  // rotate by k quadrants: (sin, cos)(x + kπ/2)
-  const int kk = k & 3;
-  const float s0 = (kk == 0) ? sx : (kk == 1) ? cx : (kk == 2) ? -sx : -cx;
-  const float c0 = (kk == 0) ? cx : (kk == 1) ? -sx : (kk == 2) ? -cx : sx;
-  *s = s0;
-  *c = c0;
+  // rotate by k quadrants: (sin, cos)(x + kπ/2) = (±, ±)(sx or cx, cx or sx), done on the bits
+  // (a mask select and a sign-bit xor), so the loop has no branches and vectorizes
+  const uint32_t swap = 0u - static_cast<uint32_t>(k & 1);  // all ones if k is odd
+  const uint32_t bs = float_bits(sx), bc = float_bits(cx);
+  const uint32_t s_sign = static_cast<uint32_t>((k >> 1) & 1) << 31;
+  const uint32_t c_sign = static_cast<uint32_t>(((k + 1) >> 1) & 1) << 31;
+  *s = bits_float(((bs & ~swap) | (bc & swap)) ^ s_sign);
+  *c = bits_float(((bc & ~swap) | (bs & swap)) ^ c_sign);
 }
 
 // Four standard normals from one Philox block: counter (block, offset), key (key).
@@ -143,8 +150,8 @@ SGMCMC_HD Normal4 philox_normal4(uint64_t key, uint64_t offset, uint64_t block) 
   // u1, u3 may round up to 1.0f (ln = 0, r = 0); u2, u4 too: sincos_2pi(1) = sincos_2pi(0) by the
   // quadrant wrap (k & 3).
   const float l1 = fast_logf(u1), l3 = fast_logf(u3);
-  const float r1 = sqrtf_hd(l1 < 0.0f ? -2.0f * l1 : 0.0f);
-  const float r2 = sqrtf_hd(l3 < 0.0f ? -2.0f * l3 : 0.0f);
+  const float r1 = sqrtf_hd(-2.0f * bits_float(float_bits(l1) & (0u - static_cast<uint32_t>(l1 < 0.0f))));
+  const float r2 = sqrtf_hd(-2.0f * bits_float(float_bits(l3) & (0u - static_cast<uint32_t>(l3 < 0.0f))));
   float s1, c1, s2, c2;
   sincos_2pi(u2, &s1, &c1);
   sincos_2pi(u4, &s2, &c2);
