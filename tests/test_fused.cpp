@@ -244,6 +244,43 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
   }
 }
 
+// On CUDA (skipped without it): the kernel against the reference rules on the device, the noise
+// taken from the same generator state (philox_normal advances it exactly as the kernel does).
+TEST(Fused, CudaEqualsReferenceWithSameNoise) {
+  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
+    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
+  const torch::Device dev(torch::kCUDA);
+  const int64_t n = 1 << 20 | 3;
+  for (const auto& c : cases()) {
+    FusedScalars s;
+    s.lr = 1e-3;
+    s.alpha = c.rule == FusedRule::kPsgld ? 0.99 : 0.1;
+    s.diffusion = 0.3;
+    s.eps = 1e-3;
+    s.sigma = 0.99;
+    s.data_size = 50;
+    s.beta = 2.0;
+    auto gen = compat::make_generator(dev, 17);
+    const auto gen_state = compat::generator_state(gen);
+    auto th = torch::randn({n}, torch::kFloat32).to(dev);
+    auto g = torch::randn({n}, torch::kFloat32).to(dev);
+    std::vector<torch::Tensor> st;
+    for (auto& t : make_state(c.rule, c.state, n, torch::kFloat32)) st.push_back(t.to(dev));
+    auto th_ref = th.clone();
+    std::vector<torch::Tensor> st_ref;
+    for (auto& t : st) st_ref.push_back(t.clone());
+    auto z = kernels::philox_normal(n, {}, torch::TensorOptions().dtype(torch::kFloat32).device(dev), &gen);
+    reference(c.rule, th_ref, st_ref, g, z, s);
+    compat::set_generator_state(gen, gen_state);
+    kernels::fused_update(c.rule, th, st, g, s, {}, &gen);
+    EXPECT_TRUE(torch::allclose(th, th_ref, 1e-5, 1e-6)) << c.name << " max |Δ| " << (th - th_ref).abs().max().item<double>();
+    for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::allclose(st[j], st_ref[j], 1e-5, 1e-6)) << c.name << " state " << j;
+    // the noise is standard normal on the device too
+    EXPECT_NEAR(z.mean().item<double>(), 0.0, 5.0 / 1024);
+    EXPECT_NEAR(z.var().item<double>(), 1.0, 5.0 * std::sqrt(2.0) / 1024);
+  }
+}
+
 TEST(Fused, RejectsMismatchedOperands) {
   auto th = torch::zeros({8});
   auto g = torch::zeros({8});

@@ -221,6 +221,8 @@ ExperimentConfig build_config(RawConfig raw) {
   check_positive_int(t.context() + ".eval_batch_size", c.train.eval_batch_size);
   c.train.threads = t.get_int("threads", 0);
   check_nonneg_int(t.context() + ".threads", c.train.threads);
+  c.train.fused = t.get_bool("fused", true);
+  c.train.tf32 = t.get_bool("tf32", false);
   t.check_all_used();
 
   // output

@@ -57,6 +57,8 @@ struct TrainConfig {
   int64_t eval_every_steps = 0;    // or every K steps (> 0 overrides eval_every)
   int64_t eval_batch_size = 10000; // chunk size for predictions
   int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
+  bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)
+  bool tf32 = false;               // allow TF32 matmuls/convolutions on CUDA (Ampere and later)
 };
 
 struct OutputConfig {

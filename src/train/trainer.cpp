@@ -247,6 +247,9 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   const auto t_start = Clock::now();
   tune_allocator();
   if (config.train.threads > 0) set_cpu_threads(static_cast<int>(config.train.threads));
+  // TF32 tensor-core matmuls and convolutions on CUDA: ~10-bit mantissa products, off by default.
+  at::globalContext().setAllowTF32CuBLAS(config.train.tf32);
+  at::globalContext().setAllowTF32CuDNN(config.train.tf32);
 
   // Run directory.
   fs::path dir = !opt.out_dir.empty() ? fs::path(opt.out_dir)
@@ -288,6 +291,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   } catch (const std::invalid_argument& ex) {
     rethrow_with_source(ex, cfg.source);
   }
+  sampler->set_fused(cfg.train.fused);
   const bool is_sampler = sampler->is_sampler();
   const int64_t chains = model.chains();
   if (chains > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
