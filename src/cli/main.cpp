@@ -23,24 +23,27 @@ void usage(std::ostream& out) {
          "'sgmcmc <command> --help' describes each command.\n";
 }
 
-// OpenMP wait policy. LibTorch's intra-op pool (GNU OpenMP) spins after every parallel region by
-// default, and with as many threads as cores the spinning workers take the cores from OpenBLAS's own
-// pool (and vice versa): on 2 cores the App. H.1 MNIST BNN trains at 94 steps/s with the default and
-// at 247 steps/s with OMP_WAIT_POLICY=PASSIVE (docs/performance.md). libgomp reads the policy once,
-// when it is loaded, so the binary sets it and re-executes itself (same pid, same arguments). Nothing
-// is done if the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, or SGMCMC_NO_REEXEC; if exec fails the
-// run simply goes on with the default policy.
-void ensure_passive_openmp(char** argv) {
+// OpenMP spinning. LibTorch's intra-op pool (GNU OpenMP) spins for ~300,000 iterations after every
+// parallel region by default, and with as many threads as cores the spinning workers take the cores
+// from OpenBLAS's own pool (and vice versa). Measured on 2 cores (train.threads 2, steps/s):
+//                                 MNIST BNN (App. H.1)   BPMF movielens-small
+//   default                               94                    489
+//   OMP_WAIT_POLICY=PASSIVE              247                    338   (futex wake-up per region)
+//   GOMP_SPINCOUNT=3000                  212                    504
+// so the binary runs with GOMP_SPINCOUNT=3000. libgomp reads it once, when it is loaded, so the
+// binary sets it and re-executes itself (same pid, same arguments). Nothing is done if the user set
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT, or SGMCMC_NO_REEXEC; if exec fails the run goes on unchanged.
+void ensure_short_openmp_spin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT") || std::getenv("SGMCMC_NO_REEXEC")) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  if (setenv("GOMP_SPINCOUNT", "3000", 1) != 0) return;
   execv("/proc/self/exe", argv);
-  unsetenv("OMP_WAIT_POLICY");  // exec failed: carry on unchanged
+  unsetenv("GOMP_SPINCOUNT");  // exec failed: carry on unchanged
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  ensure_passive_openmp(argv);
+  ensure_short_openmp_spin(argv);
   if (argc < 2) {
     usage(std::cerr);
     return 2;
