@@ -6,13 +6,15 @@
 //
 // STATUS: written without a GPU and not yet compiled (no CUDA machine was lent to the sessions that
 // wrote it); see docs/performance.md.
-#include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/PhiloxUtils.cuh>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "kernels/fused_elementwise.h"
@@ -38,6 +40,33 @@ __global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
   }
 }
 
+template <typename T>
+void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state, const torch::Tensor& grad,
+            const FusedScalars& s, const at::PhiloxCudaState& philox, int64_t grid, int threads, cudaStream_t stream) {
+  const auto k = make_coefs<T>(rule, s);
+  const int64_t n = theta.numel();
+  T* th = theta.data_ptr<T>();
+  T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (size_t j = 0; j < state.size(); ++j) sp[j] = state[j].data_ptr<T>();
+  const T* gr = grad.defined() ? grad.data_ptr<T>() : nullptr;
+#define SGMCMC_FUSED_LAUNCH(R)                                                                           \
+  case R:                                                                                                \
+    fused_kernel<R, T><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, philox); \
+    break;
+  switch (rule) {
+    SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kSgld)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kPsgld)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kSghmcEuler)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kSghmcSsi)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kMsgnhtEuler)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kMsgnhtSsi)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kSantaEuler)
+    SGMCMC_FUSED_LAUNCH(FusedRule::kSantaSsi)
+  }
+#undef SGMCMC_FUSED_LAUNCH
+}
+
 }  // namespace
 
 void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
@@ -49,39 +78,21 @@ void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<t
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t grid = std::min<int64_t>((blocks + threads - 1) / threads, static_cast<int64_t>(sms) * 32);
   auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
-      generator ? c10::optional<at::Generator>(*generator) : c10::nullopt,
+      generator ? c10::optional<at::Generator>(*generator) : c10::optional<at::Generator>(),
       at::cuda::detail::getDefaultCUDAGenerator());
   at::PhiloxCudaState philox;
   {
     std::lock_guard<std::mutex> lock(gen->mutex_);
-    // Offsets are counted in Philox outputs of 4 values; every element uses one output of its block.
+    // The offset only has to differ between calls (it is the high half of our counter); advance it
+    // by the call's Philox blocks, rounded up to a multiple of 4 as PyTorch's own kernels do.
     philox = gen->philox_cuda_state(static_cast<uint64_t>(((blocks + 3) / 4) * 4));
   }
-  auto stream = at::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(theta.scalar_type(), "sgmcmc_fused_update", [&] {
-    const auto k = make_coefs<scalar_t>(rule, s);
-    scalar_t* th = theta.data_ptr<scalar_t>();
-    scalar_t* sp[4] = {nullptr, nullptr, nullptr, nullptr};
-    for (size_t j = 0; j < state.size(); ++j) sp[j] = state[j].data_ptr<scalar_t>();
-    const scalar_t* gr = grad.defined() ? grad.data_ptr<scalar_t>() : nullptr;
-#define SGMCMC_FUSED_LAUNCH(R)                                                                     \
-  case R:                                                                                          \
-    fused_kernel<R, scalar_t><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, \
-                                                              philox);                              \
-    break;
-    switch (rule) {
-      SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kSgld)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kPsgld)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kSghmcEuler)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kSghmcSsi)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kMsgnhtEuler)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kMsgnhtSsi)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kSantaEuler)
-      SGMCMC_FUSED_LAUNCH(FusedRule::kSantaSsi)
-    }
-#undef SGMCMC_FUSED_LAUNCH
-  });
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  if (theta.scalar_type() == torch::kFloat64) {
+    launch<double>(rule, theta, state, grad, s, philox, grid, threads, stream);
+  } else {
+    launch<float>(rule, theta, state, grad, s, philox, grid, threads, stream);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
