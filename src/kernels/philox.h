@@ -51,6 +51,13 @@ SGMCMC_HD float sqrtf_hd(float x) {
 #endif
 }
 
+// c ? a : b on the bits (a mask select): compilers keep it branch-free, where a float `?:` next to
+// arithmetic is often turned into control flow that stops a loop from vectorizing.
+SGMCMC_HD float select_bits(bool c, float a, float b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(c);
+  return bits_float((float_bits(a) & m) | (float_bits(b) & ~m));
+}
+
 struct Uint4 {
   uint32_t x, y, z, w;
 };
@@ -107,6 +114,29 @@ SGMCMC_HD float fast_logf(float x) {
   y += -2.12194440e-4f * fe;
   y += -0.5f * z;
   return m + y + 0.693359375f * fe;
+}
+
+// e^x for float x (Cephes expf): x = n ln2 + r, |r| ≤ ln2/2, polynomial in r, times 2^n built in the
+// exponent bits. x is clamped to [−87.3, 88.7] (results below 1.2e-38 become 1.2e-38; above, +inf is
+// not produced). Branch-free, so loops over it vectorize; tests/test_fused.cpp bounds its error.
+SGMCMC_HD float fast_expf(float x) {
+  x = select_bits(x < -87.3365447505531f, -87.3365447505531f, x);
+  x = select_bits(x > 88.7228391116729f, 88.7228391116729f, x);
+  const float t = x * 1.44269504088896341f + 0.5f;
+  int n = static_cast<int>(t);
+  n -= (t < static_cast<float>(n)) ? 1 : 0;  // floor
+  const float fn = static_cast<float>(n);
+  float r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  const float z = r * r;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * z + r + 1.0f;
+  return y * bits_float(static_cast<uint32_t>(n + 127) << 23);
 }
 
 // sin(2πt) and cos(2πt) for t ∈ [0, 1): octant reduction (exact in t), then Cephes' sinf/cosf
