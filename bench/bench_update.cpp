@@ -12,7 +12,8 @@
 // arithmetic and the same Philox noise, materialised as a tensor, as separate ATen ops).
 //
 //   bench_update [--params 10000000] [--steps 20] [--device cpu|cuda] [--samplers sgld,sghmc,...]
-//                [--threads N] [--path fused|reference] [--json FILE]
+//                [--threads N] [--path fused|reference] [--set key=value ...] [--json FILE]
+// `--set` adds a sampler option to every sampler (e.g. --set integrator=ssi).
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
       ("samplers", "comma-separated names", cxxopts::value<std::string>()->default_value("sgld,sghmc,msgnht,santa,sgd"))
       ("threads", "torch intra-op threads (0 = default)", cxxopts::value<int>()->default_value("0"))
       ("path", "fused or reference (ATen ops, same noise)", cxxopts::value<std::string>()->default_value("fused"))
+      ("set", "sampler option key=value (repeatable)", cxxopts::value<std::vector<std::string>>()->default_value({}))
       ("json", "append one JSON line per sampler to FILE", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "help");
   auto r = cli.parse(argc, argv);
@@ -97,7 +99,17 @@ int main(int argc, char** argv) {
   for (std::string name; std::getline(names, name, ',');) {
     auto theta = torch::zeros({P}, opts);
     theta.mutable_grad() = torch::randn({P}, opts) * 0.01;
-    auto sampler = make_sampler(name, {ParamGroup({theta})}, options_for(name), gen);
+    OptionMap sopts = options_for(name);
+    for (const auto& kv : r["set"].as<std::vector<std::string>>()) {
+      if (kv.empty()) continue;  // cxxopts' empty default
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) {
+        std::cerr << "bench_update: --set expects key=value, got '" << kv << "'\n";
+        return 2;
+      }
+      sopts.set(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    auto sampler = make_sampler(name, {ParamGroup({theta})}, sopts, gen);
     sampler->set_fused(path == "fused");
     // State size from the checkpoint archive (its P-sized tensors dominate; round to multiples of P).
     torch::serialize::OutputArchive archive;

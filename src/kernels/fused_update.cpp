@@ -48,17 +48,20 @@ void cpu_loop(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, const F
   // Grain: ~64k elements per task, so small buffers stay on the calling thread.
   at::parallel_for(0, tiles, 64, [&](int64_t t0, int64_t t1) {
     alignas(64) float z[kTile];
+    // Local copies, and __restrict on the buffers: the coefficients cannot alias the stores, so they
+    // stay in registers and the element loop vectorizes (the buffers are distinct tensors).
+    const FusedCoefs<T> kc = k;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t begin = t * kTile;
       const int64_t len = std::min(kTile, n - begin);
       philox_fill(z, (len + 3) / 4, static_cast<uint64_t>(begin / 4), ns.key, ns.offset);
-      T* th_t = th + begin;
-      T* s0_t = s0 ? s0 + begin : nullptr;
-      T* s1_t = s1 ? s1 + begin : nullptr;
-      T* s2_t = s2 ? s2 + begin : nullptr;
-      T* s3_t = s3 ? s3 + begin : nullptr;
-      const T* gr_t = gr ? gr + begin : nullptr;
-      for (int64_t i = 0; i < len; ++i) fused_element<R, T>(th_t, s0_t, s1_t, s2_t, s3_t, gr_t, i, z[i], k);
+      T* __restrict th_t = th + begin;
+      T* __restrict s0_t = s0 ? s0 + begin : nullptr;
+      T* __restrict s1_t = s1 ? s1 + begin : nullptr;
+      T* __restrict s2_t = s2 ? s2 + begin : nullptr;
+      T* __restrict s3_t = s3 ? s3 + begin : nullptr;
+      const T* __restrict gr_t = gr ? gr + begin : nullptr;
+      for (int64_t i = 0; i < len; ++i) fused_element<R, T>(th_t, s0_t, s1_t, s2_t, s3_t, gr_t, i, z[i], kc);
     }
   });
 }
