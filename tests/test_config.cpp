@@ -7,8 +7,10 @@
 #include "config/experiment_config.h"
 #include "samplers/registry.h"
 #include "tiny_idx.h"
+#include "error_of.h"
 
 using namespace sgmcmc;
+using test_util::error_of;
 
 namespace {
 const char* kBase = R"(
@@ -27,16 +29,6 @@ std::string write_config(const std::string& name, const std::string& text) {
   return path;
 }
 
-// The exception message of `f`, or "" if it does not throw std::invalid_argument.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST(Config, ParsesTypedBlocks) {

@@ -13,23 +13,15 @@
 #include "data/load.h"
 #include "tiny_idx.h"
 #include "train/trainer.h"
+#include "error_of.h"
 
 namespace fs = std::filesystem;
 using namespace sgmcmc;
+using test_util::error_of;
 
 namespace {
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 OptionMap data_block(const std::string& path, std::vector<std::pair<std::string, std::string>> kv = {}) {
   OptionMap o("data");

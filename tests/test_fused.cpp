@@ -173,15 +173,7 @@ void reference(FusedRule rule, torch::Tensor& th, std::vector<torch::Tensor>& st
       break;
     case FusedRule::kSantaEuler:
     case FusedRule::kSantaSsi: {
-      rules::SantaScalars ss;
-      ss.lr = s.lr;
-      ss.sigma = s.sigma;
-      ss.eps = s.eps;
-      ss.data_size = s.data_size;
-      ss.beta = s.beta;
-      ss.exploring = s.exploring;
-      ss.precond_term = s.precond_term;
-      ss.first = s.first;
+      const auto ss = kernels::santa_scalars(s);
       const auto zz = s.exploring ? z : torch::zeros_like(z);
       if (rule == FusedRule::kSantaSsi) {
         rules::santa_ssi_update(th, st[0], st[1], st[2], st[3], g, zz, ss);
@@ -343,6 +335,17 @@ TEST(FlatGroup, RebindRestoresReplacedStorageAndGradients) {
   EXPECT_TRUE(torch::equal(fg.data().narrow(0, 0, 8), torch::full({8}, 3.0f)));
   EXPECT_TRUE(torch::equal(fg.grad().narrow(0, 8, 2), torch::full({2}, 5.0f)));
   EXPECT_FALSE(fg.rebind());
+}
+
+// A parameter whose storage was replaced by one of another size cannot go back into the buffer.
+TEST(FlatGroup, RebindRejectsAResizedParameter) {
+  torch::nn::Linear lin(4, 2);
+  FlatGroup fg(lin->parameters());
+  {
+    torch::NoGradGuard ng;
+    lin->weight.set_(torch::zeros({3, 4}));
+  }
+  EXPECT_THROW(fg.rebind(), std::logic_error);
 }
 
 TEST(FlatGroup, IneligibleGroups) {

@@ -12,8 +12,10 @@
 
 #include "data/kfold.h"
 #include "data/ratings.h"
+#include "error_of.h"
 
 using namespace sgmcmc;
+using test_util::error_of;
 
 namespace {
 
@@ -36,17 +38,6 @@ class TempDir {
  private:
   std::string path_;
 };
-
-// The message of the std::invalid_argument `f` throws ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<int64_t> vec(const torch::Tensor& t) {
   auto c = t.contiguous();

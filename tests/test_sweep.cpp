@@ -14,9 +14,11 @@
 #include "sweep/sweep_runner.h"
 #include "tiny_idx.h"
 #include "train/trainer.h"
+#include "error_of.h"
 
 namespace fs = std::filesystem;
 using namespace sgmcmc;
+using test_util::error_of;
 
 namespace {
 
@@ -30,17 +32,6 @@ std::string slurp(const fs::path& p) {
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
-}
-
-// The message of the std::invalid_argument `f` throws ("" if none).
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A sweep file in a fresh directory next to an empty base config (base.yaml).

@@ -13,6 +13,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+
+#include "kernels/update_rules.h"
 #include <vector>
 
 namespace sgmcmc::kernels {
@@ -44,6 +46,20 @@ struct FusedScalars {
   bool precond_term = false;
   bool first = false;       // pSGLD / Santa first step
 };
+
+// The Santa fields of `s`, for the reference rules (rules::santa_*_update).
+inline rules::SantaScalars santa_scalars(const FusedScalars& s) {
+  rules::SantaScalars r;
+  r.lr = s.lr;
+  r.sigma = s.sigma;
+  r.eps = s.eps;
+  r.data_size = s.data_size;
+  r.beta = s.beta;
+  r.exploring = s.exploring;
+  r.precond_term = s.precond_term;
+  r.first = s.first;
+  return r;
+}
 
 // Noise stream of one call: element i of the buffer gets normal i of (key, offset).
 struct NoiseStream {

@@ -27,6 +27,7 @@ FlatGroup::FlatGroup(const std::vector<torch::Tensor>& params) : params_(params)
   int64_t total = 0;
   for (const auto& p : params_) {
     offsets_.push_back(total);
+    numels_.push_back(p.numel());
     total += p.numel();
   }
   const auto opts = params_[0].options().requires_grad(false);
@@ -50,7 +51,7 @@ std::vector<torch::Tensor> FlatGroup::split(const torch::Tensor& flat) const {
   std::vector<torch::Tensor> out;
   out.reserve(params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
-    out.push_back(flat.narrow(0, offsets_[i], params_[i].numel()).view(params_[i].sizes()));
+    out.push_back(flat.narrow(0, offsets_[i], numels_[i]).view(params_[i].sizes()));
   return out;
 }
 
@@ -61,7 +62,7 @@ bool FlatGroup::rebind() {
   auto* gbase = static_cast<char*>(grad_.data_ptr());
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
-    const int64_t n = params_[i].numel();
+    const int64_t n = numels_[i];
     auto* want = base + offsets_[i] * elem;
     if (p.data_ptr() != want || !p.is_contiguous()) {
       if (p.numel() != n || p.scalar_type() != data_.scalar_type() || p.device() != data_.device())

@@ -38,6 +38,7 @@ class FlatGroup {
  private:
   std::vector<torch::Tensor> params_;
   std::vector<int64_t> offsets_;
+  std::vector<int64_t> numels_;  // each parameter's size at flattening
   torch::Tensor data_, grad_;
 };
 

@@ -50,27 +50,20 @@ double Santa::inverse_temperature(int64_t t) const {
 void Santa::step() {
   if (!(temperature_ > 0)) throw std::invalid_argument("santa.temperature: must be > 0");
   torch::NoGradGuard no_grad;
-  rules::SantaScalars s;
-  s.sigma = options_.sigma();
-  s.eps = options_.eps();
-  s.data_size = options_.data_size();
-  s.beta = inverse_temperature(step_count_);
-  s.exploring = step_count_ < options_.burnin();
-  s.precond_term = options_.precond_term();
-  s.first = step_count_ == 0;
-  const bool ssi = options_.integrator() == "ssi";
   kernels::FusedScalars fs;
-  fs.sigma = s.sigma;
-  fs.eps = s.eps;
-  fs.data_size = s.data_size;
-  fs.beta = s.beta;
-  fs.exploring = s.exploring;
-  fs.precond_term = s.precond_term;
-  fs.first = s.first;
+  fs.sigma = options_.sigma();
+  fs.eps = options_.eps();
+  fs.data_size = options_.data_size();
+  fs.beta = inverse_temperature(step_count_);
+  fs.exploring = step_count_ < options_.burnin();
+  fs.precond_term = options_.precond_term();
+  fs.first = step_count_ == 0;
   fs.temperature = temperature_;
+  const bool ssi = options_.integrator() == "ssi";
   step_params(ssi ? kernels::FusedRule::kSantaSsi : kernels::FusedRule::kSantaEuler, fs,
-              {&u_, &alpha_, &v_, &g_prev_}, /*noise=*/s.exploring,
+              {&u_, &alpha_, &v_, &g_prev_}, /*noise=*/fs.exploring,
               [&](torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& noise, double lr, size_t i) {
+                auto s = kernels::santa_scalars(fs);
                 s.lr = lr;
                 const torch::Tensor z = noise.defined() ? noise : torch::zeros_like(p);
                 if (ssi) {
