@@ -55,6 +55,11 @@ BP="configs/movielens_small_sghmc.yaml --set data.path=$RATINGS --set data.fold=
 echo "mnist sghmc ..." >&2
 c_sghmc=$(best steps_per_second ours $MN)
 p_sghmc=$(best steps_per_second $PY bench/ref_mnist_bnn.py --data $FMNIST --sampler sghmc --epochs $EPOCHS --threads "$THREADS" --device "$DEVICE")
+c_graph=0
+if [ "$DEVICE" = cuda ]; then  # the whole step captured in a CUDA graph (train.graph)
+  echo "mnist sghmc, train.graph ..." >&2
+  c_graph=$(best steps_per_second ours $MN --set train.graph=true)
+fi
 echo "mnist sgd ..." >&2
 c_sgd=$(best steps_per_second ours $MN_SGD)
 p_sgd=$(best steps_per_second $PY bench/ref_mnist_bnn.py --data $FMNIST --sampler sgd --epochs $EPOCHS --threads "$THREADS" --device "$DEVICE")
@@ -85,6 +90,8 @@ print()
 print("| benchmark | sgmcmc | PyTorch-Python | ratio |")
 print("| --- | ---: | ---: | ---: |")
 print(f"| MNIST BNN 784-100-10, batch 500, SGHMC ($EPOCHS epochs, Gibbs + eval per epoch) | {$c_sghmc:.1f} steps/s | {$p_sghmc:.1f} steps/s | {r($c_sghmc, $p_sghmc)} |")
+if $c_graph > 0:
+    print(f"| same, \`train.graph: true\` (whole step in one CUDA graph); App. H.1's 80,000 steps ≈ {80000/$c_graph:.1f} s | {$c_graph:.1f} steps/s | {$p_sghmc:.1f} steps/s | {r($c_graph, $p_sghmc)} |")
 print(f"| same, plain SGD | {$c_sgd:.1f} steps/s | {$p_sgd:.1f} steps/s | {r($c_sgd, $p_sgd)} |")
 print(f"| SGHMC / SGD time per step (sampler overhead) | {$c_sgd/$c_sghmc:.2f} | {$p_sgd/$p_sghmc:.2f} | |")
 print(f"| MNIST BNN SGHMC, 10 parallel chains (\`chains: 10\`) vs \`chains: 1\` | {$c_ch10:.1f} vs {$c_ch1:.1f} steps/s: 10 chains cost {$c_ch1/$c_ch10:.1f}× one | | |")

@@ -13,6 +13,7 @@
 #if defined(SGMCMC_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/CUDAGraph.h>
 #endif
 
 namespace sgmcmc::compat {
@@ -68,5 +69,21 @@ inline void zero_grad_inplace(torch::Tensor& p) {
 }
 
 inline bool cuda_available() { return torch::cuda::is_available(); }
+
+#if defined(SGMCMC_WITH_CUDA)
+// Registers `gen` with `graph` before its capture, so that every replay draws at fresh Philox
+// offsets of `gen`. LibTorch >= 2.4 registers any CUDA generator (CUDAGraph::register_generator_state);
+// older versions capture with the device's default generator only.
+inline void register_graph_generator(at::cuda::CUDAGraph& graph, const at::Generator& gen) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  graph.register_generator_state(gen);
+#else
+  (void)graph;
+  TORCH_CHECK(gen == at::cuda::detail::getDefaultCUDAGenerator(gen.device().index()),
+              "train.graph: LibTorch ", torch_version(),
+              " captures CUDA graphs with the default CUDA generator only (LibTorch >= 2.4 takes any)");
+#endif
+}
+#endif
 
 }  // namespace sgmcmc::compat

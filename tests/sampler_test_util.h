@@ -125,4 +125,51 @@ inline torch::Tensor read_state(const Sampler& s, const std::string& key) {
   return t;
 }
 
+// Two groups (lr_scale 1 and 0.5) of three parameters of different shapes, seeded, for comparing
+// two ways of running the same sampler (tests/test_fused.cpp, tests/test_graph.cpp).
+struct TwoGroupRun {
+  std::vector<torch::Tensor> params;
+  SamplerPtr sampler;
+};
+
+inline TwoGroupRun make_two_group_run(const std::string& name, const OptionMap& opts, bool fused, torch::Dtype dt) {
+  torch::manual_seed(42);
+  TwoGroupRun r;
+  r.params = {torch::randn({7, 5}, dt).requires_grad_(), torch::randn({3}, dt).requires_grad_(),
+              torch::randn({2, 2, 3}, dt).requires_grad_()};
+  std::vector<ParamGroup> groups{ParamGroup({r.params[0], r.params[1]}), ParamGroup({r.params[2]}, 0.5)};
+  r.sampler = make_sampler(name, std::move(groups), opts, compat::make_generator(torch::kCPU, 99));
+  r.sampler->set_fused(fused);
+  return r;
+}
+
+// ∇Ũ = θ ⊙ c (a quadratic potential, c = 0.5, 1.5, 2.5 per parameter) into .grad.
+inline void quadratic_grads(TwoGroupRun& r) {
+  r.sampler->zero_grad();
+  torch::NoGradGuard ng;
+  for (size_t k = 0; k < r.params.size(); ++k) r.params[k].mutable_grad().add_(r.params[k] * (0.5 + k));
+}
+
+inline void run_quadratic_steps(TwoGroupRun& r, int steps) {
+  for (int t = 0; t < steps; ++t) {
+    quadratic_grads(r);
+    r.sampler->step();
+  }
+}
+
+// One configuration of every sampler with a fused update and of each of its integrators and options
+// that change the kernel (SSI, β̂, Santa's two stages within 25 steps, its precond term off/on).
+inline std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> fused_sampler_configs() {
+  return {
+      {"sgld", {{"lr", "1e-3"}}},
+      {"psgld", {{"lr", "1e-4"}}},
+      {"sghmc", {{"lr", "1e-3"}, {"alpha", "0.1"}}},
+      {"sghmc", {{"lr", "1e-3"}, {"alpha", "0.1"}, {"integrator", "ssi"}, {"noise_estimate", "constant"}, {"beta_hat", "0.01"}}},
+      {"msgnht", {{"lr", "1e-2"}}},
+      {"msgnht", {{"lr", "1e-2"}, {"integrator", "ssi"}}},
+      {"santa", {{"lr", "1e-4"}, {"integrator", "ssi"}, {"burnin", "10"}, {"data_size", "10"}}},
+      {"santa", {{"lr", "1e-5"}, {"burnin", "10"}, {"eps", "20"}}},
+  };
+}
+
 }  // namespace sgmcmc::test

@@ -17,6 +17,7 @@
 #include "kernels/update_rules.h"
 #include "samplers/flat_params.h"
 #include "samplers/registry.h"
+#include "sampler_test_util.h"
 
 using namespace sgmcmc;
 using kernels::FusedRule;
@@ -230,10 +231,24 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
         const auto th0 = th.clone();
         std::vector<torch::Tensor> st_ref;
         for (auto& t : st) st_ref.push_back(t.clone());
+        auto th_buf = th.clone();
+        std::vector<torch::Tensor> st_buf;
+        for (auto& t : st) st_buf.push_back(t.clone());
         auto z = kernels::philox_normal(n, ns, dt);
         reference(c.rule, th_ref, st_ref, g, z, s);
         kernels::fused_update(c.rule, th, st, g, s, ns);
         const std::string what = std::string(c.name) + (f32 ? " f32" : " f64") + " variant " + std::to_string(variant);
+        // The same step with its scalars and stream read from a step-parameter buffer (the graph-safe
+        // launch): the same loop on the same numbers, so bit for bit. The buffer first holds another
+        // step's scalars, then is rewritten: the launch reads what it holds when it runs.
+        auto buf = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
+        FusedScalars other = s;
+        other.lr = 0.5;
+        kernels::write_step_params(c.rule, other, {1, 2}, dt, buf.data_ptr());
+        kernels::write_step_params(c.rule, s, ns, dt, buf.data_ptr());
+        kernels::fused_update_from(c.rule, th_buf, st_buf, g, buf);
+        EXPECT_TRUE(torch::equal(th_buf, th)) << what << ": from the buffer, θ differs";
+        for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::equal(st_buf[j], st[j])) << what << ": from the buffer, state " << j;
         EXPECT_TRUE(torch::allclose(th, th_ref, rtol, atol))
             << what << ": θ max |Δ| " << (th - th_ref).abs().max().item<double>();
         for (int j = 0; j < c.state; ++j)
@@ -273,7 +288,17 @@ TEST(Fused, CudaEqualsReferenceWithSameNoise) {
     auto z = kernels::philox_normal(n, {}, torch::TensorOptions().dtype(torch::kFloat32).device(dev), &gen);
     reference(c.rule, th_ref, st_ref, g, z, s);
     compat::set_generator_state(gen, gen_state);
+    auto th_buf = th.clone();
+    std::vector<torch::Tensor> st_buf;
+    for (auto& t : st) st_buf.push_back(t.clone());
     kernels::fused_update(c.rule, th, st, g, s, {}, &gen);
+    // the graph-safe launch (scalars read from a device buffer) with the same generator state: bit for bit
+    compat::set_generator_state(gen, gen_state);
+    auto host = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
+    kernels::write_step_params(c.rule, s, {}, torch::kFloat32, host.data_ptr());
+    kernels::fused_update_from(c.rule, th_buf, st_buf, g, host.to(dev), &gen);
+    EXPECT_TRUE(torch::equal(th_buf, th)) << c.name << ": from the buffer";
+    for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::equal(st_buf[j], st[j])) << c.name << ": from the buffer, state " << j;
     EXPECT_TRUE(torch::allclose(th, th_ref, 1e-5, 1e-6)) << c.name << " max |Δ| " << (th - th_ref).abs().max().item<double>();
     for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::allclose(st[j], st_ref[j], 1e-5, 1e-6)) << c.name << " state " << j;
     // the noise is standard normal on the device too
@@ -291,6 +316,13 @@ TEST(Fused, RejectsMismatchedOperands) {
                std::invalid_argument);
   auto strided = torch::zeros({16}).slice(0, 0, 16, 2);
   EXPECT_THROW(kernels::fused_update(FusedRule::kSgld, strided, {}, g, {}, {}), std::invalid_argument);
+  // step-parameter buffers: uint8, large enough, on θ's device
+  EXPECT_THROW(kernels::fused_update_from(FusedRule::kSgld, th, {}, g, torch::zeros({kernels::step_params_bytes()})),
+               std::invalid_argument);
+  EXPECT_THROW(kernels::fused_update_from(FusedRule::kSgld, th, {}, g,
+                                          torch::zeros({kernels::step_params_bytes() - 1}, torch::kUInt8)),
+               std::invalid_argument);
+  EXPECT_THROW(kernels::fused_update_from(FusedRule::kSgld, th, {}, g, torch::Tensor()), std::invalid_argument);
   auto half = torch::zeros({8}, torch::kFloat16);
   EXPECT_FALSE(kernels::fused_supported(half));
 }
@@ -364,61 +396,23 @@ TEST(FlatGroup, IneligibleGroups) {
 // Tolerance: per-step differences are rounding-level (see above); over 25 steps of a contracting
 // (or weakly expanding) map they stay within ~25× that, well below 1e-4 relative for float32.
 
-struct Run {
-  std::vector<torch::Tensor> params;
-  SamplerPtr sampler;
-};
-
-Run make_run(const std::string& name, const OptionMap& opts, bool fused, torch::Dtype dt) {
-  torch::manual_seed(42);
-  Run r;
-  r.params = {torch::randn({7, 5}, dt).requires_grad_(), torch::randn({3}, dt).requires_grad_(),
-              torch::randn({2, 2, 3}, dt).requires_grad_()};
-  std::vector<ParamGroup> groups{ParamGroup({r.params[0], r.params[1]}), ParamGroup({r.params[2]}, 0.5)};
-  r.sampler = make_sampler(name, std::move(groups), opts, compat::make_generator(torch::kCPU, 99));
-  r.sampler->set_fused(fused);
-  return r;
-}
-
-void run_steps(Run& r, int steps) {
-  for (int t = 0; t < steps; ++t) {
-    r.sampler->zero_grad();
-    {
-      torch::NoGradGuard ng;
-      for (size_t k = 0; k < r.params.size(); ++k) r.params[k].mutable_grad().add_(r.params[k] * (0.5 + k));
-    }
-    r.sampler->step();
-  }
-}
-
 TEST(Fused, SamplerTrajectoriesMatchReferencePath) {
-  std::vector<std::pair<std::string, std::map<std::string, std::string>>> configs = {
-      {"sgld", {{"lr", "1e-3"}}},
-      {"psgld", {{"lr", "1e-4"}}},
-      {"sghmc", {{"lr", "1e-3"}, {"alpha", "0.1"}}},
-      {"sghmc", {{"lr", "1e-3"}, {"alpha", "0.1"}, {"integrator", "ssi"}, {"noise_estimate", "constant"}, {"beta_hat", "0.01"}}},
-      {"msgnht", {{"lr", "1e-2"}}},
-      {"msgnht", {{"lr", "1e-2"}, {"integrator", "ssi"}}},
-      {"santa", {{"lr", "1e-4"}, {"integrator", "ssi"}, {"burnin", "10"}, {"data_size", "10"}}},
-      {"santa", {{"lr", "1e-5"}, {"burnin", "10"}, {"eps", "20"}}},
-  };
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
     const double rtol = dt == torch::kFloat32 ? 1e-4 : 1e-10, atol = dt == torch::kFloat32 ? 1e-5 : 1e-11;
-    for (const auto& [name, kv] : configs) {
-      OptionMap opts("test");
-      for (const auto& [k, v] : kv) opts.set(k, v);
-      auto fused = make_run(name, opts, true, dt);
-      auto ref = make_run(name, opts, false, dt);
+    for (const auto& [name, kv] : test::fused_sampler_configs()) {
+      const auto opts = test::options(kv);
+      auto fused = test::make_two_group_run(name, opts, true, dt);
+      auto ref = test::make_two_group_run(name, opts, false, dt);
       ASSERT_TRUE(fused.sampler->flat()) << name;
-      run_steps(fused, 25);
-      run_steps(ref, 25);
+      test::run_quadratic_steps(fused, 25);
+      test::run_quadratic_steps(ref, 25);
       for (size_t k = 0; k < fused.params.size(); ++k) {
         EXPECT_TRUE(torch::allclose(fused.params[k], ref.params[k], rtol, atol))
             << name << " param " << k << " max |Δ| " << (fused.params[k] - ref.params[k]).abs().max().item<double>();
         EXPECT_TRUE(torch::isfinite(fused.params[k]).all().item<bool>()) << name;
       }
       // the chain moved (the test is not comparing two frozen states)
-      auto start = make_run(name, opts, true, dt);
+      auto start = test::make_two_group_run(name, opts, true, dt);
       EXPECT_FALSE(torch::allclose(fused.params[0], start.params[0], 1e-6, 1e-7)) << name;
       // state agrees too (through the samplers' diagnostics: thermostat / preconditioner means)
       for (const auto& [key, value] : fused.sampler->diagnostics())
@@ -430,15 +424,13 @@ TEST(Fused, SamplerTrajectoriesMatchReferencePath) {
 // Switching paths mid-run keeps the random stream aligned: fused for 10 steps then reference for
 // 10 equals reference for 20.
 TEST(Fused, SwitchingPathsMidRunKeepsTheStream) {
-  OptionMap opts("test");
-  opts.set("lr", "1e-3");
-  opts.set("alpha", "0.1");
-  auto mixed = make_run("sghmc", opts, true, torch::kFloat64);
-  auto ref = make_run("sghmc", opts, false, torch::kFloat64);
-  run_steps(mixed, 10);
+  const auto opts = test::options({{"lr", "1e-3"}, {"alpha", "0.1"}});
+  auto mixed = test::make_two_group_run("sghmc", opts, true, torch::kFloat64);
+  auto ref = test::make_two_group_run("sghmc", opts, false, torch::kFloat64);
+  test::run_quadratic_steps(mixed, 10);
   mixed.sampler->set_fused(false);
-  run_steps(mixed, 10);
-  run_steps(ref, 20);
+  test::run_quadratic_steps(mixed, 10);
+  test::run_quadratic_steps(ref, 20);
   for (size_t k = 0; k < ref.params.size(); ++k)
     EXPECT_TRUE(torch::allclose(mixed.params[k], ref.params[k], 1e-10, 1e-11)) << k;
 }

@@ -223,6 +223,7 @@ ExperimentConfig build_config(RawConfig raw) {
   check_nonneg_int(t.context() + ".threads", c.train.threads);
   c.train.fused = t.get_bool("fused", true);
   c.train.tf32 = t.get_bool("tf32", false);
+  c.train.graph = t.get_bool("graph", false);
   t.check_all_used();
 
   // output

@@ -59,6 +59,7 @@ struct TrainConfig {
   int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)
   bool tf32 = false;               // allow TF32 matmuls/convolutions on CUDA (Ampere and later)
+  bool graph = false;              // capture the whole step once and replay it (CUDA graph; see StepGraph)
 };
 
 struct OutputConfig {

@@ -43,6 +43,13 @@ SGMCMC_HD double sqrt_hd(double x) {
 #endif
 }
 
+// What write_step_params stores (fused_update.h): the folded coefficients and the CPU noise stream.
+template <typename T>
+struct StepParams {
+  FusedCoefs<T> k;
+  NoiseStream noise;
+};
+
 // Host side: the scalars of FusedScalars folded per rule (see the comments in fused_element).
 template <typename T>
 FusedCoefs<T> make_coefs(FusedRule rule, const FusedScalars& s) {

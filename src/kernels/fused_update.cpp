@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,8 +15,10 @@ namespace sgmcmc::kernels {
 
 #if defined(SGMCMC_WITH_CUDA)
 // fused_update_cuda.cu
+// `coefs`: a device pointer to the StepParams<T> the kernel reads instead of folding `s` (graph-safe).
 void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
-                       const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator);
+                       const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator,
+                       const void* step_params);
 #endif
 
 namespace {
@@ -87,8 +90,7 @@ size_t state_count(FusedRule rule) {
 
 template <typename T>
 void cpu_dispatch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& st,
-                  const torch::Tensor& grad, const FusedScalars& s, NoiseStream ns) {
-  const auto k = make_coefs<T>(rule, s);
+                  const torch::Tensor& grad, const FusedCoefs<T>& k, NoiseStream ns) {
   T* th = theta.data_ptr<T>();
   T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
   for (size_t j = 0; j < st.size(); ++j) sp[j] = st[j].data_ptr<T>();
@@ -112,11 +114,23 @@ void cpu_dispatch(FusedRule rule, torch::Tensor& theta, const std::vector<torch:
 #undef SGMCMC_FUSED_CASE
 }
 
-void check_operand(const torch::Tensor& t, const torch::Tensor& theta, const char* what) {
+void check_operand(const char* fn, const torch::Tensor& t, const torch::Tensor& theta, const char* what) {
   if (!t.defined() || !t.is_contiguous() || t.numel() != theta.numel() || t.scalar_type() != theta.scalar_type() ||
       t.device() != theta.device())
-    throw std::invalid_argument(std::string("fused_update: ") + what +
+    throw std::invalid_argument(std::string(fn) + ": " + what +
                                 " must be a contiguous tensor with θ's size, dtype and device");
+}
+
+void check_call(const char* fn, FusedRule rule, const torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                const torch::Tensor& grad) {
+  if (state.size() != state_count(rule))
+    throw std::invalid_argument(std::string(fn) + ": rule " + std::to_string(static_cast<int>(rule)) + " takes " +
+                                std::to_string(state_count(rule)) + " state tensors, got " +
+                                std::to_string(state.size()));
+  if (!theta.defined() || !theta.is_contiguous() || !fused_supported(theta))
+    throw std::invalid_argument(std::string(fn) + ": θ must be a contiguous float32/float64 tensor on a supported device");
+  for (const auto& t : state) check_operand(fn, t, theta, "a state tensor");
+  if (rule != FusedRule::kNoise) check_operand(fn, grad, theta, "the gradient");
 }
 
 }  // namespace
@@ -134,24 +148,61 @@ bool fused_supported(const torch::Tensor& t) {
 void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                   const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise, at::Generator* generator) {
   const std::vector<torch::Tensor>& st = state;
-  if (st.size() != state_count(rule))
-    throw std::invalid_argument("fused_update: rule " + std::to_string(static_cast<int>(rule)) + " takes " +
-                                std::to_string(state_count(rule)) + " state tensors, got " + std::to_string(st.size()));
-  if (!theta.defined() || !theta.is_contiguous() || !fused_supported(theta))
-    throw std::invalid_argument("fused_update: θ must be a contiguous float32/float64 tensor on a supported device");
-  for (const auto& t : st) check_operand(t, theta, "a state tensor");
-  if (rule != FusedRule::kNoise) check_operand(grad, theta, "the gradient");
+  check_call("fused_update", rule, theta, st, grad);
   if (theta.numel() == 0) return;
   if (theta.device().is_cuda()) {
 #if defined(SGMCMC_WITH_CUDA)
-    fused_update_cuda(rule, theta, st, grad, s, generator);
+    fused_update_cuda(rule, theta, st, grad, s, generator, nullptr);
     return;
 #endif
   }
   if (theta.scalar_type() == torch::kFloat64) {
-    cpu_dispatch<double>(rule, theta, st, grad, s, noise);
+    cpu_dispatch<double>(rule, theta, st, grad, make_coefs<double>(rule, s), noise);
   } else {
-    cpu_dispatch<float>(rule, theta, st, grad, s, noise);
+    cpu_dispatch<float>(rule, theta, st, grad, make_coefs<float>(rule, s), noise);
+  }
+}
+
+int64_t step_params_bytes() {
+  return static_cast<int64_t>(std::max(sizeof(StepParams<float>), sizeof(StepParams<double>)));
+}
+
+void write_step_params(FusedRule rule, const FusedScalars& s, NoiseStream noise, torch::ScalarType dtype,
+                       void* dst) {
+  if (dtype == torch::kFloat64) {
+    const StepParams<double> p{make_coefs<double>(rule, s), noise};
+    std::memcpy(dst, &p, sizeof p);
+  } else if (dtype == torch::kFloat32) {
+    const StepParams<float> p{make_coefs<float>(rule, s), noise};
+    std::memcpy(dst, &p, sizeof p);
+  } else {
+    throw std::invalid_argument("write_step_params: dtype must be float32 or float64");
+  }
+}
+
+void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                       const torch::Tensor& grad, const torch::Tensor& step_params, at::Generator* generator) {
+  if (!step_params.defined() || step_params.scalar_type() != torch::kUInt8 || !step_params.is_contiguous() ||
+      step_params.numel() < step_params_bytes() || step_params.device() != theta.device())
+    throw std::invalid_argument("fused_update_from: step_params must be a contiguous uint8 tensor of " +
+                                std::to_string(step_params_bytes()) + " bytes on θ's device");
+  check_call("fused_update_from", rule, theta, state, grad);
+  if (theta.numel() == 0) return;
+  if (theta.device().is_cuda()) {
+#if defined(SGMCMC_WITH_CUDA)
+    fused_update_cuda(rule, theta, state, grad, FusedScalars{}, generator, step_params.data_ptr());
+    return;
+#endif
+  }
+  // The CPU reads the buffer now, which is when a (CPU) step runs.
+  if (theta.scalar_type() == torch::kFloat64) {
+    StepParams<double> p;
+    std::memcpy(&p, step_params.data_ptr(), sizeof p);
+    cpu_dispatch<double>(rule, theta, state, grad, p.k, p.noise);
+  } else {
+    StepParams<float> p;
+    std::memcpy(&p, step_params.data_ptr(), sizeof p);
+    cpu_dispatch<float>(rule, theta, state, grad, p.k, p.noise);
   }
 }
 

@@ -82,6 +82,20 @@ void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch:
 torch::Tensor philox_normal(int64_t numel, NoiseStream stream, torch::TensorOptions options,
                             at::Generator* generator = nullptr);
 
+// Graph-safe launches (whole-step CUDA graphs, issue 6). A captured kernel launch keeps its
+// arguments, so a step's scalars cannot be passed by value to a kernel that is replayed. Instead the
+// host folds them (with the CPU noise stream) into a small byte buffer on θ's device,
+// `write_step_params`, before each step; `fused_update_from` launches a kernel that reads that buffer
+// when it runs. Same arithmetic as fused_update with the same scalars and stream, bit for bit
+// (tests/test_fused.cpp). On CUDA the buffer's stream field is unused (the noise comes from the
+// generator's Philox state, which graphs advance per replay).
+int64_t step_params_bytes();  // the buffer size for either dtype
+void write_step_params(FusedRule rule, const FusedScalars& s, NoiseStream noise, torch::ScalarType dtype,
+                       void* dst);
+void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
+                       const torch::Tensor& grad, const torch::Tensor& step_params,
+                       at::Generator* generator = nullptr);
+
 // True if the fused kernels handle tensors of this dtype and device in this build.
 bool fused_supported(const torch::Tensor& t);
 

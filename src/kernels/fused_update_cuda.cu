@@ -24,9 +24,13 @@ namespace sgmcmc::kernels {
 
 namespace {
 
+// `kp`, when not null, points to the step's coefficients in device memory (fused_update_from: a
+// captured launch keeps its arguments, so the scalars of a replayed step must be read when it runs);
+// otherwise `kv` holds them.
 template <FusedRule R, typename T>
-__global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, FusedCoefs<T> k,
-                             at::PhiloxCudaState philox) {
+__global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, FusedCoefs<T> kv,
+                             const FusedCoefs<T>* kp, at::PhiloxCudaState philox) {
+  const FusedCoefs<T> k = kp ? *kp : kv;
   const auto seeds = at::cuda::philox::unpack(philox);
   const uint64_t key = std::get<0>(seeds), offset = std::get<1>(seeds);
   const int64_t blocks = (n + 3) / 4;
@@ -43,8 +47,11 @@ __global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
 
 template <typename T>
 void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state, const torch::Tensor& grad,
-            const FusedScalars& s, const at::PhiloxCudaState& philox, int64_t grid, int threads, cudaStream_t stream) {
+            const FusedScalars& s, const void* step_params, const at::PhiloxCudaState& philox, int64_t grid,
+            int threads, cudaStream_t stream) {
   const auto k = make_coefs<T>(rule, s);
+  // StepParams<T> starts with its FusedCoefs<T> (fused_elementwise.h).
+  const auto* kp = step_params ? &static_cast<const StepParams<T>*>(step_params)->k : nullptr;
   const int64_t n = theta.numel();
   T* th = theta.data_ptr<T>();
   T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
@@ -52,7 +59,7 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
   const T* gr = grad.defined() ? grad.data_ptr<T>() : nullptr;
 #define SGMCMC_FUSED_LAUNCH(R)                                                                           \
   case R:                                                                                                \
-    fused_kernel<R, T><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, philox); \
+    fused_kernel<R, T><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, philox); \
     break;
   switch (rule) {
     SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)
@@ -71,7 +78,8 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
 }  // namespace
 
 void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
-                       const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator) {
+                       const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator,
+                       const void* step_params) {
   const c10::cuda::CUDAGuard guard(theta.device());
   const int64_t n = theta.numel();
   const int64_t blocks = (n + 3) / 4;
@@ -90,9 +98,9 @@ void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<t
   }
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   if (theta.scalar_type() == torch::kFloat64) {
-    launch<double>(rule, theta, state, grad, s, philox, grid, threads, stream);
+    launch<double>(rule, theta, state, grad, s, step_params, philox, grid, threads, stream);
   } else {
-    launch<float>(rule, theta, state, grad, s, philox, grid, threads, stream);
+    launch<float>(rule, theta, state, grad, s, step_params, philox, grid, threads, stream);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

@@ -17,6 +17,15 @@ GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, b
     : groups_(std::move(groups)), lambda_(groups_.size(), precision), learn_(learn), alpha_(alpha), beta_(beta) {
   if (!(precision > 0)) throw std::invalid_argument("prior.precision: must be > 0");
   if (!(alpha > 0) || !(beta > 0)) throw std::invalid_argument("prior.alpha/beta: must be > 0");
+  for (const auto& g : groups_)
+    lambda_dev_.push_back(g.params.empty() ? torch::zeros({}, torch::kFloat64)
+                                           : torch::zeros({}, g.params.front().options().requires_grad(false)));
+  sync_device_lambda();
+}
+
+void GaussianPrior::sync_device_lambda() {
+  torch::NoGradGuard no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g) lambda_dev_[g].fill_(lambda_[g]);
 }
 
 torch::Tensor GaussianPrior::neg_log_prob() const {
@@ -35,7 +44,7 @@ void GaussianPrior::add_grad() const {
     for (const auto& p : groups_[g].params) {
       auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
       if (!grad.defined()) grad = torch::zeros_like(p);
-      groups_[g].view(grad).add_(groups_[g].view(p), lambda_[g]);
+      groups_[g].view(grad).addcmul_(groups_[g].view(p), lambda_dev_[g]);
     }
 }
 
@@ -62,6 +71,7 @@ void GaussianPrior::gibbs_step(at::Generator& gen) {
   auto draw = sample_gamma(shape_t, rate_t, gen).cpu();
   auto acc = draw.accessor<double, 1>();
   for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = std::max(acc[g], 1e-300);
+  sync_device_lambda();
 }
 
 void GaussianPrior::set_precisions(const std::vector<double>& lambda) {
@@ -69,6 +79,7 @@ void GaussianPrior::set_precisions(const std::vector<double>& lambda) {
     throw std::invalid_argument("prior: checkpoint has " + std::to_string(lambda.size()) + " precisions, model has " +
                                 std::to_string(lambda_.size()) + " groups");
   lambda_ = lambda;
+  sync_device_lambda();
 }
 
 std::map<std::string, double> GaussianPrior::log_values() const {

@@ -31,6 +31,8 @@ class GaussianPrior {
   // Σ_g λ_g ‖θ_g‖²/2 (differentiable scalar).
   torch::Tensor neg_log_prob() const;
   // Adds λ_g θ_g to every parameter's .grad (allocating zero gradients where undefined). No host sync.
+  // λ_g is read from a scalar tensor on the parameters' device, so a captured CUDA graph of the step
+  // sees the λ of later Gibbs steps.
   void add_grad() const;
   // Resamples every λ_g from its conditional (no-op if not learned). One host sync.
   void gibbs_step(at::Generator& gen);
@@ -46,7 +48,10 @@ class GaussianPrior {
 
  private:
   std::vector<PriorGroup> groups_;
+  void sync_device_lambda();
+
   std::vector<double> lambda_;
+  std::vector<torch::Tensor> lambda_dev_;  // λ_g as 0-dim tensors in the group's dtype and device
   bool learn_;
   double alpha_, beta_;
 };

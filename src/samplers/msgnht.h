@@ -40,6 +40,7 @@ class Msgnht : public Sampler {
  public:
   Msgnht(std::vector<ParamGroup> groups, at::Generator generator, MsgnhtOptions options);
   std::string name() const override { return "msgnht"; }
+  bool has_fused_step() const override { return true; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
 

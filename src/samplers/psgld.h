@@ -30,6 +30,7 @@ class Psgld : public Sampler {
  public:
   Psgld(std::vector<ParamGroup> groups, at::Generator generator, PsgldOptions options);
   std::string name() const override { return "psgld"; }
+  bool has_fused_step() const override { return true; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
 

@@ -58,6 +58,10 @@ kernels::NoiseStream next_noise_stream(at::Generator& gen, const torch::Device& 
 }  // namespace detail
 
 torch::Tensor Sampler::step(const Closure& closure) {
+  if (mode_ == StepMode::kPrepare) {  // the host's part only; the closure runs in the captured body
+    step();
+    return {};
+  }
   torch::Tensor loss;
   {
     torch::AutoGradMode enable(true);
@@ -65,6 +69,35 @@ torch::Tensor Sampler::step(const Closure& closure) {
   }
   step();
   return loss;
+}
+
+void Sampler::set_step_mode(StepMode mode) {
+  if (mode == StepMode::kPrepare && !graph_capturable())
+    throw std::invalid_argument("sampler " + name() +
+                                ": a captured step needs its fused update (sgld, psgld, sghmc without the fisher "
+                                "noise estimate, msgnht, santa), flat parameter groups and train.fused: true");
+  if (mode == StepMode::kPrepare && step_buffers_.empty())
+    for (const auto& f : flat_) step_buffers_.push_back(std::make_unique<StepParamsBuffer>(f->data().device()));
+  prepared_.assign(groups_.size(), PreparedLaunch{});
+  mode_ = mode;
+}
+
+void Sampler::launch_prepared() {
+  if (mode_ != StepMode::kPrepare) throw std::logic_error("Sampler::launch_prepared: not in kPrepare mode");
+  torch::NoGradGuard no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (!prepared_[g].ready)
+      throw std::logic_error("Sampler::launch_prepared: no step was prepared");
+    auto theta = flat_[g]->data();
+    kernels::fused_update_from(prepared_[g].rule, theta, prepared_[g].state, flat_[g]->grad(),
+                               step_buffers_[g]->device_buffer(), &generator_);
+  }
+}
+
+std::vector<int> Sampler::prepared_rules() const {
+  std::vector<int> out;
+  for (const auto& p : prepared_) out.push_back(static_cast<int>(p.rule));
+  return out;
 }
 
 void Sampler::zero_grad() {

@@ -21,14 +21,16 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/fused_update.h"
 #include "samplers/flat_params.h"
+#include "samplers/step_params_buffer.h"
 
 namespace sgmcmc {
 
@@ -83,6 +85,26 @@ class Sampler {
   // True if every group is one flat buffer (see above).
   bool flat() const;
 
+  // Whole-step graphs (train.graph, issue 6). In kPrepare mode `step(closure)` does only the host's
+  // part of a step: it computes the step's scalars, draws the CPU noise keys and counts the step,
+  // writing the folded scalars of every group to a buffer on the device (StepParamsBuffer), without
+  // calling the closure or launching anything. launch_prepared() then launches the step's fused
+  // kernels, which read those buffers when they run. The launches can thus be captured once in a
+  // CUDA graph (after the closure's forward and backward) and replayed after each step's host part;
+  // on the CPU, prepare + closure + launch_prepared() is the eager step bit for bit
+  // (tests/test_graph.cpp). kPrepare needs graph_capturable().
+  enum class StepMode { kEager, kPrepare };
+  void set_step_mode(StepMode mode);
+  StepMode step_mode() const { return mode_; }
+  void launch_prepared();
+  // The fused rule of every group in the last prepared step (a graph captured for one list of rules
+  // is replayed while the list stays the same; Santa's switches once, at the end of its burn-in).
+  std::vector<int> prepared_rules() const;
+  // True if step() is the fused update of step_params for this sampler's options.
+  virtual bool has_fused_step() const { return false; }
+  // True if kPrepare works: a fused step, every group flat, fused() on.
+  bool graph_capturable() const { return has_fused_step() && flat() && fused_; }
+
   // Scalar diagnostics for logging (e.g. "thermostat_mean"); empty by default.
   virtual std::map<std::string, double> diagnostics() const { return {}; }
 
@@ -132,6 +154,15 @@ class Sampler {
   std::vector<ParamGroup> groups_;
   std::vector<std::unique_ptr<FlatGroup>> flat_;  // per group; null if the group is not flat
   bool fused_ = true;
+  // kPrepare: per group, the rule and state of the prepared launch and its scalars' buffer.
+  struct PreparedLaunch {
+    kernels::FusedRule rule = kernels::FusedRule::kNoise;
+    std::vector<torch::Tensor> state;
+    bool ready = false;
+  };
+  StepMode mode_ = StepMode::kEager;
+  std::vector<PreparedLaunch> prepared_;
+  std::vector<std::unique_ptr<StepParamsBuffer>> step_buffers_;
   at::Generator generator_;
   double lr_;
   double temperature_;
@@ -163,11 +194,19 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
         s.lr = lr;
         std::vector<torch::Tensor> st;
         for (const auto* b : state) st.push_back(b->group[g]);
+        if (mode_ == StepMode::kPrepare) {
+          step_buffers_[g]->write(*rule, s, stream, fg->data().scalar_type());
+          prepared_[g] = {*rule, std::move(st), true};
+          index += group.params.size();
+          continue;
+        }
         auto theta = fg->data();
         kernels::fused_update(*rule, theta, st, fg->grad(), s, stream, &generator_);
         index += group.params.size();
         continue;
       }
+      if (mode_ == StepMode::kPrepare)
+        throw std::logic_error("Sampler: a prepared step (kPrepare) took the ATen path; check graph_capturable()");
       std::vector<torch::Tensor> z;
       if (noise) {
         z = fg->split(kernels::philox_normal(fg->numel(), stream, fg->data().options(), &generator_));

@@ -68,6 +68,7 @@ class Santa : public Sampler {
  public:
   Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options);
   std::string name() const override { return "santa"; }
+  bool has_fused_step() const override { return true; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
   // β_t at the 0-based step t.

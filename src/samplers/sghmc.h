@@ -53,6 +53,7 @@ class Sghmc : public Sampler {
  public:
   Sghmc(std::vector<ParamGroup> groups, at::Generator generator, SghmcOptions options);
   std::string name() const override { return "sghmc"; }
+  bool has_fused_step() const override { return options_.noise_estimate() != "fisher"; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
 

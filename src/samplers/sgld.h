@@ -24,6 +24,7 @@ class Sgld : public Sampler {
  public:
   Sgld(std::vector<ParamGroup> groups, at::Generator generator, SgldOptions options);
   std::string name() const override { return "sgld"; }
+  bool has_fused_step() const override { return true; }
   void step() override;
 };
 

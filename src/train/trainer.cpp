@@ -22,6 +22,7 @@
 #include "priors/gaussian_prior.h"
 #include "samplers/registry.h"
 #include "samplers/schedules.h"
+#include "train/step_graph.h"
 #include "util/atomic_file.h"
 #include "util/signals.h"
 
@@ -292,6 +293,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     rethrow_with_source(ex, cfg.source);
   }
   sampler->set_fused(cfg.train.fused);
+  if (cfg.train.graph && !sampler->graph_capturable())
+    throw std::invalid_argument(cfg.source + ": train.graph: sampler " + cfg.sampler_name() +
+                                " cannot be captured; a captured step needs a fused update (sgld, psgld, sghmc "
+                                "with noise_estimate none or constant, msgnht, santa) and train.fused: true");
   const bool is_sampler = sampler->is_sampler();
   const int64_t chains = model.chains();
   if (chains > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
@@ -536,6 +541,12 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     return u.detach();
   };
 
+  // train.graph (set up below, before the loop).
+  std::unique_ptr<StepGraph> graph;
+  torch::Tensor idx_static;
+  std::vector<int> graph_rules;
+  std::function<void()> graph_body;
+
   // summary.json from the latest evaluation; `status` adds "diverged"/"interrupted" keys.
   auto write_summary = [&](bool finished, const std::string& status_json) {
     RunSummary summary;
@@ -568,6 +579,11 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     // Convergence diagnostics over the thinned samples (all chains): split-R̂ and ESS of the per-chain
     // test log-likelihood and of the first few weights (max R̂ / min ESS over those weights).
     v["chains"] = static_cast<double>(chains);
+    if (graph) {  // this session's steps: warm-up (eager), captures, replays
+      v["graph_warmup_steps"] = static_cast<double>(graph->warmups());
+      v["graph_captures"] = static_cast<double>(graph->captures());
+      v["graph_replays"] = static_cast<double>(graph->replays());
+    }
     if (is_sampler && trace_ll.size() >= 4) {
       auto ll = torch::stack(trace_ll);  // [S, C]
       v["rhat_test_loglik"] = split_rhat(ll);
@@ -616,6 +632,22 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (cfg.output.checkpoint || force) ckpt_step = step;
   };
 
+  // train.graph: the step's device work is one body, captured once and replayed (StepGraph). Its
+  // inputs are static buffers: the batch's indices (copied in before each step), the sampler's
+  // per-step scalars (written by its kPrepare step), λ and τ (tensors updated in place by Gibbs).
+  if (cfg.train.graph) {
+    sampler->set_step_mode(Sampler::StepMode::kPrepare);
+    graph = std::make_unique<StepGraph>(e.device, gen_dev);
+    idx_static = torch::zeros({n * chains}, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
+    graph_body = [&] {
+      batch.inputs = data.train.inputs.index_select(0, idx_static);
+      batch.targets = data.train.targets.index_select(0, idx_static);
+      closure();
+      sampler->launch_prepared();
+      loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
+    };
+  }
+
   bool stopped = false;
   int interrupted = 0;
   while (step < total) {
@@ -630,12 +662,22 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
                    .argsort(/*dim=*/static_cast<int64_t>(1), /*descending=*/false);
     }
     auto idx = chains == 1 ? perm.slice(0, pos * n, pos * n + n) : perm.narrow(1, pos * n, n).reshape({-1});
-    batch.inputs = data.train.inputs.index_select(0, idx);
-    batch.targets = data.train.targets.index_select(0, idx);
     sampler->set_lr(schedule->at(step));
-    sampler->step(closure);
+    if (graph) {
+      idx_static.copy_(idx);
+      sampler->step(closure);  // kPrepare: the host's part of the step only
+      if (sampler->prepared_rules() != graph_rules) {
+        graph->invalidate();
+        graph_rules = sampler->prepared_rules();
+      }
+      graph->run(graph_body);
+    } else {
+      batch.inputs = data.train.inputs.index_select(0, idx);
+      batch.targets = data.train.targets.index_select(0, idx);
+      sampler->step(closure);
+      loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
+    }
     if (check_loss_each_step && !std::isfinite(batch_nll.item<double>())) diverge(step + 1, "non-finite loss");
-    loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
     ++loss_count;
     ++step;
     if (++pos == spe) pos = 0;
