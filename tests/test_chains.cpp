@@ -40,11 +40,7 @@ sampler: SAMPLER
 train: {epochs: 12, burn_in: 4, batch_size: 50, eval_every: 4}
 output: {progress: false}
 )";
-  text.replace(text.find("DATA"), 4, data_dir);
-  text.replace(text.find("SAMPLER"), 7, sampler);
-  auto raw = parse_raw_config(text, "tiny_chains.yaml");
-  for (auto& a : extra) apply_override(raw, a);
-  return build_config(raw);
+  return test_util::config_from(text, {{"DATA", data_dir}, {"SAMPLER", sampler}}, extra, "tiny_chains.yaml");
 }
 
 }  // namespace

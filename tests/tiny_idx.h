@@ -4,8 +4,11 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compat.h"
+#include "config/experiment_config.h"
 #include "data/idx.h"
 
 namespace sgmcmc::test_util {
@@ -43,6 +46,16 @@ inline std::string temp_dir(const std::string& name) {
   std::filesystem::remove_all(base);
   std::filesystem::create_directories(base);
   return base.string();
+}
+
+// A config from the YAML `text` with every placeholder of `subs` replaced (once each), then the
+// `key=value` overrides applied, as `sgmcmc train FILE --set ...` builds it.
+inline ExperimentConfig config_from(std::string text, const std::vector<std::pair<std::string, std::string>>& subs,
+                                    const std::vector<std::string>& overrides, const std::string& source) {
+  for (const auto& [key, value] : subs) text.replace(text.find(key), key.size(), value);
+  auto raw = parse_raw_config(text, source);
+  for (const auto& a : overrides) apply_override(raw, a);
+  return build_config(raw);
 }
 
 }  // namespace sgmcmc::test_util

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "util/signals.h"
@@ -30,14 +31,24 @@ void usage(std::ostream& out) {
 //   default                               94                    489
 //   OMP_WAIT_POLICY=PASSIVE              247                    338   (futex wake-up per region)
 //   GOMP_SPINCOUNT=3000                  212                    504
-// so the binary runs with GOMP_SPINCOUNT=3000. libgomp reads it once, when it is loaded, so the
-// binary sets it and re-executes itself (same pid, same arguments). Nothing is done if the user set
-// OMP_WAIT_POLICY or GOMP_SPINCOUNT, or SGMCMC_NO_REEXEC; if exec fails the run goes on unchanged.
+// so the binary runs with GOMP_SPINCOUNT=3000. OpenBLAS's idle threads then still spin on
+// sched_yield for 2^28 cycles (a fifth of the MNIST run's samples under perf); with
+// OPENBLAS_THREAD_TIMEOUT=8 (2^8 cycles) the same run went from 184-192 to 229-268 steps/s, with BPMF
+// unchanged (458-498 vs 482-503; 2026-11-21, 2 runs each; 4, 12, 16 and 20 were within the noise of 8).
+// Both libraries read their variable once, when they are loaded, so the binary sets what the user did
+// not and re-executes itself (same pid, same arguments). GOMP_SPINCOUNT is left alone if the user set
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT, OPENBLAS_THREAD_TIMEOUT if the user set it; nothing is done with
+// SGMCMC_NO_REEXEC; if exec fails the run goes on unchanged.
 void ensure_short_openmp_spin(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT") || std::getenv("SGMCMC_NO_REEXEC")) return;
-  if (setenv("GOMP_SPINCOUNT", "3000", 1) != 0) return;
+  if (std::getenv("SGMCMC_NO_REEXEC")) return;
+  std::vector<const char*> set;
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT") && setenv("GOMP_SPINCOUNT", "3000", 1) == 0)
+    set.push_back("GOMP_SPINCOUNT");
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT") && setenv("OPENBLAS_THREAD_TIMEOUT", "8", 1) == 0)
+    set.push_back("OPENBLAS_THREAD_TIMEOUT");
+  if (set.empty()) return;
   execv("/proc/self/exe", argv);
-  unsetenv("GOMP_SPINCOUNT");  // exec failed: carry on unchanged
+  for (const char* name : set) unsetenv(name);  // exec failed: carry on unchanged
 }
 
 }  // namespace
