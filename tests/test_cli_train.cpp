@@ -17,8 +17,8 @@ std::string slurp(const std::string& p) {
   return ss.str();
 }
 // Runs the sgmcmc binary with `args`; returns the exit status, stderr into *err.
-int run_cli(const std::string& args, const std::string& tmp, std::string* err = nullptr) {
-  std::string cmd = std::string(SGMCMC_BINARY) + " " + args + " >" + tmp + "/stdout.txt 2>" + tmp + "/stderr.txt";
+int run_cli(const std::string& args, const std::string& tmp, std::string* err = nullptr, const std::string& env = "") {
+  std::string cmd = env + std::string(SGMCMC_BINARY) + " " + args + " >" + tmp + "/stdout.txt 2>" + tmp + "/stderr.txt";
   int rc = std::system(cmd.c_str());
   if (err) *err = slurp(tmp + "/stderr.txt");
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -40,6 +40,15 @@ TEST(CliTrain, TrainsOnTinyIdxDirectory) {
                         "\"wall_seconds\"", "\"steps_per_second\""})
     EXPECT_NE(summary.find(k), std::string::npos) << k << "\n" << summary;
   EXPECT_NE(slurp(dir + "/run/config.yaml").find("epochs: 3"), std::string::npos);
+  // The binary re-executed itself with short OpenMP and OpenBLAS spins (src/cli/main.cpp), unless the
+  // user set them; summary.json records what the run had.
+  EXPECT_NE(summary.find("GOMP_SPINCOUNT=3000"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("OPENBLAS_THREAD_TIMEOUT=8"), std::string::npos) << summary;
+  ASSERT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run_env --set train.epochs=2 --quiet", dir, &err,
+                    "OPENBLAS_THREAD_TIMEOUT=5 "), 0) << err;
+  const auto env_summary = slurp(dir + "/run_env/summary.json");
+  EXPECT_NE(env_summary.find("OPENBLAS_THREAD_TIMEOUT=5"), std::string::npos) << env_summary;
+  EXPECT_NE(env_summary.find("GOMP_SPINCOUNT=3000"), std::string::npos) << env_summary;
   // The same directory again: refused without --overwrite, accepted with it.
   EXPECT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run --quiet", dir, &err), 2);
   EXPECT_NE(err.find("--overwrite"), std::string::npos) << err;

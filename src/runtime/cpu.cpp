@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <torch/torch.h>
 
 namespace sgmcmc {
@@ -31,6 +34,15 @@ void tune_allocator() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
 #endif
+}
+
+std::string runtime_description() {
+  std::string out = "torch=" + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                    std::to_string(TORCH_VERSION_PATCH) + " threads=" + std::to_string(torch::get_num_threads());
+  for (const char* name :
+       {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT"})
+    if (const char* v = std::getenv(name)) out += std::string(" ") + name + "=" + v;
+  return out;
 }
 
 }  // namespace sgmcmc

@@ -9,6 +9,8 @@
 // afresh at every step.
 #pragma once
 
+#include <string>
+
 namespace sgmcmc {
 
 // n > 0: set both pools to n threads. Returns whether a BLAS thread setter was found.
@@ -16,5 +18,10 @@ bool set_cpu_threads(int n);
 
 // Idempotent; safe to call before any tensor is allocated or later.
 void tune_allocator();
+
+// The settings that decide CPU speed, for a run's summary.json: LibTorch's version and intra-op threads,
+// and those of OMP_NUM_THREADS, OMP_WAIT_POLICY, GOMP_SPINCOUNT, OPENBLAS_NUM_THREADS and
+// OPENBLAS_THREAD_TIMEOUT that are set, e.g. "torch=1.13.1 threads=2 GOMP_SPINCOUNT=3000 ...".
+std::string runtime_description();
 
 }  // namespace sgmcmc

@@ -601,7 +601,8 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     std::ostringstream js;
     js << "{\n";
     js << "  \"name\": \"" << json_escape(cfg.name) << "\",\n  \"sampler\": \"" << json_escape(cfg.sampler_name())
-       << "\",\n  \"dataset\": \"" << json_escape(data.description) << "\",\n  \"seed\": " << cfg.seed
+       << "\",\n  \"dataset\": \"" << json_escape(data.description) << "\",\n  \"runtime\": \""
+       << json_escape(runtime_description()) << "\",\n  \"seed\": " << cfg.seed
        << ",\n  \"finished\": " << (summary.finished ? "true" : "false") << status_json;
     for (auto& [k, x] : v) js << ",\n  \"" << json_escape(k) << "\": " << json_num(x);
     js << "\n}\n";
