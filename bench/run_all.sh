@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     *) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-PY=/usr/bin/python3
+PY=${PY:-/usr/bin/python3}  # on the GPU machine: the python3 whose torch has CUDA
 if ! $PY -c "import torch" 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null
 fi
