@@ -27,17 +27,14 @@ namespace {
 // StepGraph (on the CPU the body runs each call; warm-up, capture and recapture are counted).
 void run_prepared_steps(test::TwoGroupRun& r, int steps, StepGraph& graph) {
   r.sampler->set_step_mode(Sampler::StepMode::kPrepare);
-  std::vector<int> rules;
   for (int t = 0; t < steps; ++t) {
     EXPECT_FALSE(r.sampler->step(Closure()).defined());  // the closure is not called
-    if (r.sampler->prepared_rules() != rules) {
-      graph.invalidate();
-      rules = r.sampler->prepared_rules();
-    }
-    graph.run([&] {
-      test::quadratic_grads(r);
-      r.sampler->launch_prepared();
-    });
+    graph.run(
+        [&] {
+          test::quadratic_grads(r);
+          r.sampler->launch_prepared();
+        },
+        r.sampler->prepared_rules());
   }
 }
 
@@ -68,6 +65,27 @@ TEST(Graph, PreparedStepsEqualEagerSteps) {
       EXPECT_EQ(graph.replays(), 22) << name;
     }
   }
+}
+
+// StepGraph's sequencing: warm-up, one capture, replays; a new key captures again (no warm-up), as
+// does invalidate(); every call runs the body once (on the CPU, eagerly).
+TEST(Graph, StepGraphRecapturesOnANewKey) {
+  StepGraph graph(torch::kCPU, compat::make_generator(torch::kCPU, 0), /*warmup=*/2);
+  int calls = 0;
+  auto body = [&] { ++calls; };
+  for (int t = 0; t < 5; ++t) graph.run(body, {1});
+  EXPECT_EQ(graph.warmups(), 2);
+  EXPECT_EQ(graph.captures(), 1);
+  EXPECT_EQ(graph.replays(), 3);
+  graph.run(body, {2});
+  graph.run(body, {2});
+  EXPECT_EQ(graph.captures(), 2);
+  graph.invalidate();
+  graph.run(body, {2});
+  EXPECT_EQ(graph.warmups(), 2);
+  EXPECT_EQ(graph.captures(), 3);
+  EXPECT_EQ(graph.replays(), 6);
+  EXPECT_EQ(calls, 8);
 }
 
 TEST(Graph, SamplersWithoutAFusedStepAreRefused) {

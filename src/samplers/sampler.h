@@ -197,11 +197,10 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
         if (mode_ == StepMode::kPrepare) {
           step_buffers_[g]->write(*rule, s, stream, fg->data().scalar_type());
           prepared_[g] = {*rule, std::move(st), true};
-          index += group.params.size();
-          continue;
+        } else {
+          auto theta = fg->data();
+          kernels::fused_update(*rule, theta, st, fg->grad(), s, stream, &generator_);
         }
-        auto theta = fg->data();
-        kernels::fused_update(*rule, theta, st, fg->grad(), s, stream, &generator_);
         index += group.params.size();
         continue;
       }

@@ -43,7 +43,9 @@ void StepGraph::invalidate() {
 #endif
 }
 
-void StepGraph::run(const std::function<void()>& body) {
+void StepGraph::run(const std::function<void()>& body, const std::vector<int>& key) {
+  if (captured_ && key != key_) invalidate();
+  key_ = key;
   const bool warm = warmups_ < warmup_;
   if (!cuda_) {
     if (warm) {

@@ -14,8 +14,9 @@
 //  CPU: `body` is called every time (nothing to capture); warm-up, capture and recapture are counted
 //  the same way, so the host/device split of a step is exercised by the CPU tests.
 //
-// invalidate() drops the graph (the sampler's rules changed, e.g. Santa leaving its exploration
-// stage); the next call captures again, without a warm-up.
+// `key` names what the captured launches depend on besides their buffers (the sampler's fused rules,
+// Sampler::prepared_rules()); a call with another key than the captured graph's captures again,
+// without a warm-up. invalidate() drops the graph outright.
 #pragma once
 
 #include <torch/torch.h>
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace sgmcmc {
 
@@ -33,7 +35,7 @@ class StepGraph {
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
 
-  void run(const std::function<void()>& body);
+  void run(const std::function<void()>& body, const std::vector<int>& key = {});
   void invalidate();
 
   int64_t warmups() const { return warmups_; }
@@ -46,6 +48,7 @@ class StepGraph {
   at::Generator generator_;
   int warmup_;
   bool captured_ = false;
+  std::vector<int> key_;
   int64_t warmups_ = 0, captures_ = 0, replays_ = 0;
   std::unique_ptr<Cuda> cuda_;
 };

@@ -544,7 +544,6 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   // train.graph (set up below, before the loop).
   std::unique_ptr<StepGraph> graph;
   torch::Tensor idx_static;
-  std::vector<int> graph_rules;
   std::function<void()> graph_body;
 
   // summary.json from the latest evaluation; `status` adds "diverged"/"interrupted" keys.
@@ -633,6 +632,12 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (cfg.output.checkpoint || force) ckpt_step = step;
   };
 
+  auto select_batch = [&](const torch::Tensor& idx) {
+    batch.inputs = data.train.inputs.index_select(0, idx);
+    batch.targets = data.train.targets.index_select(0, idx);
+  };
+  auto add_batch_loss = [&] { loss_sum += batch_nll.detach() / static_cast<double>(n * chains); };
+
   // train.graph: the step's device work is one body, captured once and replayed (StepGraph). Its
   // inputs are static buffers: the batch's indices (copied in before each step), the sampler's
   // per-step scalars (written by its kPrepare step), λ and τ (tensors updated in place by Gibbs).
@@ -641,11 +646,10 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     graph = std::make_unique<StepGraph>(e.device, gen_dev);
     idx_static = torch::zeros({n * chains}, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
     graph_body = [&] {
-      batch.inputs = data.train.inputs.index_select(0, idx_static);
-      batch.targets = data.train.targets.index_select(0, idx_static);
+      select_batch(idx_static);
       closure();
       sampler->launch_prepared();
-      loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
+      add_batch_loss();
     };
   }
 
@@ -667,16 +671,11 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     if (graph) {
       idx_static.copy_(idx);
       sampler->step(closure);  // kPrepare: the host's part of the step only
-      if (sampler->prepared_rules() != graph_rules) {
-        graph->invalidate();
-        graph_rules = sampler->prepared_rules();
-      }
-      graph->run(graph_body);
+      graph->run(graph_body, sampler->prepared_rules());
     } else {
-      batch.inputs = data.train.inputs.index_select(0, idx);
-      batch.targets = data.train.targets.index_select(0, idx);
+      select_batch(idx);
       sampler->step(closure);
-      loss_sum += batch_nll.detach() / static_cast<double>(n * chains);
+      add_batch_loss();
     }
     if (check_loss_each_step && !std::isfinite(batch_nll.item<double>())) diverge(step + 1, "non-finite loss");
     ++loss_count;
