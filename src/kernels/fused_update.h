@@ -13,9 +13,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/update_rules.h"
-#include <vector>
 
 namespace sgmcmc::kernels {
 

@@ -47,9 +47,9 @@ class GaussianPrior {
   std::map<std::string, double> log_values() const;
 
  private:
-  std::vector<PriorGroup> groups_;
-  void sync_device_lambda();
+  void sync_device_lambda();  // lambda_dev_ := lambda_
 
+  std::vector<PriorGroup> groups_;
   std::vector<double> lambda_;
   std::vector<torch::Tensor> lambda_dev_;  // λ_g as 0-dim tensors in the group's dtype and device
   bool learn_;

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include "compat.h"
+
 namespace sgmcmc {
 
 bool set_cpu_threads(int n) {
@@ -37,8 +39,7 @@ void tune_allocator() {
 }
 
 std::string runtime_description() {
-  std::string out = "torch=" + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
-                    std::to_string(TORCH_VERSION_PATCH) + " threads=" + std::to_string(torch::get_num_threads());
+  std::string out = "torch=" + compat::torch_version() + " threads=" + std::to_string(torch::get_num_threads());
   for (const char* name :
        {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT"})
     if (const char* v = std::getenv(name)) out += std::string(" ") + name + "=" + v;

@@ -293,10 +293,13 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
     rethrow_with_source(ex, cfg.source);
   }
   sampler->set_fused(cfg.train.fused);
-  if (cfg.train.graph && !sampler->graph_capturable())
-    throw std::invalid_argument(cfg.source + ": train.graph: sampler " + cfg.sampler_name() +
-                                " cannot be captured; a captured step needs a fused update (sgld, psgld, sghmc "
-                                "with noise_estimate none or constant, msgnht, santa) and train.fused: true");
+  if (cfg.train.graph) {  // before anything is written: a sampler that cannot be captured is refused here
+    try {
+      sampler->set_step_mode(Sampler::StepMode::kPrepare);
+    } catch (const std::invalid_argument& ex) {
+      rethrow_with_source(ex, cfg.source);
+    }
+  }
   const bool is_sampler = sampler->is_sampler();
   const int64_t chains = model.chains();
   if (chains > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
@@ -642,7 +645,6 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   // inputs are static buffers: the batch's indices (copied in before each step), the sampler's
   // per-step scalars (written by its kPrepare step), λ and τ (tensors updated in place by Gibbs).
   if (cfg.train.graph) {
-    sampler->set_step_mode(Sampler::StepMode::kPrepare);
     graph = std::make_unique<StepGraph>(e.device, gen_dev);
     idx_static = torch::zeros({n * chains}, torch::TensorOptions().dtype(torch::kInt64).device(e.device));
     graph_body = [&] {
