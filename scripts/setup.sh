@@ -11,9 +11,9 @@
 # Run as root (or with sudo available).
 set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config libtorch-dev libyaml-cpp-dev libcxxopts-dev
-            libgtest-dev libgmock-dev zlib1g-dev libopenblas0-pthread libgloo-dev)
+            libgtest-dev libgmock-dev zlib1g-dev libopenblas0-pthread libgloo-dev nlohmann-json3-dev)
 cuda_build_pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libcxxopts-dev libgtest-dev
-                 libgmock-dev zlib1g-dev python3-venv)
+                 libgmock-dev zlib1g-dev nlohmann-json3-dev python3-venv)
 # yaml-cpp's runtime package is versioned: 0.7 on Debian bookworm, 0.8 on newer Debian/Ubuntu.
 yaml_rt=libyaml-cpp0.8
 [[ -r /etc/os-release ]] && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release && yaml_rt=libyaml-cpp0.7
