@@ -1,6 +1,7 @@
 // sgmcmc train / sgmcmc predict.
 #define CXXOPTS_VECTOR_DELIMITER '\x1f'  // --set values may contain commas (lists)
 #include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "config/experiment_config.h"
 #include "data/kfold.h"
 #include "train/trainer.h"
+#include "util/atomic_file.h"
 #include "util/signals.h"
 
 namespace sgmcmc {
@@ -78,26 +80,17 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
       per_fold[key].push_back(it == s.values.end() ? NAN : it->second);
     }
   }
-  std::ostringstream js;
-  js << std::setprecision(10) << "{\n  \"name\": \"" << base.name << "\",\n  \"sampler\": \"" << base.sampler_name()
-     << "\",\n  \"folds\": " << folds << ",\n  \"finished\": " << (finished ? "true" : "false");
-  auto num = [](double x) {
-    if (!std::isfinite(x)) return std::string("null");
-    std::ostringstream o;
-    o << std::setprecision(10) << x;
-    return o.str();
-  };
+  nlohmann::ordered_json js = {
+      {"name", base.name}, {"sampler", base.sampler_name()}, {"folds", folds}, {"finished", finished}};
   for (const auto& key : keys) {
     const auto& v = per_fold[key];
     auto m = mean_std(v);
-    js << ",\n  \"" << key << "\": " << num(m.mean) << ",\n  \"" << key << "_std\": " << num(m.std) << ",\n  \"" << key
-       << "_folds\": [";
-    for (size_t i = 0; i < v.size(); ++i) js << (i ? ", " : "") << num(v[i]);
-    js << "]";
+    js[key] = m.mean;  // non-finite numbers are written as null
+    js[key + "_std"] = m.std;
+    js[key + "_folds"] = v;
   }
-  js << "\n}\n";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "summary.json") << js.str();
+  write_file_atomic((dir / "summary.json").string(), json_text(js));
   auto rm = mean_std(per_fold["test_rmse"]);
   if (!ro.quiet)
     std::cout << "run directory: " << dir.string() << "\n  test_rmse: " << std::fixed << std::setprecision(4) << rm.mean

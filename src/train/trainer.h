@@ -8,6 +8,12 @@
 // test and validation sets are added to running sums, so samples need not be kept; evaluations
 // report the averaged predictive (samplers) or the current iterate (optimizers).
 // Run directory: config.yaml (resolved), metrics.csv, summary.json, checkpoint.pt, samples/.
+//
+// Where things live (src/train/): training_run.h the loop and its phases; run_setup the parts built
+// from a config; run_plan the step arithmetic; minibatches the data order; step_runner one step
+// (eager or captured); posterior_predictive the running sums; evaluator the metrics of a
+// predictive on a split; convergence_trace R̂/ESS; divergence_guard; run_directory and
+// metrics_log the files; console what is printed; predict.cpp `sgmcmc predict`.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,8 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "metrics/predictive_metrics.h"
+#include "train/run_directory.h"
 
 namespace sgmcmc {
 
@@ -39,19 +47,10 @@ struct RunSummary {
 // std::runtime_error for I/O failures.
 RunSummary run_training(ExperimentConfig config, const RunOptions& options);
 
-// runs/<name>-<YYYYmmdd-HHMMSS>.
-std::string default_run_dir(const std::string& name);
-
 // Re-averages the saved samples of a run (or its final parameters if it saved none) on the data set
 // its config names, after `overrides` (e.g. "data.dir=/other"). Returns test_/val_ error, nll (or
 // rmse) and "samples"; writes them to `out_json` unless empty.
 std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,
                                           const std::string& out_json, bool quiet);
-
-// Metrics of a predictive on a split: classification {error, nll}; regression {rmse, nll}
-// (Gaussian with noise precision `tau`, predictions clipped to [lo, hi] when `clip`).
-std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,
-                                                 bool classification, double tau = 1.0, bool clip = false,
-                                                 double lo = 0, double hi = 0);
 
 }  // namespace sgmcmc

@@ -1,0 +1,116 @@
+// TrainingRun's checkpoint (checkpoint.pt) and summary (summary.json).
+//
+// checkpoint.pt keys (kept from the first format, so runs of earlier versions resume): model.<name>,
+// "sampler" (the sampler's own archive), prior.lambda, gen_dev, gen_cpu, counters = [step,
+// position in the epoch, samples, metrics rows, steps in the loss], wall (seconds before this
+// session), loss_sum, perm, avg_/lse_<split> (PosteriorPredictive), trace_ll / trace_w.
+#include <cmath>
+
+#include "compat.h"
+#include "runtime/cpu.h"
+#include "train/model_io.h"
+#include "train/training_run.h"
+
+namespace sgmcmc {
+
+void TrainingRun::save_checkpoint() const {
+  torch::serialize::OutputArchive ar;
+  save_model(ar, model_, "model.");
+  torch::serialize::OutputArchive sa;
+  s_.sampler->save(sa);
+  ar.write("sampler", sa);
+  ar.write("prior.lambda", torch::tensor(s_.prior->precisions(), torch::kFloat64));
+  ar.write("gen_dev", compat::generator_state(s_.gen_dev), true);
+  ar.write("gen_cpu", compat::generator_state(s_.gen_cpu), true);
+  ar.write("counters",
+           torch::tensor({step_, batches_.position(), predictive_.count(), log_->rows(), loss_.count()}, torch::kInt64),
+           true);
+  ar.write("wall", torch::tensor(wall_before_ + session_seconds(), torch::kFloat64), true);
+  loss_.save(ar);
+  batches_.save(ar);
+  predictive_.save(ar);
+  trace_.save(ar);
+  dir_.write_checkpoint([&](const std::string& tmp) { ar.save_to(tmp); });
+}
+
+void TrainingRun::load_checkpoint() {
+  const std::string file = dir_.checkpoint_path().string();
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(file, s_.dm.device);
+  } catch (const c10::Error& ex) {
+    std::string what = ex.what_without_backtrace();
+    throw std::invalid_argument(file + ": not a readable checkpoint (" + what.substr(0, what.find('\n')) + ")");
+  }
+  load_model(ar, model_, "model.", file);
+  torch::serialize::InputArchive sa;
+  ar.read("sampler", sa);
+  s_.sampler->load(sa);
+  // A fresh tensor per key: InputArchive::read into a defined tensor resizes it in place.
+  auto rd = [&](const std::string& key, bool is_buffer) {
+    torch::Tensor x;
+    ar.read(key, x, is_buffer);
+    return x;
+  };
+  torch::Tensor t = rd("prior.lambda", false).cpu().contiguous();
+  s_.prior->set_precisions(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()));
+  compat::set_generator_state(s_.gen_dev, rd("gen_dev", true).cpu());
+  compat::set_generator_state(s_.gen_cpu, rd("gen_cpu", true).cpu());
+  t = rd("counters", true).cpu();
+  step_ = t[0].item<int64_t>();
+  rows_at_resume_ = t[3].item<int64_t>();
+  wall_before_ = rd("wall", true).item<double>();
+  loss_.load(ar, t[4].item<int64_t>());
+  batches_.load(ar, t[1].item<int64_t>(), file);
+  predictive_.load(ar, s_.dm.device, t[2].item<int64_t>(), {"test", "val"});
+  trace_.load(ar);
+  if (step_ > s_.plan.total_steps)
+    throw std::invalid_argument(file + ": checkpoint is at step " + std::to_string(step_) +
+                                ", beyond the configured run (" + std::to_string(s_.plan.total_steps) + " steps)");
+  guard_.checkpoint_written(step_);
+}
+
+std::map<std::string, double> TrainingRun::summary_values() const {
+  auto get = [&](const std::string& k) {
+    auto it = last_.find(k);
+    return it == last_.end() ? NAN : it->second;
+  };
+  const std::string m = eval_.headline();
+  std::map<std::string, double> v;
+  for (const auto& k : std::vector<std::string>{"test_" + m, "test_nll", "val_" + m, "val_nll", "sample_test_" + m})
+    v[k] = get(k);
+  if (!eval_.classification()) v["test_error"] = v["val_error"] = NAN;
+  v["samples"] = static_cast<double>(predictive_.count());
+  v["steps"] = static_cast<double>(step_);
+  v["epochs"] = s_.plan.epoch(step_);
+  v["wall_seconds"] = wall_before_ + session_seconds();
+  const double session = session_seconds();
+  v["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
+  v["train_steps_per_second"] =
+      session - eval_seconds_ > 0 ? (step_ - step_at_start_) / std::max(session - eval_seconds_, 1e-9) : NAN;
+  for (const auto& [k, x] : s_.prior->log_values()) v[k] = x;
+  v["chains"] = static_cast<double>(model_.chains());
+  for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
+  if (s_.sampler->is_sampler())
+    for (const auto& [k, x] : trace_.diagnostics()) v[k] = x;  // split-R̂ and ESS over the thinned samples
+  return v;
+}
+
+RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_json& status) const {
+  RunSummary summary;
+  summary.run_dir = dir_.path().string();
+  summary.finished = finished;
+  summary.values = summary_values();
+  nlohmann::ordered_json j = {{"name", cfg_.name},
+                              {"sampler", cfg_.sampler_name()},
+                              {"dataset", data_.description},
+                              {"runtime", runtime_description()},
+                              {"seed", cfg_.seed},
+                              {"finished", finished}};
+  for (const auto& [k, x] : status.items()) j[k] = x;
+  for (const auto& [k, x] : summary.values) j[k] = x;  // non-finite numbers are written as null
+  dir_.write_summary(j);
+  return summary;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,34 @@
+// What a run prints: one line per evaluation on stdout, and a progress line with the ETA on stderr
+// when it is a terminal (cleared before anything else is printed).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace sgmcmc {
+
+class Console {
+ public:
+  // `quiet`: no evaluation lines; `progress`: the progress line (only on a terminal).
+  Console(std::string run_name, bool quiet, bool progress, bool classification, double total_epochs);
+
+  // The evaluation line from a metrics row (and the prior's λ's).
+  void evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas);
+  // The progress line, at most twice a second.
+  void progress(int64_t step, int64_t total, int64_t steps_per_epoch, double steps_per_second);
+  // Clears the progress line.
+  void clear();
+
+ private:
+  std::string name_;
+  bool quiet_, tty_, classification_;
+  double total_epochs_;
+  std::chrono::steady_clock::time_point last_progress_;
+};
+
+// h:mm:ss or m:ss ("?" for a negative or non-finite number).
+std::string format_duration(double seconds);
+
+}  // namespace sgmcmc

@@ -1,0 +1,59 @@
+#include "train/divergence_guard.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "util/signals.h"
+
+namespace sgmcmc {
+
+std::string divergence_hint(const std::string& sampler, const OptionMap& options) {
+  auto r = options.resolved();
+  auto val = [&](const std::string& k) {
+    auto it = r.find(k);
+    return it == r.end() ? std::string("?") : it->second;
+  };
+  if (sampler == "sghmc")
+    return "step size too large for the friction alpha=" + val("alpha") + " \u2014 lower sampler.lr or raise sampler.alpha";
+  if (sampler == "sgnht" || sampler == "msgnht")
+    return "step size too large for the thermostat (diffusion=" + val("diffusion") +
+           ") \u2014 lower sampler.lr or raise sampler.diffusion";
+  if (sampler == "santa")
+    return "step size too large for the thermostat (friction=" + val("friction") + ") \u2014 lower sampler.lr";
+  if (sampler == "sghmc-naive") return "naive SGHMC has no friction to absorb the gradient noise \u2014 lower sampler.lr";
+  if (sampler == "sgd" || sampler == "sgd-momentum" || sampler == "rmsprop" || sampler == "adam")
+    return "learning rate too large \u2014 lower sampler.lr";
+  return "step size too large \u2014 lower sampler.lr";
+}
+
+DivergenceGuard::DivergenceGuard(std::string sampler, const OptionMap& options, std::vector<torch::Tensor> params,
+                                 bool check_every_step, std::string checkpoint_file, Report report)
+    : sampler_(std::move(sampler)),
+      options_(options),
+      params_(std::move(params)),
+      check_every_step_(check_every_step),
+      checkpoint_file_(std::move(checkpoint_file)),
+      report_(std::move(report)) {}
+
+void DivergenceGuard::check_step_loss(int64_t step, const torch::Tensor& batch_nll, double lr) {
+  if (check_every_step_ && !std::isfinite(batch_nll.item<double>())) diverge(step, lr, "non-finite loss");
+}
+
+void DivergenceGuard::check_state(int64_t step, double lr, bool loss_finite) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params_)
+    if (!torch::isfinite(p).all().item<bool>()) diverge(step, lr, "non-finite parameters");
+  if (!loss_finite) diverge(step, lr, "non-finite loss");
+}
+
+void DivergenceGuard::diverge(int64_t step, double lr, const std::string& what) {
+  std::ostringstream m;
+  m << "run diverged at step " << step << " (" << sampler_ << ", lr " << lr << "): " << what << "; "
+    << divergence_hint(sampler_, options_);
+  if (last_checkpoint_ >= 0)
+    m << " (last good checkpoint, step " << last_checkpoint_ << ", kept in " << checkpoint_file_ << ")";
+  report_(step, what);
+  throw RunDiverged(m.str());
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,51 @@
+// The divergence guard: the minibatch loss is checked every step on the CPU (one host read); on an
+// accelerator (where that read would synchronise every step) the accumulated loss and the
+// parameters are checked at every evaluation and sample, before anything is saved, so checkpoint.pt
+// is never written from non-finite state and the last good checkpoint survives.
+//
+// On a divergence the guard calls `report` (the run writes its summary.json) and throws
+// RunDiverged with the step, the sampler, its step size, the likely cause and the last good
+// checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "config/option_map.h"
+
+namespace sgmcmc {
+
+// The likely cause of a divergence, from the sampler's name and (resolved) options.
+std::string divergence_hint(const std::string& sampler, const OptionMap& options);
+
+class DivergenceGuard {
+ public:
+  using Report = std::function<void(int64_t step, const std::string& what)>;
+
+  DivergenceGuard(std::string sampler, const OptionMap& options, std::vector<torch::Tensor> params,
+                  bool check_every_step, std::string checkpoint_file, Report report);
+
+  // After a step on the CPU: the minibatch's nll. `step` is the step's number (1-based).
+  void check_step_loss(int64_t step, const torch::Tensor& batch_nll, double lr);
+  // Parameters (and, with `loss_finite` false, the accumulated loss) before a sample or a checkpoint.
+  void check_state(int64_t step, double lr, bool loss_finite = true);
+  // A checkpoint of `step` was written: the last good one.
+  void checkpoint_written(int64_t step) { last_checkpoint_ = step; }
+
+  [[noreturn]] void diverge(int64_t step, double lr, const std::string& what);
+
+ private:
+  std::string sampler_;
+  const OptionMap& options_;
+  std::vector<torch::Tensor> params_;
+  bool check_every_step_;
+  std::string checkpoint_file_;
+  Report report_;
+  int64_t last_checkpoint_ = -1;
+};
+
+}  // namespace sgmcmc

@@ -1,0 +1,53 @@
+#include "train/evaluator.h"
+
+#include <cmath>
+#include <vector>
+
+#include "metrics/predictive_metrics.h"
+
+namespace sgmcmc {
+namespace {
+
+// `f` over a whole split in chunks, concatenated along `dim`.
+template <typename F>
+torch::Tensor predict_chunked(const Batch& split, int64_t chunk, int64_t dim, F&& f) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  const int64_t n = split.size();
+  for (int64_t i = 0; i < n; i += chunk) parts.push_back(f(split.inputs.slice(0, i, std::min(n, i + chunk))));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts, dim);
+}
+
+}  // namespace
+
+torch::Tensor Evaluator::predict(Model& model, const Batch& split) const {
+  return predict_chunked(split, chunk_, 0, [&](const torch::Tensor& x) { return model.predict(x); });
+}
+
+torch::Tensor Evaluator::predict_chains(Model& model, const Batch& split) const {
+  return predict_chunked(split, chunk_, 1, [&](const torch::Tensor& x) { return model.predict_chains(x); });
+}
+
+Metrics Evaluator::metrics(const torch::Tensor& prediction, const Batch& split, double tau,
+                           const torch::Tensor& log_density_sum, int64_t samples) const {
+  auto m = predictive_metrics(prediction, split.targets, classification(), tau, data_.clip, data_.target_min,
+                              data_.target_max);
+  if (!data_.standardized_targets || m.empty()) return m;
+  m["rmse"] *= data_.target_scale;
+  if (log_density_sum.defined() && samples > 0)
+    m["nll"] = -(log_density_sum - std::log(static_cast<double>(samples))).mean().item<double>();
+  m["nll"] += std::log(data_.target_scale);
+  return m;
+}
+
+double tau_of(const Model& model) {
+  auto h = model.likelihood_hyperparameters();
+  auto it = h.find("tau");
+  return it == h.end() ? 1.0 : it->second;
+}
+
+void add_prefixed(Metrics& row, const std::string& prefix, const Metrics& m) {
+  for (const auto& [k, v] : m) row[prefix + k] = v;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,49 @@
+// The posterior-predictive accumulator: running sums over the thinned samples, per split, so that
+// no sample need be kept. For S samples with per-chain predictions p_{s,c}:
+//   mean(split) = (1/S) Σ_s (1/C) Σ_c p_{s,c}                 (class probabilities or means)
+//   log_density_sum(split) = log Σ_s (1/C) Σ_c N(y; f_{s,c}, 1/τ_s)   (only with mixture densities:
+//                                                              standardized regression targets)
+// `train` adds one sample per thinned step; `sgmcmc predict` adds one per saved sample file: the
+// same sums, so the two cannot disagree. Calibration and out-of-distribution scores of the
+// averaged predictive, and the all-reduce of the sums across processes, belong here.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <torch/torch.h>
+
+namespace sgmcmc {
+
+class PosteriorPredictive {
+ public:
+  explicit PosteriorPredictive(bool mixture_density = false) : mixture_density_(mixture_density) {}
+
+  // Adds one sample's per-chain predictions [C, n, ...] on `split` (τ: the sample's noise precision).
+  // Returns their chain mean [n, ...] (float64).
+  torch::Tensor add(const std::string& split, const torch::Tensor& per_chain, const torch::Tensor& targets,
+                    double tau);
+  // Ends the current sample (after every split was added).
+  void end_sample() { ++count_; }
+
+  int64_t count() const { return count_; }
+  bool has(const std::string& split) const { return sums_.count(split) > 0; }
+  torch::Tensor mean(const std::string& split) const;             // undefined before the first sample
+  torch::Tensor log_density_sum(const std::string& split) const;  // undefined without mixture densities
+
+  // Checkpoint entries "avg_<split>" and "lse_<split>" (the count is the caller's: the run's counters).
+  void save(torch::serialize::OutputArchive& ar) const;
+  void load(torch::serialize::InputArchive& ar, const torch::Device& device, int64_t count,
+            const std::vector<std::string>& splits);
+
+ private:
+  struct Sums {
+    torch::Tensor sum;  // Σ_s of the chain-mean predictions (float64)
+    torch::Tensor lse;  // log Σ_s of the mixture density per point
+  };
+  bool mixture_density_;
+  int64_t count_ = 0;
+  std::map<std::string, Sums> sums_;
+};
+
+}  // namespace sgmcmc

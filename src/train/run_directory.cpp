@@ -1,0 +1,73 @@
+#include "train/run_directory.h"
+
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
+
+#include "train/model_io.h"
+#include "util/atomic_file.h"
+
+namespace fs = std::filesystem;
+
+namespace sgmcmc {
+
+std::string default_run_dir(const std::string& name) {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return (fs::path("runs") / (name + "-" + buf)).string();
+}
+
+std::string json_text(const nlohmann::ordered_json& j) { return j.dump(2) + "\n"; }
+
+RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string& config_dir, const std::string& name,
+                                   bool resume, bool overwrite) {
+  RunDirectory d;
+  d.dir_ = !out_dir.empty() ? fs::path(out_dir) : !config_dir.empty() ? fs::path(config_dir) : fs::path(default_run_dir(name));
+  const fs::path& dir = d.dir_;
+  if (resume) {
+    if (!fs::exists(d.checkpoint_path()))
+      throw std::invalid_argument(dir.string() + ": cannot resume, no checkpoint.pt in the run directory");
+  } else if (fs::exists(dir) && !(fs::is_directory(dir) && fs::is_empty(dir))) {
+    if (!overwrite)
+      throw std::invalid_argument(dir.string() +
+                                  ": run directory exists (use --overwrite to replace it or --resume to continue it)");
+    d.replace_ = true;
+  } else if (fs::exists(dir) && !fs::is_directory(dir)) {
+    throw std::invalid_argument(dir.string() + ": exists and is not a directory");
+  }
+  return d;
+}
+
+void RunDirectory::commit(const std::string& config_yaml, const std::map<std::string, std::string>& files) {
+  if (replace_) fs::remove_all(dir_);
+  replace_ = false;
+  fs::create_directories(dir_);
+  write_file_atomic(file("config.yaml").string(), config_yaml);
+  for (const auto& [name, text] : files) write_file_atomic(file(name).string(), text);
+}
+
+void RunDirectory::write_summary(const nlohmann::ordered_json& summary) const {
+  write_file_atomic(file("summary.json").string(), json_text(summary));
+}
+
+void RunDirectory::write_checkpoint(const std::function<void(const std::string&)>& write) const {
+  replace_file_atomic(checkpoint_path().string(), write);
+}
+
+void RunDirectory::save_sample(Model& model, int64_t index) const {
+  fs::create_directories(dir_ / "samples");
+  torch::serialize::OutputArchive ar;
+  save_model(ar, model, "");
+  char name[64];
+  std::snprintf(name, sizeof name, "sample_%06lld.pt", static_cast<long long>(index));
+  replace_file_atomic((dir_ / "samples" / name).string(), [&](const std::string& tmp) { ar.save_to(tmp); });
+}
+
+void RunDirectory::save_final(Model& model) const {
+  torch::serialize::OutputArchive ar;
+  save_model(ar, model, "");
+  replace_file_atomic(file("final.pt").string(), [&](const std::string& tmp) { ar.save_to(tmp); });
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,51 @@
+// The run directory and every file in it. The object that owns a file writes it, atomically
+// (util/atomic_file.h): config.yaml, the data set's run files, summary.json, checkpoint.pt,
+// samples/sample_NNNNNN.pt, final.pt (metrics.csv: MetricsLog).
+//
+// prepare() checks that the directory can be used and writes nothing, so a bad config or data
+// file never costs the user an existing run; commit() then creates (or replaces) it.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "models/model.h"
+
+namespace sgmcmc {
+
+class RunDirectory {
+ public:
+  // `out_dir` (--out / --resume), else `config_dir` (output.dir), else runs/<name>-<timestamp>.
+  // Resuming needs a checkpoint; otherwise a non-empty directory needs `overwrite`.
+  static RunDirectory prepare(const std::string& out_dir, const std::string& config_dir, const std::string& name,
+                              bool resume, bool overwrite);
+
+  const std::filesystem::path& path() const { return dir_; }
+  std::filesystem::path checkpoint_path() const { return dir_ / "checkpoint.pt"; }
+  std::filesystem::path file(const std::string& name) const { return dir_ / name; }
+
+  // Creates (or replaces) the directory; writes config.yaml and `files` (name -> contents).
+  void commit(const std::string& config_yaml, const std::map<std::string, std::string>& files);
+
+  void write_summary(const nlohmann::ordered_json& summary) const;
+  // `write(tmp_path)` writes the checkpoint, which then replaces checkpoint.pt.
+  void write_checkpoint(const std::function<void(const std::string&)>& write) const;
+  void save_sample(Model& model, int64_t index) const;  // samples/sample_<index>.pt
+  void save_final(Model& model) const;                  // final.pt
+
+ private:
+  std::filesystem::path dir_;
+  bool replace_ = false;
+};
+
+// runs/<name>-<YYYYmmdd-HHMMSS>.
+std::string default_run_dir(const std::string& name);
+
+// JSON text as every file of the project writes it: 2-space indent, non-finite numbers as null.
+std::string json_text(const nlohmann::ordered_json& j);
+
+}  // namespace sgmcmc

@@ -1,0 +1,37 @@
+// The run's schedule in steps: how long, when to sample, evaluate and take Gibbs steps. Pure
+// arithmetic on the config and the training-set size; checked once, before anything runs.
+#pragma once
+
+#include <cstdint>
+
+#include "config/experiment_config.h"
+
+namespace sgmcmc {
+
+struct RunPlan {
+  int64_t train_size = 0;       // N
+  int64_t batch_size = 0;       // n (per chain)
+  int64_t steps_per_epoch = 1;  // N / n (each shuffled epoch drops its remainder)
+  int64_t total_steps = 0;
+  int64_t burn_in_steps = 0;
+  int64_t thin = 1;             // steps between averaged samples
+  int64_t eval_every = 1;       // steps between evaluations
+  int64_t gibbs_every = 0;      // steps between Gibbs steps (0 = never)
+  bool collects_samples = true; // samplers average a posterior predictive; optimizers do not
+
+  // N/n: the minibatch likelihood's scale in Ũ = (N/n)·nll(batch) + prior.
+  double grad_scale() const { return static_cast<double>(train_size) / static_cast<double>(batch_size); }
+  double epoch(int64_t step) const { return static_cast<double>(step) / static_cast<double>(steps_per_epoch); }
+
+  bool gibbs_due(int64_t step) const { return gibbs_every > 0 && step % gibbs_every == 0; }
+  bool sample_due(int64_t step) const {
+    return collects_samples && step > burn_in_steps && (step - burn_in_steps) % thin == 0;
+  }
+  bool eval_due(int64_t step) const { return step % eval_every == 0 || step == total_steps; }
+};
+
+// The plan of `config` for a training set of `train_size` examples. Throws std::invalid_argument
+// "<config file>: train...." when the batch exceeds the set or the burn-in is not shorter than the run.
+RunPlan make_run_plan(const ExperimentConfig& config, int64_t train_size, bool collects_samples);
+
+}  // namespace sgmcmc

@@ -1,0 +1,82 @@
+#include "train/run_setup.h"
+
+#include <stdexcept>
+
+#include "compat.h"
+#include "data/load.h"
+
+namespace sgmcmc {
+namespace {
+
+// Prefixes a plug-in's message (sampler / schedule options) with the config file when it lacks it.
+[[noreturn]] void rethrow_with_source(const std::invalid_argument& e, const std::string& source) {
+  std::string what = e.what();
+  if (what.rfind(source, 0) == 0) throw e;
+  throw std::invalid_argument(source + ": " + what);
+}
+
+template <typename F>
+auto with_source(const std::string& source, F&& f) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    rethrow_with_source(e, source);
+  }
+}
+
+SamplerPtr make_checked_sampler(RunSetup& s) {
+  const ExperimentConfig& cfg = s.config;
+  SamplerPtr sampler = with_source(cfg.source, [&] {
+    return make_sampler(cfg.sampler_name(), {ParamGroup(s.params)}, cfg.sampler, s.gen_dev);
+  });
+  sampler->set_fused(cfg.train.fused);
+  if (cfg.train.graph)  // a sampler that cannot be captured is refused here, before anything is written
+    with_source(cfg.source, [&] {
+      sampler->set_step_mode(Sampler::StepMode::kPrepare);
+      return 0;
+    });
+  if (s.dm.model->chains() > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
+    throw std::invalid_argument(cfg.source + ": chains: sampler " + cfg.sampler_name() +
+                                " couples all parameters (one thermostat / one accept step); use an elementwise "
+                                "sampler (sgld, psgld, sghmc, msgnht, santa) with parallel chains");
+  return sampler;
+}
+
+}  // namespace
+
+DataAndModel load_data_and_model(const ExperimentConfig& config) {
+  DataAndModel dm;
+  dm.device = torch::Device(config.device);
+  if (dm.device.is_cuda() && !compat::cuda_available())
+    throw std::invalid_argument(config.source + ": device: cuda requested but no CUDA device is available");
+  Dataset cpu = load_dataset(config.data, config.seed);
+  if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
+  dm.model = make_model(config.model, cpu, config.seed, config.chains);
+  dm.model->to(dm.device);
+  dm.data = cpu.to(dm.device);
+  return dm;
+}
+
+RunSetup make_run_setup(ExperimentConfig config) {
+  RunSetup s;
+  s.config = std::move(config);
+  ExperimentConfig& cfg = s.config;
+  s.dm = load_data_and_model(cfg);
+  s.gen_dev = compat::make_generator(s.dm.device, cfg.seed * 2 + 1);
+  s.gen_cpu = compat::make_generator(torch::kCPU, cfg.seed * 2 + 2);
+  for (const auto& p : s.dm.model->parameters()) s.params.push_back(p);
+  s.sampler = make_checked_sampler(s);
+  const bool is_sampler = s.sampler->is_sampler();
+  s.prior = std::make_unique<GaussianPrior>(make_prior_groups(*s.dm.model, cfg.prior.groups), cfg.prior.precision,
+                                            is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha,
+                                            cfg.prior.beta);
+  s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);
+  s.schedule = with_source(cfg.source, [&] {
+    auto schedule = make_schedule(cfg.schedule, s.sampler->lr(), s.plan.total_steps, s.plan.steps_per_epoch);
+    cfg.schedule.check_all_used();
+    return schedule;
+  });
+  return s;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,44 @@
+// Everything a run is made of, built from a config and checked before the run directory is
+// touched: device, data set and model (shared with `sgmcmc predict`), the two generators, the
+// sampler, the prior, the step plan and the step-size schedule.
+#pragma once
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "config/experiment_config.h"
+#include "data/dataset.h"
+#include "models/factory.h"
+#include "priors/gaussian_prior.h"
+#include "samplers/registry.h"
+#include "samplers/schedules.h"
+#include "train/run_plan.h"
+
+namespace sgmcmc {
+
+struct DataAndModel {
+  torch::Device device{torch::kCPU};
+  Dataset data;   // on the device
+  ModelPtr model; // on the device
+};
+
+// The data set and the model of a config, both on its device.
+DataAndModel load_data_and_model(const ExperimentConfig& config);
+
+struct RunSetup {
+  ExperimentConfig config;  // with the plug-ins' defaults marked read (for config.yaml)
+  DataAndModel dm;
+  at::Generator gen_dev;    // on the device: data order, sampler noise, likelihood Gibbs steps
+  at::Generator gen_cpu;    // on the CPU: prior precision Gibbs steps
+  std::vector<torch::Tensor> params;
+  SamplerPtr sampler;
+  std::unique_ptr<GaussianPrior> prior;
+  RunPlan plan;
+  std::unique_ptr<Schedule> schedule;
+};
+
+// Builds and checks every part (std::invalid_argument "<config file>: ..." on bad input).
+RunSetup make_run_setup(ExperimentConfig config);
+
+}  // namespace sgmcmc

@@ -1,0 +1,81 @@
+#include "train/step_runner.h"
+
+#include <cmath>
+
+namespace sgmcmc {
+
+double LossMeter::take_mean() {
+  const double mean = count_ ? sum_.item<double>() / count_ : NAN;
+  sum_.zero_();
+  count_ = 0;
+  return mean;
+}
+
+void LossMeter::load(torch::serialize::InputArchive& ar, int64_t count) {
+  torch::Tensor s;
+  ar.read("loss_sum", s, true);
+  sum_ = s.to(sum_.options());
+  count_ = count;
+}
+
+StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prior, const Batch& train,
+                       double grad_scale, int64_t batch_size, LossMeter& loss, bool graph, torch::Device device,
+                       at::Generator gen)
+    : model_(model),
+      sampler_(sampler),
+      prior_(prior),
+      train_(train),
+      scale_(grad_scale),
+      loss_denominator_(static_cast<double>(batch_size * model.chains())),
+      loss_(loss) {
+  closure_ = [this] { return gradient(); };
+  if (!graph) return;
+  // The captured body reads static buffers only: the batch's indices (copied in before each step),
+  // the sampler's per-step scalars (its kPrepare step), λ and τ (tensors updated in place by Gibbs).
+  graph_ = std::make_unique<StepGraph>(device, gen);
+  idx_static_ = torch::zeros({batch_size * model.chains()}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  graph_body_ = [this] {
+    select_batch(idx_static_);
+    closure_();
+    sampler_.launch_prepared();
+    add_batch_loss();
+  };
+}
+
+torch::Tensor StepRunner::gradient() {
+  sampler_.zero_grad();
+  batch_nll_ = model_.nll(batch_);
+  auto u = batch_nll_ * scale_;
+  u.backward();
+  prior_.add_grad();
+  return u.detach();
+}
+
+void StepRunner::select_batch(const torch::Tensor& idx) {
+  batch_.inputs = train_.inputs.index_select(0, idx);
+  batch_.targets = train_.targets.index_select(0, idx);
+}
+
+void StepRunner::add_batch_loss() { loss_.add(batch_nll_.detach() / loss_denominator_); }
+
+void StepRunner::step(const torch::Tensor& idx) {
+  if (graph_) {
+    idx_static_.copy_(idx);
+    sampler_.step(closure_);  // kPrepare: the host's part of the step only
+    graph_->run(graph_body_, sampler_.prepared_rules());
+  } else {
+    select_batch(idx);
+    sampler_.step(closure_);
+    add_batch_loss();
+  }
+  loss_.count_step();
+}
+
+std::map<std::string, double> StepRunner::graph_counts() const {
+  if (!graph_) return {};
+  return {{"graph_warmup_steps", static_cast<double>(graph_->warmups())},
+          {"graph_captures", static_cast<double>(graph_->captures())},
+          {"graph_replays", static_cast<double>(graph_->replays())}};
+}
+
+}  // namespace sgmcmc

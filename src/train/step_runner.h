@@ -1,0 +1,76 @@
+// One training step's work: the minibatch, the gradient ∇Ũ = (N/n)·∇nll(batch) + λθ into .grad,
+// the sampler's update, and the running training loss. Eagerly, or (train.graph) as a whole-step
+// graph captured once and replayed (StepGraph), with the batch's indices and the sampler's
+// scalars in static buffers.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "models/model.h"
+#include "priors/gaussian_prior.h"
+#include "samplers/sampler.h"
+#include "train/step_graph.h"
+
+namespace sgmcmc {
+
+// Σ of the per-example minibatch nll over the steps since the last evaluation, on the device
+// (reading it is a host sync, done only at evaluations).
+class LossMeter {
+ public:
+  explicit LossMeter(torch::Device device)
+      : sum_(torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
+  void add(const torch::Tensor& per_example_nll) { sum_ += per_example_nll; }
+  void count_step() { ++count_; }
+  // The mean since the last call (NaN when no step was taken), and a reset.
+  double take_mean();
+  // False when a step was counted and the sum is not finite (one host read).
+  bool finite() const { return count_ == 0 || std::isfinite(sum_.item<double>()); }
+
+  int64_t count() const { return count_; }
+  void save(torch::serialize::OutputArchive& ar) const { ar.write("loss_sum", sum_, true); }
+  void load(torch::serialize::InputArchive& ar, int64_t count);
+
+ private:
+  torch::Tensor sum_;
+  int64_t count_ = 0;
+};
+
+class StepRunner {
+ public:
+  // `batch_size` is per chain; `graph`: capture the step (train.graph) with `gen` registered.
+  StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prior, const Batch& train, double grad_scale,
+             int64_t batch_size, LossMeter& loss, bool graph, torch::Device device, at::Generator gen);
+
+  // One step on the training examples `idx`.
+  void step(const torch::Tensor& idx);
+  // The last minibatch's nll Σ (a device scalar).
+  const torch::Tensor& batch_nll() const { return batch_nll_; }
+  // graph_warmup_steps, graph_captures, graph_replays (empty without a graph).
+  std::map<std::string, double> graph_counts() const;
+
+ private:
+  torch::Tensor gradient();  // the closure: ∇Ũ into .grad, returns (N/n)·nll(batch)
+  void select_batch(const torch::Tensor& idx);
+  void add_batch_loss();
+
+  Model& model_;
+  Sampler& sampler_;
+  const GaussianPrior& prior_;
+  const Batch& train_;
+  double scale_;
+  double loss_denominator_;  // n · chains: the loss is per example
+  LossMeter& loss_;
+  Batch batch_;
+  torch::Tensor batch_nll_;
+  Closure closure_;
+  std::unique_ptr<StepGraph> graph_;
+  torch::Tensor idx_static_;
+  std::function<void()> graph_body_;
+};
+
+}  // namespace sgmcmc

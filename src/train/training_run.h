@@ -1,0 +1,77 @@
+// One training run: the loop and its phases, each a call into a unit with one responsibility.
+// Internal to src/train (run_training() is the interface).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "train/console.h"
+#include "train/convergence_trace.h"
+#include "train/divergence_guard.h"
+#include "train/evaluator.h"
+#include "train/metrics_log.h"
+#include "train/minibatches.h"
+#include "train/posterior_predictive.h"
+#include "train/run_directory.h"
+#include "train/run_setup.h"
+#include "train/step_runner.h"
+#include "train/trainer.h"
+
+namespace sgmcmc {
+
+class TrainingRun {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Loads the checkpoint when resuming, then creates the run directory: everything that can be
+  // wrong with the inputs has been reported before it is touched.
+  TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start);
+  RunSummary run();
+
+ private:
+  enum class Stop { kNone, kFinished, kStepLimit, kSignal };
+
+  Stop stop_reason(int signal) const;
+  void step();
+  void gibbs_step();
+  void collect_sample();
+  void evaluate(bool sample_fresh);
+  Metrics evaluation_row(bool sample_fresh);
+  void checkpoint(bool force);
+  RunSummary finish(Stop stop, int signal);
+
+  // checkpoint.cpp
+  void save_checkpoint() const;
+  void load_checkpoint();
+  // summary.json from the latest evaluation; `status` adds keys ("diverged", "interrupted").
+  RunSummary write_summary(bool finished, const nlohmann::ordered_json& status) const;
+  std::map<std::string, double> summary_values() const;
+  double session_seconds() const;
+
+  RunSetup s_;
+  ExperimentConfig& cfg_;
+  Model& model_;
+  const Dataset& data_;
+  RunDirectory dir_;
+  RunOptions opt_;
+  Clock::time_point start_;
+  Evaluator eval_;
+  PosteriorPredictive predictive_;
+  ConvergenceTrace trace_;
+  LossMeter loss_;
+  MinibatchStream batches_;
+  StepRunner steps_;
+  Console console_;
+  DivergenceGuard guard_;
+  std::unique_ptr<MetricsLog> log_;
+  int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
+  double wall_before_ = 0, eval_seconds_ = 0;
+  Metrics last_;                // the latest evaluation row
+  torch::Tensor current_test_;  // the current sample's test prediction, when computed at a sample
+};
+
+}  // namespace sgmcmc
