@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds sgmcmc (Release) into build/ (or $SGMCMC_BUILD_DIR). Extra args go to cmake.
+# SGMCMC_TARGET=sgmcmc builds only the binary (the main job), not the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SGMCMC_BUILD_DIR:-build}
@@ -9,4 +10,4 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
 elif (($#)); then
   cmake -S . -B "$build" "$@" >/dev/null
 fi
-cmake --build "$build" -j"$(nproc)"
+cmake --build "$build" -j"$(nproc)" ${SGMCMC_TARGET:+--target "$SGMCMC_TARGET"}

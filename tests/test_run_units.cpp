@@ -1,0 +1,243 @@
+// The training loop's units on their own, without a run: plan arithmetic, data order, the
+// posterior-predictive sums (against direct formulas), the evaluator's units, metrics.csv,
+// the divergence guard and the convergence traces (save/load round trips for resume).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "compat.h"
+#include "config/experiment_config.h"
+#include "metrics/predictive_metrics.h"
+#include "train/convergence_trace.h"
+#include "train/divergence_guard.h"
+#include "train/evaluator.h"
+#include "train/metrics_log.h"
+#include "train/minibatches.h"
+#include "train/posterior_predictive.h"
+#include "train/run_plan.h"
+#include "util/signals.h"
+
+using namespace sgmcmc;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("sgmcmc_units_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+ExperimentConfig config_with(const std::vector<std::string>& sets) {
+  auto raw = parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\n", "units.yaml");
+  for (const auto& s : sets) apply_override(raw, s);
+  return build_config(raw);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST(RunPlan, StepArithmetic) {
+  // N = 1050, n = 100: 10 steps per epoch (the remainder of 50 is dropped); burn-in 2.5 epochs -> 25 steps.
+  auto p = make_run_plan(config_with({"train.epochs=6", "train.burn_in=2.5", "train.batch_size=100",
+                                      "train.eval_every=2", "prior.gibbs_every_steps=7"}),
+                         1050, true);
+  EXPECT_EQ(p.steps_per_epoch, 10);
+  EXPECT_EQ(p.total_steps, 60);
+  EXPECT_EQ(p.burn_in_steps, 25);
+  EXPECT_EQ(p.thin, 10);
+  EXPECT_DOUBLE_EQ(p.grad_scale(), 10.5);
+  EXPECT_FALSE(p.sample_due(25));
+  EXPECT_TRUE(p.sample_due(35));
+  EXPECT_FALSE(p.sample_due(40));
+  EXPECT_TRUE(p.eval_due(20));
+  EXPECT_FALSE(p.eval_due(30));
+  EXPECT_TRUE(p.eval_due(60));
+  EXPECT_TRUE(p.gibbs_due(14));
+  EXPECT_FALSE(p.gibbs_due(15));
+  p.collects_samples = false;
+  EXPECT_FALSE(p.sample_due(35));
+}
+
+TEST(RunPlan, RejectsBatchLargerThanDataAndBurnInAsLongAsTheRun) {
+  EXPECT_THROW(make_run_plan(config_with({"train.batch_size=600"}), 500, true), std::invalid_argument);
+  auto burn = config_with({"train.steps=40", "train.burn_in_steps=40"});
+  EXPECT_THROW(make_run_plan(burn, 1000, true), std::invalid_argument);
+  EXPECT_NO_THROW(make_run_plan(burn, 1000, false));  // optimizers collect no samples
+}
+
+TEST(MinibatchStream, EveryEpochVisitsEachExampleOnceAndResumesExactly) {
+  auto gen = compat::make_generator(torch::kCPU, 3);
+  MinibatchStream s(103, 10, 1, torch::kCPU, gen);
+  std::vector<torch::Tensor> epoch;
+  for (int i = 0; i < 10; ++i) epoch.push_back(s.next());
+  EXPECT_EQ(s.position(), 0);
+  auto seen = std::get<0>(at::_unique(torch::cat(epoch)));
+  EXPECT_EQ(seen.numel(), 100);  // 10 distinct batches of 10, 3 examples dropped
+  // Save mid-epoch, continue, and compare with a stream restored from the checkpoint.
+  s.next();
+  torch::serialize::OutputArchive out;
+  s.save(out);
+  auto state = compat::generator_state(gen);
+  std::stringstream buf;
+  out.save_to(buf);
+  auto a = s.next(), b = s.next();
+  auto gen2 = compat::make_generator(torch::kCPU, 99);
+  compat::set_generator_state(gen2, state);
+  MinibatchStream r(103, 10, 1, torch::kCPU, gen2);
+  torch::serialize::InputArchive in;
+  in.load_from(buf);
+  r.load(in, 1, "ckpt");
+  EXPECT_TRUE(torch::equal(r.next(), a));
+  EXPECT_TRUE(torch::equal(r.next(), b));
+}
+
+TEST(MinibatchStream, ChainsDrawIndependentPermutations) {
+  MinibatchStream s(50, 10, 3, torch::kCPU, compat::make_generator(torch::kCPU, 1));
+  auto idx = s.next().view({3, 10});
+  EXPECT_FALSE(torch::equal(idx[0], idx[1]));
+  EXPECT_FALSE(torch::equal(idx[1], idx[2]));
+}
+
+TEST(PosteriorPredictive, MeansOverSamplesAndChainsAndMixtureDensity) {
+  // Two samples of two chains' regression means on 3 points, τ = 4: the mean predictive is the
+  // average of the four, and log_density_sum = log Σ_s (1/2) Σ_c N(y; f_sc, 1/τ).
+  auto y = torch::tensor({0.0, 1.0, -1.0}, torch::kFloat64);
+  auto s1 = torch::tensor({{0.1, 0.9, -1.2}, {0.0, 1.2, -0.8}}, torch::kFloat32);
+  auto s2 = torch::tensor({{-0.2, 1.0, -1.0}, {0.3, 0.7, -0.9}}, torch::kFloat32);
+  PosteriorPredictive p(/*mixture_density=*/true);
+  p.add("test", s1, y, 4.0);
+  p.end_sample();
+  p.add("test", s2, y, 4.0);
+  p.end_sample();
+  EXPECT_EQ(p.count(), 2);
+  auto expect_mean = (s1.to(torch::kFloat64).sum(0) + s2.to(torch::kFloat64).sum(0)) / 4;
+  // The chain mean is taken in the predictions' float32: half an ulp of |x| <= 1.2 is 6e-8.
+  EXPECT_TRUE(torch::allclose(p.mean("test"), expect_mean, /*rtol=*/0, /*atol=*/1e-7));
+  auto dens = [&](const torch::Tensor& f) {
+    auto r = f.to(torch::kFloat64) - y;
+    return (std::sqrt(4.0 / (2 * M_PI)) * torch::exp(-0.5 * 4.0 * r * r));
+  };
+  auto direct = ((dens(s1[0]) + dens(s1[1])) / 2 + (dens(s2[0]) + dens(s2[1])) / 2).log();
+  EXPECT_TRUE(torch::allclose(p.log_density_sum("test"), direct, 1e-12, 1e-12));
+  EXPECT_FALSE(p.has("val"));
+  // Round trip through a checkpoint.
+  torch::serialize::OutputArchive out;
+  p.save(out);
+  std::stringstream buf;
+  out.save_to(buf);
+  torch::serialize::InputArchive in;
+  in.load_from(buf);
+  PosteriorPredictive q(true);
+  q.load(in, torch::kCPU, 2, {"test", "val"});
+  EXPECT_TRUE(torch::equal(q.mean("test"), p.mean("test")));
+  EXPECT_TRUE(torch::equal(q.log_density_sum("test"), p.log_density_sum("test")));
+}
+
+TEST(PosteriorPredictive, OneChainAddsItsPredictionBitForBit) {
+  auto probs = torch::softmax(torch::randn({5, 3}), 1);
+  PosteriorPredictive p;
+  auto mean = p.add("test", probs.unsqueeze(0), torch::zeros({5}, torch::kInt64), 1.0);
+  p.end_sample();
+  EXPECT_TRUE(torch::equal(mean, probs.to(torch::kFloat64)));
+  EXPECT_FALSE(p.log_density_sum("test").defined());
+}
+
+TEST(Evaluator, StandardizedTargetsReportOriginalUnits) {
+  Dataset d;
+  d.task = Task::kRegression;
+  d.standardized_targets = true;
+  d.target_scale = 10.0;
+  Batch split{torch::zeros({2, 1}), torch::tensor({0.0, 1.0}, torch::kFloat64)};
+  Evaluator e(d, 100);
+  auto m = e.metrics(torch::tensor({0.5, 1.5}, torch::kFloat64), split, 1.0);
+  EXPECT_NEAR(m.at("rmse"), 5.0, 1e-12);  // 0.5 standardized units = 5 original units
+  // nll of N(y; f, 1) in standardized units, plus log(scale) for the density of the original target.
+  EXPECT_NEAR(m.at("nll"), 0.5 * 0.25 + 0.5 * std::log(2 * M_PI) + std::log(10.0), 1e-12);
+  EXPECT_EQ(e.headline(), "rmse");
+}
+
+TEST(MetricsLog, HeaderFromTheFirstRowAndResumeKeepsCheckpointedRows) {
+  auto dir = temp_dir("log");
+  {
+    MetricsLog log(dir / "metrics.csv", "error");
+    log.append({{"step", 1}, {"test_error", 0.5}, {"lambda.w", 2}, {"train_loss", NAN}});
+    log.append({{"step", 2}, {"test_error", 0.25}, {"lambda.w", 3}, {"extra", 9}});
+    log.append({{"step", 3}, {"test_error", 0.125}, {"lambda.w", 4}});
+    EXPECT_EQ(log.rows(), 3);
+  }
+  auto text = slurp(dir / "metrics.csv");
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "epoch,step,wall_seconds,lr,train_loss,test_error,test_nll,val_error,val_nll,sample_test_error,"
+            "sample_test_nll,samples,steps_per_second,lambda.w");
+  EXPECT_NE(text.find(",1,,,,0.5,"), std::string::npos);  // NaN and missing keys are empty cells
+  EXPECT_EQ(text.find("9"), std::string::npos);           // keys outside the header are not written
+  MetricsLog resumed(dir / "metrics.csv", "error", 2);
+  resumed.append({{"step", 4}, {"test_error", 0.0625}, {"lambda.w", 5}});
+  text = slurp(dir / "metrics.csv");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);  // header + rows 1, 2, 4
+  EXPECT_EQ(text.find("0.125"), std::string::npos);
+  EXPECT_NE(text.find("0.0625"), std::string::npos);
+}
+
+TEST(DivergenceGuard, ReportsThenThrowsWithHintAndLastCheckpoint) {
+  OptionMap opts("sampler");
+  opts.set("alpha", "0.01");
+  auto p = torch::ones({3});
+  std::vector<std::string> reports;
+  DivergenceGuard g("sghmc", opts, {p}, true, "/run/checkpoint.pt",
+                    [&](int64_t step, const std::string& what) { reports.push_back(std::to_string(step) + " " + what); });
+  g.check_step_loss(1, torch::tensor(1.0), 0.1);
+  g.check_state(1, 0.1);
+  EXPECT_TRUE(reports.empty());
+  g.checkpoint_written(5);
+  try {
+    g.check_step_loss(7, torch::tensor(NAN), 0.1);
+    FAIL() << "no throw";
+  } catch (const RunDiverged& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("run diverged at step 7 (sghmc, lr 0.1): non-finite loss"), std::string::npos) << m;
+    EXPECT_NE(m.find("alpha=0.01"), std::string::npos) << m;
+    EXPECT_NE(m.find("step 5, kept in /run/checkpoint.pt"), std::string::npos) << m;
+  }
+  p[1] = INFINITY;
+  EXPECT_THROW(g.check_state(8, 0.1), RunDiverged);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1], "8 non-finite parameters");
+  // An accelerator run does not read the loss every step.
+  DivergenceGuard lazy("sgld", opts, {torch::ones({1})}, false, "c", [](int64_t, const std::string&) {});
+  EXPECT_NO_THROW(lazy.check_step_loss(1, torch::tensor(NAN), 0.1));
+  EXPECT_THROW(lazy.check_state(1, 0.1, /*loss_finite=*/false), RunDiverged);
+}
+
+TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
+  ConvergenceTrace t;
+  auto gen = compat::make_generator(torch::kCPU, 7);
+  for (int i = 0; i < 3; ++i) t.record(at::randn({2}, gen, torch::kFloat64), at::randn({2, 3}, gen));
+  EXPECT_TRUE(t.diagnostics().empty());
+  t.record(at::randn({2}, gen, torch::kFloat64), at::randn({2, 3}, gen));
+  auto d = t.diagnostics();
+  for (const char* k : {"rhat_test_loglik", "ess_test_loglik", "rhat_weights_max", "ess_weights_min"})
+    EXPECT_TRUE(d.count(k) && std::isfinite(d[k])) << k;
+  torch::serialize::OutputArchive out;
+  t.save(out);
+  std::stringstream buf;
+  out.save_to(buf);
+  torch::serialize::InputArchive in;
+  in.load_from(buf);
+  ConvergenceTrace r;
+  r.load(in);
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_EQ(r.diagnostics(), d);
+}
