@@ -98,26 +98,51 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
   return 0;
 }
 
+cxxopts::Options train_options() {
+  cxxopts::Options options("sgmcmc train", "Trains a model by SG-MCMC (or an optimizer baseline) from a YAML config.");
+  options.custom_help("CONFIG.yaml [options]  |  --resume RUN_DIR [options]");
+  options.add_options()
+      ("config", "YAML config file", cxxopts::value<std::string>())
+      ("out", "run directory (default: output.dir, else runs/<name>-<timestamp>)", cxxopts::value<std::string>())
+      ("overwrite", "replace an existing run directory")
+      ("resume", "continue the run in DIR from its checkpoint (config from DIR/config.yaml)",
+       cxxopts::value<std::string>())
+      ("set", "override a config key, e.g. --set train.epochs=5 --set data.dir=/data/mnist (repeatable); "
+              "ratings data without data.fold runs every fold into OUT/fold<k> and writes their mean ± std",
+       cxxopts::value<std::vector<std::string>>())
+      ("stop-after", "stop after this many steps, with a checkpoint (for testing --resume)",
+       cxxopts::value<int64_t>())
+      ("q,quiet", "no per-evaluation lines or progress")
+      ("h,help", "show this help");
+  options.parse_positional({"config"});
+  return options;
+}
+
+// --resume DIR: the run's own config.yaml (with --set overrides) and DIR as the run directory.
+ExperimentConfig resume_config(const cxxopts::ParseResult& r, const std::vector<std::string>& sets, RunOptions& ro) {
+  if (r.count("config")) throw std::invalid_argument("give either CONFIG or --resume DIR, not both");
+  if (r.count("out")) throw std::invalid_argument("--out cannot be combined with --resume (the run directory is DIR)");
+  ro.resume = true;
+  ro.out_dir = r["resume"].as<std::string>();
+  std::string cfg = (std::filesystem::path(ro.out_dir) / "config.yaml").string();
+  if (!std::filesystem::exists(cfg)) throw std::invalid_argument(ro.out_dir + ": not a run directory (no config.yaml)");
+  return load_config(cfg, sets);
+}
+
+void print_result(const RunSummary& s) {
+  std::cout << "run directory: " << s.run_dir << (s.finished ? "" : " (stopped early; continue with --resume)") << "\n";
+  for (const char* k : {"test_error", "test_nll", "test_rmse", "val_error", "samples", "steps", "wall_seconds",
+                        "steps_per_second", "threads"}) {
+    auto it = s.values.find(k);
+    if (it != s.values.end() && std::isfinite(it->second)) std::cout << "  " << k << ": " << it->second << "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
   return guarded("sgmcmc train", [&] {
-    cxxopts::Options options("sgmcmc train", "Trains a model by SG-MCMC (or an optimizer baseline) from a YAML config.");
-    options.custom_help("CONFIG.yaml [options]  |  --resume RUN_DIR [options]");
-    options.add_options()
-        ("config", "YAML config file", cxxopts::value<std::string>())
-        ("out", "run directory (default: output.dir, else runs/<name>-<timestamp>)", cxxopts::value<std::string>())
-        ("overwrite", "replace an existing run directory")
-        ("resume", "continue the run in DIR from its checkpoint (config from DIR/config.yaml)",
-         cxxopts::value<std::string>())
-        ("set", "override a config key, e.g. --set train.epochs=5 --set data.dir=/data/mnist (repeatable); "
-                "ratings data without data.fold runs every fold into OUT/fold<k> and writes their mean ± std",
-         cxxopts::value<std::vector<std::string>>())
-        ("stop-after", "stop after this many steps, with a checkpoint (for testing --resume)",
-         cxxopts::value<int64_t>())
-        ("q,quiet", "no per-evaluation lines or progress")
-        ("h,help", "show this help");
-    options.parse_positional({"config"});
+    auto options = train_options();
     auto r = options.parse(argc, argv);
     if (r.count("help")) {
       std::cout << options.help() << "\nConfig keys: see configs/*.yaml; every key can be given with --set block.key=value.\n";
@@ -130,34 +155,21 @@ int cmd_train(int argc, char** argv) {
     ro.overwrite = r.count("overwrite") > 0;
     ro.quiet = r.count("quiet") > 0;
     if (r.count("stop-after")) ro.stop_after_steps = r["stop-after"].as<int64_t>();
-    ExperimentConfig config;
     if (r.count("resume")) {
-      if (r.count("config")) throw std::invalid_argument("give either CONFIG or --resume DIR, not both");
-      if (r.count("out")) throw std::invalid_argument("--out cannot be combined with --resume (the run directory is DIR)");
-      ro.resume = true;
-      ro.out_dir = r["resume"].as<std::string>();
-      std::string cfg = (std::filesystem::path(ro.out_dir) / "config.yaml").string();
-      if (!std::filesystem::exists(cfg)) throw std::invalid_argument(ro.out_dir + ": not a run directory (no config.yaml)");
-      config = load_config(cfg, sets);
-    } else {
-      if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
-      config = load_config(r["config"].as<std::string>(), sets);
-      if (r.count("out")) ro.out_dir = r["out"].as<std::string>();
-      // Ratings without data.fold: every fold of the k-fold split, then the aggregate.
-      if (config.data.format == "ratings" && !config.data.options.has("fold")) {
-        if (ro.stop_after_steps >= 0) throw std::invalid_argument("--stop-after needs a single fold (--set data.fold=K)");
-        return run_all_folds(r["config"].as<std::string>(), sets, config, ro);
-      }
+      RunSummary s = run_training(resume_config(r, sets, ro), ro);
+      if (!ro.quiet) print_result(s);
+      return 0;
+    }
+    if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
+    ExperimentConfig config = load_config(r["config"].as<std::string>(), sets);
+    if (r.count("out")) ro.out_dir = r["out"].as<std::string>();
+    // Ratings without data.fold: every fold of the k-fold split, then the aggregate.
+    if (config.data.format == "ratings" && !config.data.options.has("fold")) {
+      if (ro.stop_after_steps >= 0) throw std::invalid_argument("--stop-after needs a single fold (--set data.fold=K)");
+      return run_all_folds(r["config"].as<std::string>(), sets, config, ro);
     }
     RunSummary s = run_training(config, ro);
-    if (!ro.quiet) {
-      std::cout << "run directory: " << s.run_dir << (s.finished ? "" : " (stopped early; continue with --resume)") << "\n";
-      for (const char* k : {"test_error", "test_nll", "test_rmse", "val_error", "samples", "steps", "wall_seconds",
-                            "steps_per_second"}) {
-        auto it = s.values.find(k);
-        if (it != s.values.end() && std::isfinite(it->second)) std::cout << "  " << k << ": " << it->second << "\n";
-      }
-    }
+    if (!ro.quiet) print_result(s);
     return 0;
   });
 }

@@ -1,8 +1,10 @@
 #include "runtime/cpu.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -24,6 +26,20 @@ bool set_cpu_threads(int n) {
     }
   }
   return false;
+}
+
+int affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+int resolve_cpu_threads(int64_t configured) {
+  if (configured > 0) return static_cast<int>(configured);
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  if (omp && *omp) return 0;
+  return affinity_cpus();
 }
 
 void tune_allocator() {

@@ -9,12 +9,23 @@
 // afresh at every step.
 #pragma once
 
+#include <cstdint>
+
 #include <string>
 
 namespace sgmcmc {
 
 // n > 0: set both pools to n threads. Returns whether a BLAS thread setter was found.
 bool set_cpu_threads(int n);
+
+// The CPUs this process may run on (its sched_getaffinity mask; a container's or taskset's limit),
+// at least 1.
+int affinity_cpus();
+
+// The thread count a run uses for `train.threads` = `configured`: itself when > 0; else 0 (leave the
+// libraries' defaults) when OMP_NUM_THREADS is set; else affinity_cpus(). LibTorch's own default is
+// the core count of its cpuinfo library, which on some machines (this 2-vCPU one) is 1.
+int resolve_cpu_threads(int64_t configured);
 
 // Idempotent; safe to call before any tensor is allocated or later.
 void tune_allocator();

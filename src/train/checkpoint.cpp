@@ -90,6 +90,7 @@ std::map<std::string, double> TrainingRun::summary_values() const {
       session - eval_seconds_ > 0 ? (step_ - step_at_start_) / std::max(session - eval_seconds_, 1e-9) : NAN;
   for (const auto& [k, x] : s_.prior->log_values()) v[k] = x;
   v["chains"] = static_cast<double>(model_.chains());
+  v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)
   for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
   if (s_.sampler->is_sampler())
     for (const auto& [k, x] : trace_.diagnostics()) v[k] = x;  // split-R̂ and ESS over the thinned samples

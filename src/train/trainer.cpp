@@ -11,7 +11,7 @@ namespace {
 
 void apply_runtime_settings(const TrainConfig& train) {
   tune_allocator();
-  if (train.threads > 0) set_cpu_threads(static_cast<int>(train.threads));
+  if (const int n = resolve_cpu_threads(train.threads); n > 0) set_cpu_threads(n);
   // TF32 tensor-core matmuls and convolutions on CUDA: ~10-bit mantissa products, off by default.
   at::globalContext().setAllowTF32CuBLAS(train.tf32);
   at::globalContext().setAllowTF32CuDNN(train.tf32);
