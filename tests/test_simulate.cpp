@@ -4,7 +4,11 @@
 // broken sampler fails it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "simulate/experiments.h"
 
@@ -68,4 +72,30 @@ TEST(Simulate, UnknownExperimentSuggestsNearest) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'fig1'"), std::string::npos) << e.what();
   }
+}
+
+// summary.json: {"seed", "scale", "experiments": {name: {metric: value}}} in that order, experiments
+// in run order, non-finite values as null, finite ones at full precision.
+TEST(Simulate, SummaryJsonKeysOrderAndNulls) {
+  auto dir = temp_dir("summary");
+  SimulateOptions o;
+  o.seed = 7;
+  o.scale = 0.25;
+  ExperimentResult b{"zeta", {{"kl", 0.1234567890123456}, {"nan", NAN}, {"inf", INFINITY}}, {}};
+  ExperimentResult a{"alpha", {{"steps", 100}}, {}};
+  write_summary_json(dir / "summary.json", o, {b, a});
+  std::ifstream in(dir / "summary.json");
+  auto j = nlohmann::ordered_json::parse(in);
+  std::vector<std::string> keys, names;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  for (const auto& [k, v] : j["experiments"].items()) names.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"seed", "scale", "experiments"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"zeta", "alpha"}));
+  EXPECT_EQ(j["seed"].get<uint64_t>(), 7u);
+  EXPECT_EQ(j["scale"].get<double>(), 0.25);
+  EXPECT_EQ(j["experiments"]["zeta"]["kl"].get<double>(), 0.1234567890123456);
+  EXPECT_TRUE(j["experiments"]["zeta"]["nan"].is_null());
+  EXPECT_TRUE(j["experiments"]["zeta"]["inf"].is_null());
+  EXPECT_EQ(j["experiments"]["alpha"]["steps"].get<double>(), 100.0);
+  fs::remove_all(dir);
 }

@@ -11,6 +11,8 @@
 
 #include "config/experiment_config.h"
 #include "sweep/sweep_config.h"
+#include "sweep/sweep_report.h"
+#include "sweep/sweep_summary.h"
 #include "sweep/sweep_runner.h"
 #include "tiny_idx.h"
 #include "train/trainer.h"
@@ -204,6 +206,64 @@ select: {metric: val_rmse, group_by: [sampler.integrator]}
   auto best = best_points(spec, 0, runs, out);
   EXPECT_EQ(best["sampler.integrator=euler"], "integrator=euler lr=2");
   EXPECT_EQ(best["sampler.integrator=ssi"], "integrator=ssi lr=1");
+}
+
+// summary.json through nlohmann-json: top-level numbers (integer, fraction, exponent form, full
+// double precision), null -> NaN, true/false -> 1/0; strings, nested objects and arrays skipped.
+TEST(SweepSummaryJson, ReadsScalarsAndSkipsTheRest) {
+  auto dir = test_util::temp_dir("sweep_json");
+  const std::string path = dir + "/summary.json";
+  write(path, R"({
+  "name": "tiny, \"quoted\"",
+  "runtime": {"torch": "1.13", "threads": 4, "nested": {"x": 1}},
+  "chains": [1, 2, 3],
+  "seed": 12345678901,
+  "finished": true,
+  "diverged": false,
+  "test_error": 0.12345678901234566,
+  "test_nll": -1.5e-3,
+  "big": 2E+10,
+  "val_error": null,
+  "steps": 60
+}
+)");
+  auto v = read_summary_json(path);
+  std::vector<std::string> keys;
+  for (const auto& [k, x] : v) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"big", "diverged", "finished", "seed", "steps", "test_error", "test_nll",
+                                            "val_error"}));
+  EXPECT_EQ(v["finished"], 1.0);
+  EXPECT_EQ(v["diverged"], 0.0);
+  EXPECT_EQ(v["seed"], 12345678901.0);
+  EXPECT_EQ(v["steps"], 60.0);
+  EXPECT_EQ(v["test_error"], 0.12345678901234566);  // every digit kept
+  EXPECT_EQ(v["test_nll"], -1.5e-3);
+  EXPECT_EQ(v["big"], 2e10);
+  EXPECT_TRUE(std::isnan(v["val_error"]));
+  // One line, no pretty-printing: the same values.
+  write(path, R"({"finished":false,"steps":7,"interrupted":"SIGINT"})");
+  v = read_summary_json(path);
+  EXPECT_EQ(v.size(), 2u);
+  EXPECT_EQ(v["finished"], 0.0);
+  EXPECT_EQ(v["steps"], 7.0);
+}
+
+TEST(SweepSummaryJson, MissingFileIsEmptyMalformedFileThrows) {
+  auto dir = test_util::temp_dir("sweep_json_bad");
+  EXPECT_TRUE(read_summary_json(dir + "/nowhere/summary.json").empty());
+  for (const std::string text : {"{\"finished\": true, \"steps\": 60\n", "{\"finished\": true,}", "{\"x\": nan}",
+                                 "", "[1, 2]", "\"finished\""}) {
+    const std::string path = dir + "/summary.json";
+    write(path, text);
+    std::string msg = error_of([&] { read_summary_json(path); });
+    EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << text << " -> " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  // The runner counts a run with a malformed summary.json as not finished (resumed or rerun).
+  write(dir + "/run/summary.json", "{\"finished\": tru");
+  EXPECT_EQ(run_state(dir + "/run"), "new");
+  write(dir + "/run/checkpoint.pt", "");
+  EXPECT_EQ(run_state(dir + "/run"), "resume");
 }
 
 namespace {

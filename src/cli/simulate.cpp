@@ -4,14 +4,18 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "simulate/experiments.h"
 
 namespace sgmcmc {
+namespace {
 
-int cmd_simulate(int argc, char** argv) {
-  namespace fs = std::filesystem;
+namespace fs = std::filesystem;
+
+cxxopts::Options simulate_options() {
   std::string names;
   for (const auto& e : sim::experiment_list()) names += "  " + e.first + ": " + e.second + "\n";
   cxxopts::Options opts("sgmcmc simulate",
@@ -27,6 +31,66 @@ int cmd_simulate(int argc, char** argv) {
       ("name", "experiment", cxxopts::value<std::vector<std::string>>());
   opts.parse_positional({"name"});
   opts.positional_help("NAME|all");
+  return opts;
+}
+
+// The experiments named on the command line ('all' expands to every experiment).
+std::vector<std::string> selected_experiments(const cxxopts::ParseResult& args) {
+  std::vector<std::string> selected;
+  for (const auto& n : args["name"].as<std::vector<std::string>>()) {
+    if (n == "all") {
+      for (const auto& e : sim::experiment_list()) selected.push_back(e.first);
+    } else {
+      selected.push_back(n);
+    }
+  }
+  return selected;
+}
+
+// A usage error in the arguments (missing NAME or --out, --scale out of range), or none.
+std::optional<std::string> usage_error(const cxxopts::ParseResult& args) {
+  if (!args.count("name")) return "missing experiment NAME (one of the list in --help, or 'all')";
+  if (!args.count("out")) return "missing --out DIR";
+  const double scale = args["scale"].as<double>();
+  if (!(scale > 0) || scale > 1000) {
+    std::ostringstream s;
+    s << "--scale must be in (0, 1000], got " << scale;
+    return s.str();
+  }
+  return std::nullopt;
+}
+
+// Creates the output directory; an error message when it already holds results (without
+// --overwrite) or cannot be created.
+std::optional<std::string> prepare_out_dir(const fs::path& out, bool overwrite) {
+  if (fs::exists(out / "summary.json") && !overwrite)
+    return out.string() + " already holds results (summary.json); pass --overwrite or choose another --out";
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) return "cannot create " + out.string() + ": " + ec.message();
+  return std::nullopt;
+}
+
+// Runs the experiments one after another, printing each one's time and metrics, then writes
+// summary.json.
+void run_experiments(const std::vector<std::string>& selected, const sim::SimulateOptions& so, const fs::path& out) {
+  std::vector<sim::ExperimentResult> results;
+  for (const auto& n : selected) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::cout << "simulate " << n << " ..." << std::flush;
+    results.push_back(sim::run_experiment(n, so, out));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    results.back().metrics["wall_seconds"] = secs;
+    std::cout << " " << secs << " s\n";
+    for (const auto& [k, v] : results.back().metrics) std::cout << "  " << k << " = " << v << "\n";
+  }
+  sim::write_summary_json(out / "summary.json", so, results);
+}
+
+}  // namespace
+
+int cmd_simulate(int argc, char** argv) {
+  cxxopts::Options opts = simulate_options();
   cxxopts::ParseResult args;
   try {
     args = opts.parse(argc, argv);
@@ -38,53 +102,18 @@ int cmd_simulate(int argc, char** argv) {
     std::cout << opts.help() << "\n";
     return 0;
   }
-  if (!args.count("name")) {
-    std::cerr << "sgmcmc simulate: missing experiment NAME (one of the list in --help, or 'all')\n";
+  const fs::path out = args.count("out") ? args["out"].as<std::string>() : "";
+  auto error = usage_error(args);
+  if (!error) error = prepare_out_dir(out, args.count("overwrite") > 0);
+  if (error) {
+    std::cerr << "sgmcmc simulate: " << *error << "\n";
     return 2;
-  }
-  if (!args.count("out")) {
-    std::cerr << "sgmcmc simulate: missing --out DIR\n";
-    return 2;
-  }
-  std::vector<std::string> selected;
-  for (const auto& n : args["name"].as<std::vector<std::string>>()) {
-    if (n == "all") {
-      for (const auto& e : sim::experiment_list()) selected.push_back(e.first);
-    } else {
-      selected.push_back(n);
-    }
   }
   sim::SimulateOptions so;
   so.seed = args["seed"].as<uint64_t>();
   so.scale = args["scale"].as<double>();
-  if (!(so.scale > 0) || so.scale > 1000) {
-    std::cerr << "sgmcmc simulate: --scale must be in (0, 1000], got " << so.scale << "\n";
-    return 2;
-  }
-  fs::path out = args["out"].as<std::string>();
-  if (fs::exists(out / "summary.json") && !args.count("overwrite")) {
-    std::cerr << "sgmcmc simulate: " << out.string()
-              << " already holds results (summary.json); pass --overwrite or choose another --out\n";
-    return 2;
-  }
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) {
-    std::cerr << "sgmcmc simulate: cannot create " << out.string() << ": " << ec.message() << "\n";
-    return 2;
-  }
-  std::vector<sim::ExperimentResult> results;
   try {
-    for (const auto& n : selected) {
-      auto t0 = std::chrono::steady_clock::now();
-      std::cout << "simulate " << n << " ..." << std::flush;
-      results.push_back(sim::run_experiment(n, so, out));
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      results.back().metrics["wall_seconds"] = secs;
-      std::cout << " " << secs << " s\n";
-      for (const auto& [k, v] : results.back().metrics) std::cout << "  " << k << " = " << v << "\n";
-    }
-    sim::write_summary_json(out / "summary.json", so, results);
+    run_experiments(selected_experiments(args), so, out);
   } catch (const std::exception& e) {
     std::cerr << "\nsgmcmc simulate: " << e.what() << "\n";
     return 1;

@@ -1,5 +1,7 @@
 #include "simulate/experiments.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -105,21 +107,25 @@ struct GaussSpec {
   std::map<std::string, std::string> opts;
 };
 
-ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path& dir) {
-  ExperimentResult res{"gaussian2d", {}, {}};
-  const Target target = gaussian2d(0.9);
-  const int64_t chains = 100, steps = scaled(10000, o.scale, 400), burn = steps / 10;
-  auto true_cov = torch::tensor({{1.0, 0.9}, {0.9, 1.0}}, torch::kFloat64);
-  auto init = torch::zeros({chains, 2}, torch::kFloat64);
+// The sample covariance of s: [chains, kept, 2].
+torch::Tensor cov_of(const torch::Tensor& s) {
+  auto x = s.reshape({-1, 2});
+  auto c = x - x.mean(0, true);
+  return c.t().mm(c) / static_cast<double>(x.size(0) - 1);
+}
 
-  auto cov_of = [](const torch::Tensor& s) {  // s: [chains, kept, 2]
-    auto x = s.reshape({-1, 2});
-    auto c = x - x.mean(0, true);
-    return c.t().mm(c) / static_cast<double>(x.size(0) - 1);
-  };
+// The Gaussian experiments' common setup: 100 chains from 0 on the correlated target.
+struct GaussSetup {
+  Target target = gaussian2d(0.9);
+  int64_t chains = 100, steps = 0, burn = 0;
+  torch::Tensor true_cov = torch::tensor({{1.0, 0.9}, {0.9, 1.0}}, torch::kFloat64);
+  torch::Tensor init = torch::zeros({chains, 2}, torch::kFloat64);
+};
 
-  // Every sampler at one moderate step size. SGHMC-family step sizes are in their own units
-  // (η = ε² for SGHMC, h for the thermostats); the values give comparable accuracy.
+// Every sampler at one moderate step size: gaussian2d_samplers.csv. SGHMC-family step sizes are in
+// their own units (η = ε² for SGHMC, h for the thermostats); the values give comparable accuracy.
+void gaussian2d_samplers(const GaussSetup& g, uint64_t& seed, const fs::path& dir, ExperimentResult& res) {
+  const std::string after_steps = std::to_string(g.steps + 1);
   std::vector<GaussSpec> specs = {
       {"sgld", "sgld", {{"lr", "0.01"}}},
       {"psgld", "psgld", {{"lr", "0.01"}, {"alpha", "0.999"}}},
@@ -129,17 +135,16 @@ ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path&
       {"sgnht", "sgnht", {{"lr", "0.1"}, {"diffusion", "1"}}},
       {"msgnht-euler", "msgnht", {{"lr", "0.1"}, {"diffusion", "1"}}},
       {"msgnht-ssi", "msgnht", {{"lr", "0.1"}, {"diffusion", "1"}, {"integrator", "ssi"}}},
-      {"santa-euler", "santa", {{"lr", "0.01"}, {"eps", "16"}, {"data_size", "0.25"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", std::to_string(steps + 1)}}},
-      {"santa-ssi", "santa", {{"lr", "0.01"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", std::to_string(steps + 1)}, {"integrator", "ssi"}}},
+      {"santa-euler", "santa", {{"lr", "0.01"}, {"eps", "16"}, {"data_size", "0.25"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", after_steps}}},
+      {"santa-ssi", "santa", {{"lr", "0.01"}, {"anneal_gamma", "0"}, {"anneal_a", "1"}, {"burnin", after_steps}, {"integrator", "ssi"}}},
   };
   std::vector<std::vector<std::string>> rows;
-  uint64_t seed = o.seed;
   for (const auto& spec : specs) {
-    Chain chain(target, init, spec.sampler, spec.opts, 1.0, seed++);
-    auto s = run(chain, steps, burn);
+    Chain chain(g.target, g.init, spec.sampler, spec.opts, 1.0, seed++);
+    auto s = run(chain, g.steps, g.burn);
     auto cov = cov_of(s);
     auto mean = s.reshape({-1, 2}).mean(0);
-    double cov_err = (cov - true_cov).abs().mean().item<double>();
+    double cov_err = (cov - g.true_cov).abs().mean().item<double>();
     double tau = autocorrelation_time(s.select(2, 0));
     rows.push_back({spec.label, num(mean[0].item<double>()), num(mean[1].item<double>()),
                     num(cov[0][0].item<double>()), num(cov[0][1].item<double>()),
@@ -149,12 +154,13 @@ ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path&
   }
   write_csv(dir / "gaussian2d_samplers.csv", "sampler,mean0,mean1,cov00,cov01,cov11,cov_abs_error,autocorr_time", rows);
   res.files.push_back("gaussian2d_samplers.csv");
+}
 
-  // Fig. 3 left: covariance error vs autocorrelation time over 5 step sizes ε. SGHMC in SGD form
-  // with η = ε², α = ε·C (C = 1), β̂ = ηV/2 (V = 1, the known gradient-noise variance); SGLD with
-  // lr = ε², which is SGHMC with the same η and full friction α = 1.
-  rows.clear();
-  std::vector<std::vector<std::string>> first50;
+// Fig. 3 left: covariance error vs autocorrelation time over 5 step sizes ε. SGHMC in SGD form
+// with η = ε², α = ε·C (C = 1), β̂ = ηV/2 (V = 1, the known gradient-noise variance); SGLD with
+// lr = ε², which is SGHMC with the same η and full friction α = 1.
+void gaussian2d_stepsizes(const GaussSetup& g, uint64_t& seed, const fs::path& dir, ExperimentResult& res) {
+  std::vector<std::vector<std::string>> rows, first50;
   const double hs[] = {0.025, 0.05, 0.1, 0.15, 0.2};
   for (double h : hs) {
     for (const std::string which : {"sgld", "sghmc"}) {
@@ -164,9 +170,9 @@ ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path&
       } else {
         opts = {{"lr", num(h * h)}, {"alpha", num(h)}, {"noise_estimate", "constant"}, {"beta_hat", num(h * h / 2)}};
       }
-      Chain chain(target, init, which, opts, 1.0, seed++);
-      auto s = run(chain, steps, burn);
-      double cov_err = (cov_of(s) - true_cov).abs().mean().item<double>();
+      Chain chain(g.target, g.init, which, opts, 1.0, seed++);
+      auto s = run(chain, g.steps, g.burn);
+      double cov_err = (cov_of(s) - g.true_cov).abs().mean().item<double>();
       double tau = autocorrelation_time(s.select(2, 0));
       rows.push_back({which, num(h), opts["lr"], num(cov_err), num(tau)});
       if (h == 0.1) {
@@ -180,8 +186,18 @@ ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path&
   write_csv(dir / "gaussian2d_first50.csv", "sampler,index,theta0,theta1", first50);
   res.files.push_back("gaussian2d_stepsizes.csv");
   res.files.push_back("gaussian2d_first50.csv");
-  res.metrics["steps"] = static_cast<double>(steps);
-  res.metrics["chains"] = static_cast<double>(chains);
+}
+
+ExperimentResult gaussian2d_experiment(const SimulateOptions& o, const fs::path& dir) {
+  ExperimentResult res{"gaussian2d", {}, {}};
+  GaussSetup g;
+  g.steps = scaled(10000, o.scale, 400);
+  g.burn = g.steps / 10;
+  uint64_t seed = o.seed;  // one seed per chain batch, in order across both parts
+  gaussian2d_samplers(g, seed, dir, res);
+  gaussian2d_stepsizes(g, seed, dir, res);
+  res.metrics["steps"] = static_cast<double>(g.steps);
+  res.metrics["chains"] = static_cast<double>(g.chains);
   return res;
 }
 
@@ -363,18 +379,15 @@ ExperimentResult run_experiment(const std::string& name, const SimulateOptions& 
 
 void write_summary_json(const fs::path& path, const SimulateOptions& options,
                         const std::vector<ExperimentResult>& results) {
+  // ordered_json keeps today's key order (seed, scale, experiments in run order); metrics are a
+  // sorted std::map. Non-finite values are written as null (nlohmann's serializer does that).
+  nlohmann::ordered_json experiments = nlohmann::ordered_json::object();
+  for (const auto& r : results) experiments[r.name] = r.metrics;
+  nlohmann::ordered_json root = {{"seed", options.seed}, {"scale", options.scale}, {"experiments", experiments}};
   std::ofstream f(path);
   if (!f) throw std::runtime_error(path.string() + ": cannot write");
-  f << "{\n  \"seed\": " << options.seed << ",\n  \"scale\": " << num(options.scale)
-    << ",\n  \"experiments\": {";
-  for (size_t i = 0; i < results.size(); ++i) {
-    f << (i ? "," : "") << "\n    \"" << results[i].name << "\": {";
-    size_t j = 0;
-    for (const auto& [k, v] : results[i].metrics)
-      f << (j++ ? "," : "") << "\n      \"" << k << "\": " << (std::isfinite(v) ? num(v) : "null");
-    f << "\n    }";
-  }
-  f << "\n  }\n}\n";
+  f << root.dump(2) << "\n";
+  if (!f) throw std::runtime_error(path.string() + ": write failed");
 }
 
 }  // namespace sgmcmc::sim

@@ -36,7 +36,8 @@ const std::vector<std::pair<std::string, std::string>>& experiment_list();
 ExperimentResult run_experiment(const std::string& name, const SimulateOptions& options,
                                 const std::filesystem::path& out_dir);
 
-// Writes {"seed":..,"scale":..,"experiments":{name:{metric:value}}} to path.
+// Writes {"seed":..,"scale":..,"experiments":{name:{metric:value}}} to path (nlohmann-json, keys in
+// that order, experiments in run order, non-finite values as null).
 void write_summary_json(const std::filesystem::path& path, const SimulateOptions& options,
                         const std::vector<ExperimentResult>& results);
 

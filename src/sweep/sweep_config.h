@@ -17,6 +17,9 @@
 // are the part name and "key=value" of every varying key joined by "_" (key = its last dotted
 // component when that is unique in the part), e.g. "lr=1e-5_seed=1": stable (a function of the
 // file only), readable and filesystem-safe ([A-Za-z0-9._=+-], others -> '_').
+//
+// This header: the sweep model, parsing (sweep_config.cpp) and expansion into runs
+// (sweep_expand.cpp). Run outcomes and aggregation: sweep_summary.h; summary.md/csv: sweep_report.h.
 #pragma once
 
 #include <map>
@@ -88,29 +91,10 @@ std::string safe_name(const std::string& text);
 // The base config of a part as a file: base_path, or (inline) `dir`/<part or sweep name>.base.yaml written now.
 std::string materialize_base(const SweepSpec& spec, size_t part, const std::string& dir);
 
-// Outcome of one run, for the summary.
-struct RunOutcome {
-  std::string status;                     // done | failed | pending
-  std::string message;                    // failure message (one line)
-  std::map<std::string, double> values;   // numeric keys of summary.json
-};
+// The varying keys of a part that make its grid points: zip keys (group by group), then grid keys.
+std::vector<std::string> point_keys(const SweepPart& part);
 
-// The numeric "key": value pairs of a summary.json (null -> NaN); {"finished": 1/0} included.
-std::map<std::string, double> read_summary_json(const std::string& path);
-
-// summary.csv: one row per run: run, part, point, seed, status, every varying key, then the
-// metrics (union of all summary.json keys, sorted); empty cells for missing / non-finite values.
-std::string summary_csv(const SweepSpec& spec, const std::vector<SweepRun>& runs,
-                        const std::vector<RunOutcome>& outcomes);
-// summary.md: per part a table per grid point of mean ± std over seeds (sample std) of the select
-// metric, the test metric and the report metrics, n done / failed; then the best point by the
-// select metric (per group_by group) with its test metric; failed runs listed with their messages.
-// Points whose select metric is not finite for every seed are not eligible.
-std::string summary_md(const SweepSpec& spec, const std::vector<SweepRun>& runs,
-                       const std::vector<RunOutcome>& outcomes);
-
-// The best point (label) of each group of a part: group label ("" without group_by) -> point.
-std::map<std::string, std::string> best_points(const SweepSpec& spec, size_t part, const std::vector<SweepRun>& runs,
-                                               const std::vector<RunOutcome>& outcomes);
+// Short names of varying keys: the last dotted component when that is unique among `keys`.
+std::map<std::string, std::string> short_names(const std::vector<std::string>& keys);
 
 }  // namespace sgmcmc

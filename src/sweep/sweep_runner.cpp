@@ -1,3 +1,5 @@
+// Running a sweep: the plan (configs checked, run states), the runs in this process or as child
+// processes, and the outcomes with summary.csv / summary.md rewritten as runs finish.
 #include "sweep/sweep_runner.h"
 
 #include <spawn.h>
@@ -17,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "sweep/sweep_report.h"
 #include "train/trainer.h"
 #include "util/signals.h"
 
@@ -40,219 +43,353 @@ std::string last_nonempty_line(const fs::path& file) {
   return last;
 }
 
+// The values of a run directory's summary.json. An unreadable or invalid summary counts as none
+// (the run is resumed or rerun, as one without a summary), its reason in `problem`.
+std::map<std::string, double> run_summary(const fs::path& dir, std::string* problem = nullptr) {
+  try {
+    return read_summary_json((dir / "summary.json").string());
+  } catch (const std::invalid_argument& e) {
+    if (problem) *problem = first_line(e.what());
+    return {};
+  }
+}
+
+bool finished(const std::map<std::string, double>& v) {
+  auto it = v.find("finished");
+  return it != v.end() && it->second == 1.0;
+}
+
 RunOutcome outcome_from_dir(const fs::path& dir) {
   RunOutcome o;
-  auto v = read_summary_json((dir / "summary.json").string());
-  if (v.count("finished") && v["finished"] == 1.0) {
+  std::string problem;
+  auto v = run_summary(dir, &problem);
+  if (finished(v)) {
     o.status = "done";
     v.erase("finished");
     v.erase("seed");
     o.values = v;
   } else {
     o.status = "pending";
-    o.message = fs::exists(dir / "checkpoint.pt") ? "stopped; resumable from its checkpoint" : "not run";
+    o.message = !problem.empty()                      ? problem
+                : fs::exists(dir / "checkpoint.pt") ? "stopped; resumable from its checkpoint"
+                                                    : "not run";
   }
   return o;
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------
+// The plan: what runs where, checked before anything runs.
 
-std::string run_state(const std::string& run_dir) {
-  fs::path d(run_dir);
-  auto v = read_summary_json((d / "summary.json").string());
-  if (v.count("finished") && v["finished"] == 1.0) return "done";
-  if (fs::exists(d / "checkpoint.pt")) return "resume";
-  return "new";
-}
+struct Plan {
+  fs::path out;
+  std::vector<SweepRun> runs;
+  std::vector<std::string> bases;   // base config per part ("" for an inline base in a dry run)
+  std::vector<std::string> states;  // per run: run_state, or "new" with overwrite
+  std::vector<bool> uses_cuda;      // per run
+  int jobs = 1;
+  int threads = 1;                  // train.threads of each child process (jobs > 1)
+  int cuda_devices = 0;             // CUDA devices the child processes share (jobs > 1)
 
-std::vector<RunOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opt, std::ostream& log) {
-  const fs::path out = opt.out_dir.empty() ? fs::path("runs") / "sweeps" / spec.name : fs::path(opt.out_dir);
-  auto runs = expand(spec);
-  // Base config files (inline bases are written into OUT).
+  fs::path dir(size_t i) const { return out / runs[i].name; }
+  // OUT/logs/<run name with '/' -> '~'>.log
+  fs::path log_file(size_t i) const {
+    std::string name = runs[i].name;
+    std::replace(name.begin(), name.end(), '/', '~');
+    return out / "logs" / (name + ".log");
+  }
+};
+
+// Base config files (inline bases are written into OUT, except for a dry run).
+std::vector<std::string> base_configs(const SweepSpec& spec, const SweepOptions& opt, const fs::path& out) {
   std::vector<std::string> bases;
   for (size_t i = 0; i < spec.parts.size(); ++i)
     bases.push_back(spec.parts[i].base_path.empty() ? (opt.dry_run ? std::string() : materialize_base(spec, i, out.string()))
                                                     : spec.parts[i].base_path);
-  // Check every config before running anything.
-  const int jobs = std::max(1, opt.jobs);
+  return bases;
+}
+
+// Loads run i's config (std::invalid_argument "run NAME: ..." when invalid); true for a CUDA device.
+bool check_run_config(const SweepSpec& spec, const Plan& plan, size_t i) {
+  const SweepRun& run = plan.runs[i];
+  std::string base = plan.bases[run.part];
+  if (base.empty())
+    base = materialize_base(spec, run.part, (fs::temp_directory_path() / ("sgmcmc-sweep-" + std::to_string(getpid()))).string());
+  try {
+    return load_config(base, run.overrides).device.rfind("cuda", 0) == 0;
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("run " + run.name + ": " + first_line(e.what()));
+  }
+}
+
+Plan make_plan(const SweepSpec& spec, const SweepOptions& opt) {
+  Plan plan;
+  plan.out = opt.out_dir.empty() ? fs::path("runs") / "sweeps" / spec.name : fs::path(opt.out_dir);
+  plan.runs = expand(spec);
+  plan.bases = base_configs(spec, opt, plan.out);
+  plan.jobs = std::max(1, opt.jobs);
   const int cores = opt.cores > 0 ? opt.cores : std::max(1u, std::thread::hardware_concurrency());
-  const int threads = std::max(1, cores / jobs);
-  int cuda_devices = 0;
-  std::vector<std::string> states(runs.size());
-  std::vector<bool> uses_cuda(runs.size(), false);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    std::string base = bases[runs[i].part];
-    if (base.empty()) base = materialize_base(spec, runs[i].part, (fs::temp_directory_path() / ("sgmcmc-sweep-" + std::to_string(getpid()))).string());
-    try {
-      ExperimentConfig c = load_config(base, runs[i].overrides);
-      uses_cuda[i] = c.device.rfind("cuda", 0) == 0;
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument("run " + runs[i].name + ": " + first_line(e.what()));
-    }
-    states[i] = opt.overwrite ? "new" : run_state((out / runs[i].name).string());
+  plan.threads = std::max(1, cores / plan.jobs);
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    plan.uses_cuda.push_back(check_run_config(spec, plan, i));
+    plan.states.push_back(opt.overwrite ? "new" : run_state(plan.dir(i).string()));
   }
-  if (jobs > 1 && std::any_of(uses_cuda.begin(), uses_cuda.end(), [](bool b) { return b; }))
-    cuda_devices = static_cast<int>(torch::cuda::device_count());
+  if (plan.jobs > 1 && std::any_of(plan.uses_cuda.begin(), plan.uses_cuda.end(), [](bool b) { return b; }))
+    plan.cuda_devices = static_cast<int>(torch::cuda::device_count());
+  return plan;
+}
 
-  if (opt.dry_run) {
-    log << spec.name << ": " << runs.size() << " runs -> " << out.string() << "\n";
-    for (size_t i = 0; i < runs.size(); ++i) {
-      log << "  [" << states[i] << "] " << runs[i].name << " :";
-      for (const auto& a : runs[i].overrides) log << " " << a;
-      log << "\n";
-    }
-    std::vector<RunOutcome> outcomes;
-    for (const auto& r : runs) outcomes.push_back(outcome_from_dir(out / r.name));
-    return outcomes;
+// --dry-run: every run with its state and overrides; the outcomes as the directories hold them.
+std::vector<RunOutcome> list_runs(const SweepSpec& spec, const Plan& plan, std::ostream& log) {
+  log << spec.name << ": " << plan.runs.size() << " runs -> " << plan.out.string() << "\n";
+  std::vector<RunOutcome> outcomes;
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    log << "  [" << plan.states[i] << "] " << plan.runs[i].name << " :";
+    for (const auto& a : plan.runs[i].overrides) log << " " << a;
+    log << "\n";
+    outcomes.push_back(outcome_from_dir(plan.dir(i)));
   }
+  return outcomes;
+}
 
+// Creates OUT and keeps a copy of the sweep file there (OUT/sweep.yaml).
+void prepare_out_dir(const SweepSpec& spec, const fs::path& out) {
   fs::create_directories(out);
   if (fs::exists(spec.source) && fs::is_regular_file(spec.source)) {
     std::error_code ec;
     fs::copy_file(spec.source, out / "sweep.yaml", fs::copy_options::overwrite_existing, ec);
   }
-  std::vector<RunOutcome> outcomes(runs.size());
-  auto write_summaries = [&]() {
-    std::vector<RunOutcome> now = outcomes;
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (now[i].status.empty()) now[i] = outcome_from_dir(out / runs[i].name);
-    std::ofstream(out / "summary.csv") << summary_csv(spec, runs, now);
-    std::ofstream(out / "summary.md") << summary_md(spec, runs, now);
-  };
-  size_t todo = 0;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (states[i] == "done") outcomes[i] = outcome_from_dir(out / runs[i].name);
-    else ++todo;
-  }
-  log << spec.name << ": " << runs.size() << " runs, " << runs.size() - todo << " done before, " << todo
-      << " to run (" << jobs << " at once) -> " << out.string() << std::endl;
+}
 
-  auto finish = [&](size_t i, const std::string& failure) {
-    const fs::path dir = out / runs[i].name;
+// ---------------------------------------------------------------------------------------------
+// Outcomes as runs finish; the summaries are rewritten after each.
+
+class Recorder {
+ public:
+  Recorder(const SweepSpec& spec, const Plan& plan, const SweepOptions& opt, std::ostream& log)
+      : spec_(spec), plan_(plan), opt_(opt), log_(log), outcomes_(plan.runs.size()) {
+    for (size_t i = 0; i < plan.runs.size(); ++i)
+      if (plan.states[i] == "done") outcomes_[i] = outcome_from_dir(plan.dir(i));
+  }
+
+  size_t done_before() const {
+    return static_cast<size_t>(std::count(plan_.states.begin(), plan_.states.end(), "done"));
+  }
+
+  // Run i ended: `failure` is "" when it exited normally (its summary.json decides).
+  void finish(size_t i, const std::string& failure) {
+    RunOutcome& o = outcomes_[i];
     if (failure.empty()) {
-      outcomes[i] = outcome_from_dir(dir);
-      if (outcomes[i].status != "done" && opt.stop_after_steps < 0) {
-        outcomes[i].status = "failed";
-        outcomes[i].message = "no finished summary.json";
+      o = outcome_from_dir(plan_.dir(i));
+      if (o.status != "done" && opt_.stop_after_steps < 0) {
+        o.status = "failed";
+        o.message = "no finished summary.json";
       }
     } else {
-      outcomes[i].status = "failed";
-      outcomes[i].message = failure;
+      o.status = "failed";
+      o.message = failure;
     }
-    log << "  " << outcomes[i].status << ": " << runs[i].name
-        << (outcomes[i].message.empty() ? "" : " (" + outcomes[i].message + ")") << std::endl;
+    log_ << "  " << o.status << ": " << plan_.runs[i].name << (o.message.empty() ? "" : " (" + o.message + ")")
+         << std::endl;
     write_summaries();
-  };
+  }
 
-  if (jobs == 1) {
-    for (size_t i = 0; i < runs.size(); ++i) {
-      if (states[i] == "done") continue;
-      const fs::path dir = out / runs[i].name;
-      log << "== " << runs[i].name << (states[i] == "resume" ? " (resuming)" : "") << std::endl;
-      std::string failure;
-      try {
-        RunOptions ro;
-        ro.out_dir = dir.string();
-        ro.resume = states[i] == "resume";
-        ro.overwrite = !ro.resume;
-        ro.quiet = opt.quiet;
-        ro.stop_after_steps = opt.stop_after_steps;
-        fs::create_directories(dir.parent_path());
-        run_training(load_config(bases[runs[i].part], runs[i].overrides), ro);
-      } catch (const RunInterrupted&) {
-        throw;  // SIGINT/SIGTERM stop the whole sweep; the run's checkpoint resumes on the next `sgmcmc sweep`
-      } catch (const std::exception& e) {
-        failure = first_line(e.what());
-      }
-      finish(i, failure);
-    }
+  // Every outcome; runs without one yet as their directories hold them.
+  std::vector<RunOutcome> outcomes() const {
+    std::vector<RunOutcome> now = outcomes_;
+    for (size_t i = 0; i < now.size(); ++i)
+      if (now[i].status.empty()) now[i] = outcome_from_dir(plan_.dir(i));
+    return now;
+  }
+
+  void write_summaries() const {
+    const auto now = outcomes();
+    std::ofstream(plan_.out / "summary.csv") << summary_csv(spec_, plan_.runs, now);
+    std::ofstream(plan_.out / "summary.md") << summary_md(spec_, plan_.runs, now);
+  }
+
+ private:
+  const SweepSpec& spec_;
+  const Plan& plan_;
+  const SweepOptions& opt_;
+  std::ostream& log_;
+  std::vector<RunOutcome> outcomes_;  // status "" until the run is done before or finishes now
+};
+
+// ---------------------------------------------------------------------------------------------
+// jobs == 1: the runs one after another in this process.
+
+// Runs run i; returns "" or the failure (first line of the exception).
+std::string run_in_process(const Plan& plan, const SweepOptions& opt, size_t i) {
+  try {
+    RunOptions ro;
+    ro.out_dir = plan.dir(i).string();
+    ro.resume = plan.states[i] == "resume";
+    ro.overwrite = !ro.resume;
+    ro.quiet = opt.quiet;
+    ro.stop_after_steps = opt.stop_after_steps;
+    fs::create_directories(plan.dir(i).parent_path());
+    run_training(load_config(plan.bases[plan.runs[i].part], plan.runs[i].overrides), ro);
+  } catch (const RunInterrupted&) {
+    throw;  // SIGINT/SIGTERM stop the whole sweep; the run's checkpoint resumes on the next `sgmcmc sweep`
+  } catch (const std::exception& e) {
+    return first_line(e.what());
+  }
+  return "";
+}
+
+void run_sequentially(const Plan& plan, const SweepOptions& opt, Recorder& rec, std::ostream& log) {
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    if (plan.states[i] == "done") continue;
+    log << "== " << plan.runs[i].name << (plan.states[i] == "resume" ? " (resuming)" : "") << std::endl;
+    rec.finish(i, run_in_process(plan, opt, i));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// jobs > 1: child processes `exe train ...`, at most `jobs` at once.
+
+// The per-process overrides of run i in slot `slot`: its share of the cores (unless the sweep sets
+// train.threads itself) and, for CUDA configs, a device round-robin.
+std::vector<std::string> process_overrides(const Plan& plan, size_t i, int slot) {
+  const auto& sets = plan.runs[i].overrides;
+  const bool own_threads = std::any_of(sets.begin(), sets.end(), [](const std::string& a) {
+    return a.rfind("train.threads=", 0) == 0;
+  });
+  std::vector<std::string> out;
+  if (!own_threads) out.push_back("train.threads=" + std::to_string(plan.threads));
+  if (plan.uses_cuda[i] && plan.cuda_devices > 0) out.push_back("device=cuda:" + std::to_string(slot % plan.cuda_devices));
+  return out;
+}
+
+// argv of the child for run i: a new run from its base config and overrides, or a resumed run
+// (its config.yaml is already resolved; only the per-process settings change).
+std::vector<std::string> child_args(const Plan& plan, const SweepOptions& opt, size_t i, int slot) {
+  const std::string dir = plan.dir(i).string();
+  std::vector<std::string> args = {opt.exe, "train"};
+  std::vector<std::string> sets;
+  if (plan.states[i] == "resume") {
+    args.insert(args.end(), {"--resume", dir});
   } else {
-    fs::create_directories(out / "logs");
-    struct Child {
-      pid_t pid;
-      size_t run;
-      int slot;
-    };
-    std::vector<Child> running;
-    std::vector<bool> slot_busy(jobs, false);
-    auto spawn = [&](size_t i, int slot) {
-      const fs::path dir = out / runs[i].name;
-      fs::create_directories(dir.parent_path());
-      std::vector<std::string> args = {opt.exe, "train"};
-      std::vector<std::string> sets = runs[i].overrides;
-      // The sweep's own train.threads (set/grid) wins over the even split of the cores.
-      const bool own_threads = std::any_of(sets.begin(), sets.end(), [](const std::string& a) {
-        return a.rfind("train.threads=", 0) == 0;
-      });
-      if (!own_threads) sets.push_back("train.threads=" + std::to_string(threads));
-      if (uses_cuda[i] && cuda_devices > 0) sets.push_back("device=cuda:" + std::to_string(slot % cuda_devices));
-      if (states[i] == "resume") {
-        args.insert(args.end(), {"--resume", dir.string()});
-        // The run's config.yaml is already resolved; only the per-process settings change.
-        sets.clear();
-        if (!own_threads) sets.push_back("train.threads=" + std::to_string(threads));
-        if (uses_cuda[i] && cuda_devices > 0) sets.push_back("device=cuda:" + std::to_string(slot % cuda_devices));
-      } else {
-        args.insert(args.end(), {bases[runs[i].part], "--out", dir.string(), "--overwrite"});
-      }
-      for (const auto& a : sets) args.insert(args.end(), {"--set", a});
-      args.push_back("-q");
-      if (opt.stop_after_steps >= 0) args.insert(args.end(), {"--stop-after", std::to_string(opt.stop_after_steps)});
-      std::string logname = runs[i].name;
-      std::replace(logname.begin(), logname.end(), '/', '~');
-      const std::string logfile = (out / "logs" / (logname + ".log")).string();
-      posix_spawn_file_actions_t fa;
-      posix_spawn_file_actions_init(&fa);
-      posix_spawn_file_actions_addopen(&fa, 1, logfile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      posix_spawn_file_actions_adddup2(&fa, 1, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      pid_t pid = 0;
-      int rc = posix_spawn(&pid, opt.exe.c_str(), &fa, nullptr, argv.data(), environ);
-      posix_spawn_file_actions_destroy(&fa);
-      if (rc != 0) {
-        finish(i, "cannot start " + opt.exe + ": " + std::strerror(rc));
-        return;
-      }
-      log << "== " << runs[i].name << (states[i] == "resume" ? " (resuming)" : "") << " [pid " << pid << ", "
-          << threads << " threads]" << std::endl;
-      running.push_back({pid, i, slot});
-      slot_busy[slot] = true;
-    };
+    args.insert(args.end(), {plan.bases[plan.runs[i].part], "--out", dir, "--overwrite"});
+    sets = plan.runs[i].overrides;
+  }
+  for (const auto& a : process_overrides(plan, i, slot)) sets.push_back(a);
+  for (const auto& a : sets) args.insert(args.end(), {"--set", a});
+  args.push_back("-q");
+  if (opt.stop_after_steps >= 0) args.insert(args.end(), {"--stop-after", std::to_string(opt.stop_after_steps)});
+  return args;
+}
+
+// Starts `args` with stdout and stderr to `logfile`; returns the pid, or 0 with `error` set.
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& logfile, int& error) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, logfile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  error = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return error == 0 ? pid : 0;
+}
+
+// "" for exit status 0; else "exit code N" / "killed by signal N", then the log's last line.
+std::string child_failure(int status, const fs::path& logfile) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  std::string last = last_nonempty_line(logfile);
+  return (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                            : "killed by signal " + std::to_string(WTERMSIG(status))) +
+         (last.empty() ? "" : ": " + last);
+}
+
+class ChildPool {
+ public:
+  ChildPool(const Plan& plan, const SweepOptions& opt, Recorder& rec, std::ostream& log)
+      : plan_(plan), opt_(opt), rec_(rec), log_(log), slot_busy_(plan.jobs, false) {}
+
+  void run_all() {
+    fs::create_directories(plan_.out / "logs");
     size_t next = 0;
     while (true) {
-      while (next < runs.size() && states[next] == "done") ++next;
-      if (next < runs.size() && static_cast<int>(running.size()) < jobs) {
-        int slot = static_cast<int>(std::find(slot_busy.begin(), slot_busy.end(), false) - slot_busy.begin());
-        spawn(next++, slot);
+      while (next < plan_.runs.size() && plan_.states[next] == "done") ++next;
+      if (next < plan_.runs.size() && static_cast<int>(running_.size()) < plan_.jobs) {
+        start(next++);
         continue;
       }
-      if (running.empty()) break;
-      int status = 0;
-      pid_t pid = waitpid(-1, &status, 0);
-      if (pid < 0) break;
-      auto it = std::find_if(running.begin(), running.end(), [&](const Child& c) { return c.pid == pid; });
-      if (it == running.end()) continue;
-      Child c = *it;
-      running.erase(it);
-      slot_busy[c.slot] = false;
-      std::string failure;
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::string logname = runs[c.run].name;
-        std::replace(logname.begin(), logname.end(), '/', '~');
-        std::string last = last_nonempty_line(out / "logs" / (logname + ".log"));
-        failure = (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
-                                     : "killed by signal " + std::to_string(WTERMSIG(status))) +
-                  (last.empty() ? "" : ": " + last);
-      }
-      finish(c.run, failure);
+      if (running_.empty() || !wait_one()) break;
     }
   }
-  write_summaries();
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (outcomes[i].status.empty()) outcomes[i] = outcome_from_dir(out / runs[i].name);
-  return outcomes;
+
+ private:
+  struct Child {
+    pid_t pid;
+    size_t run;
+    int slot;
+  };
+
+  void start(size_t i) {
+    const int slot = static_cast<int>(std::find(slot_busy_.begin(), slot_busy_.end(), false) - slot_busy_.begin());
+    fs::create_directories(plan_.dir(i).parent_path());
+    int error = 0;
+    const pid_t pid = spawn_logged(child_args(plan_, opt_, i, slot), plan_.log_file(i).string(), error);
+    if (pid == 0) {
+      rec_.finish(i, "cannot start " + opt_.exe + ": " + std::strerror(error));
+      return;
+    }
+    log_ << "== " << plan_.runs[i].name << (plan_.states[i] == "resume" ? " (resuming)" : "") << " [pid " << pid
+         << ", " << plan_.threads << " threads]" << std::endl;
+    running_.push_back({pid, i, slot});
+    slot_busy_[slot] = true;
+  }
+
+  // Waits for a child to end and records it; false when there is nothing to wait for.
+  bool wait_one() {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) return false;
+    auto it = std::find_if(running_.begin(), running_.end(), [&](const Child& c) { return c.pid == pid; });
+    if (it == running_.end()) return true;
+    const Child c = *it;
+    running_.erase(it);
+    slot_busy_[c.slot] = false;
+    rec_.finish(c.run, child_failure(status, plan_.log_file(c.run)));
+    return true;
+  }
+
+  const Plan& plan_;
+  const SweepOptions& opt_;
+  Recorder& rec_;
+  std::ostream& log_;
+  std::vector<Child> running_;
+  std::vector<bool> slot_busy_;
+};
+
+}  // namespace
+
+std::string run_state(const std::string& run_dir) {
+  const fs::path d(run_dir);
+  if (finished(run_summary(d))) return "done";
+  if (fs::exists(d / "checkpoint.pt")) return "resume";
+  return "new";
+}
+
+std::vector<RunOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opt, std::ostream& log) {
+  const Plan plan = make_plan(spec, opt);
+  if (opt.dry_run) return list_runs(spec, plan, log);
+  prepare_out_dir(spec, plan.out);
+  Recorder rec(spec, plan, opt, log);
+  const size_t before = rec.done_before();
+  log << spec.name << ": " << plan.runs.size() << " runs, " << before << " done before, " << plan.runs.size() - before
+      << " to run (" << plan.jobs << " at once) -> " << plan.out.string() << std::endl;
+  if (plan.jobs == 1) {
+    run_sequentially(plan, opt, rec, log);
+  } else {
+    ChildPool(plan, opt, rec, log).run_all();
+  }
+  rec.write_summaries();
+  return rec.outcomes();
 }
 
 }  // namespace sgmcmc

@@ -1,5 +1,5 @@
 // Running a sweep: every run of expand(spec) into OUT/<run name>, resumable, then OUT/summary.csv
-// and OUT/summary.md (src/sweep/sweep_config.h).
+// and OUT/summary.md (src/sweep/sweep_report.h).
 //
 // Per run directory: summary.json with "finished": true -> done, skipped (its summary is reused);
 // checkpoint.pt without a finished summary.json -> resumed (RunOptions.resume) with the sweep's
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sweep/sweep_config.h"
+#include "sweep/sweep_summary.h"
 
 namespace sgmcmc {
 
