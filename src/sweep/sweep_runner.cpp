@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "runtime/cpu.h"
 #include "sweep/sweep_report.h"
 #include "train/trainer.h"
 #include "util/signals.h"
@@ -127,7 +128,7 @@ Plan make_plan(const SweepSpec& spec, const SweepOptions& opt) {
   plan.runs = expand(spec);
   plan.bases = base_configs(spec, opt, plan.out);
   plan.jobs = std::max(1, opt.jobs);
-  const int cores = opt.cores > 0 ? opt.cores : std::max(1u, std::thread::hardware_concurrency());
+  const int cores = opt.cores > 0 ? opt.cores : affinity_cpus();  // the CPUs this process may use
   plan.threads = std::max(1, cores / plan.jobs);
   for (size_t i = 0; i < plan.runs.size(); ++i) {
     plan.uses_cuda.push_back(check_run_config(spec, plan, i));
