@@ -241,3 +241,71 @@ TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
   EXPECT_EQ(r.size(), 4u);
   EXPECT_EQ(r.diagnostics(), d);
 }
+
+TEST(PredictiveMetrics, CalibrationOnAHandCheckedExample) {
+  // 4 points, 2 classes. Confidences 0.9, 0.9, 0.6, 0.55 -> bins 13, 13, 9, 8 (of 15); the two 0.9
+  // points are one right, one wrong: |1 - 1.8| = 0.8; 0.6 right: 0.4; 0.55 wrong: 0.55.
+  auto p = torch::tensor({{0.9, 0.1}, {0.1, 0.9}, {0.6, 0.4}, {0.45, 0.55}}, torch::kFloat64);
+  auto y = torch::tensor({0, 0, 0, 0}, torch::kInt64);
+  auto m = predictive_metrics(p, y, true);
+  EXPECT_DOUBLE_EQ(m.at("error"), 0.5);
+  EXPECT_NEAR(m.at("ece"), (0.8 + 0.4 + 0.55) / 4, 1e-12);
+  EXPECT_NEAR(m.at("mce"), 0.55, 1e-12);  // bin gaps: 0.4, 0.4, 0.55
+  const double brier = (0.01 + 0.01) + (0.81 + 0.81) + (0.16 + 0.16) + (0.3025 + 0.3025);
+  EXPECT_NEAR(m.at("brier"), brier / 4, 1e-12);
+  auto h = [](double q) { return -(q * std::log(q) + (1 - q) * std::log(1 - q)); };
+  EXPECT_NEAR(m.at("entropy"), (2 * h(0.9) + h(0.6) + h(0.55)) / 4, 1e-12);
+  EXPECT_EQ(m.count("mi"), 0u);  // a point prediction has no epistemic part
+}
+
+TEST(PredictiveMetrics, MutualInformationOfDisagreeingMembers) {
+  // Two members, one point: certain of class 0 and certain of class 1. p̄ = (0.5, 0.5): H = log 2,
+  // E_m H(p_m) = 0 (up to the 1e-12 left), so mi = log 2: all uncertainty is epistemic.
+  auto members = torch::tensor({{{1 - 1e-12, 1e-12}}, {{1e-12, 1 - 1e-12}}}, torch::kFloat64);
+  PosteriorPredictive pp;
+  pp.add("test", members, torch::tensor({0}, torch::kInt64), 1.0);
+  pp.end_sample();
+  auto m = predictive_metrics(pp.summary("test"), torch::tensor({0}, torch::kInt64), true);
+  EXPECT_NEAR(m.at("entropy"), std::log(2.0), 1e-9);
+  EXPECT_NEAR(m.at("mi"), std::log(2.0), 1e-9);
+}
+
+TEST(PredictiveMetrics, IntervalsOfTheMomentMatchedMixture) {
+  // Samples f = ±1 at one point (τ = 4 each): predictive variance 1/4 + 1 = 1.25. A target at 0.7
+  // lies inside the 50 % interval (±0.6745·1.118 = ±0.754) and a target at 1.5 only in the 90 %.
+  PosteriorPredictive pp;
+  auto y = torch::tensor({0.7, 1.5}, torch::kFloat64);
+  pp.add("test", torch::tensor({{1.0, 1.0}}, torch::kFloat64), y, 4.0);
+  pp.end_sample();
+  pp.add("test", torch::tensor({{-1.0, -1.0}}, torch::kFloat64), y, 4.0);
+  pp.end_sample();
+  auto s = pp.summary("test");
+  ASSERT_TRUE(s.variance.defined());
+  EXPECT_NEAR(s.variance[0].item<double>(), 1.25, 1e-12);
+  auto m = predictive_metrics(s, y, false, 4.0);
+  EXPECT_DOUBLE_EQ(m.at("cover50"), 0.5);
+  EXPECT_DOUBLE_EQ(m.at("cover90"), 1.0);
+  EXPECT_NEAR(m.at("width50"), 2 * 0.6744897501960817 * std::sqrt(1.25), 1e-12);
+  // A point prediction's interval is N(f, 1/τ).
+  auto point = predictive_metrics(torch::tensor({0.0, 0.0}, torch::kFloat64), y, false, 4.0);
+  EXPECT_NEAR(point.at("width90"), 2 * 1.6448536269514722 * 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(point.at("cover90"), 0.5);
+}
+
+TEST(PredictiveMetrics, CalibratedPredictionsHaveSmallEceAndNominalCoverage) {
+  // Statistical check with a known answer: labels drawn from the predicted probabilities are
+  // calibrated, so ECE -> 0; with n = 20000 and 15 bins its expected size is about
+  // Σ_b (n_b/n)·sqrt(c(1-c)/n_b) <= sqrt(15 / (4·20000)) ≈ 0.014; 0.03 is a bound > 2x that.
+  // Gaussian targets with the predicted variance: coverage 0.5 / 0.9 within 4 sd (0.014, 0.009).
+  auto gen = compat::make_generator(torch::kCPU, 11);
+  const int64_t n = 20000;
+  auto conf = at::rand({n}, gen, torch::kFloat64) * 0.5 + 0.5;
+  auto p = torch::stack({conf, 1 - conf}, 1);
+  auto y = at::rand({n}, gen, torch::kFloat64).ge(conf).to(torch::kInt64);
+  EXPECT_LT(predictive_metrics(p, y, true).at("ece"), 0.03);
+  auto f = torch::zeros({n}, torch::kFloat64);
+  auto t = at::randn({n}, gen, torch::kFloat64) * 0.5;
+  auto m = predictive_metrics(f, t, false, 4.0);
+  EXPECT_NEAR(m.at("cover50"), 0.5, 0.014);
+  EXPECT_NEAR(m.at("cover90"), 0.9, 0.009);
+}

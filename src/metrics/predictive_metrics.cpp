@@ -4,25 +4,70 @@
 
 namespace sgmcmc {
 
-std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,
+namespace {
+
+constexpr int64_t kCalibrationBins = 15;
+constexpr double kZ50 = 0.6744897501960817;  // Φ⁻¹(0.75)
+constexpr double kZ90 = 1.6448536269514722;  // Φ⁻¹(0.95)
+
+void classification_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, std::map<std::string, double>& m) {
+  auto p = pr.mean.to(torch::kFloat64);
+  auto pred = p.argmax(1);
+  auto conf = p.amax(1);
+  auto correct = pred.eq(targets).to(torch::kFloat64);
+  const double n = static_cast<double>(p.size(0));
+  m["error"] = pred.ne(targets).to(torch::kFloat64).mean().item<double>();
+  auto py = p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300);
+  m["nll"] = -py.log().mean().item<double>();
+  auto onehot = torch::zeros_like(p).scatter_(1, targets.unsqueeze(1), 1.0);
+  m["brier"] = (p - onehot).square().sum(1).mean().item<double>();
+  auto bin = (conf * kCalibrationBins).floor().clamp(0, kCalibrationBins - 1).to(torch::kInt64);
+  auto zeros = torch::zeros({kCalibrationBins}, p.options());
+  auto count = zeros.index_add(0, bin, torch::ones_like(conf));
+  auto gap = (zeros.index_add(0, bin, correct) - zeros.index_add(0, bin, conf)).abs();  // |Σ acc − Σ conf| per bin
+  m["ece"] = gap.sum().item<double>() / n;
+  m["mce"] = (gap / count.clamp_min(1)).masked_select(count.gt(0)).max().item<double>();
+  auto h = entropy_of(p);
+  m["entropy"] = h.mean().item<double>();
+  if (pr.expected_entropy.defined()) m["mi"] = (h - pr.expected_entropy.to(torch::kFloat64)).mean().item<double>();
+}
+
+void regression_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, double tau, bool clip, double lo,
+                        double hi, std::map<std::string, double>& m) {
+  auto f = pr.mean.to(torch::kFloat64);
+  if (clip) f = f.clamp(lo, hi);
+  auto r = f - targets.to(torch::kFloat64);
+  auto r2 = r.square();
+  m["rmse"] = std::sqrt(r2.mean().item<double>());
+  m["nll"] = 0.5 * tau * r2.mean().item<double>() - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
+  auto sd = pr.variance.defined() ? pr.variance.to(torch::kFloat64).clamp_min(0).sqrt()
+                                  : torch::full_like(f, 1.0 / std::sqrt(tau));
+  for (auto [name, z] : {std::pair<const char*, double>{"50", kZ50}, {"90", kZ90}}) {
+    m[std::string("cover") + name] = r.abs().le(z * sd).to(torch::kFloat64).mean().item<double>();
+    m[std::string("width") + name] = (2 * z * sd).mean().item<double>();
+  }
+}
+
+}  // namespace
+
+torch::Tensor entropy_of(const torch::Tensor& probs) {
+  auto p = probs.to(torch::kFloat64);
+  return -torch::special_xlogy(p, p).sum(-1);
+}
+
+std::map<std::string, double> predictive_metrics(const PredictiveSummary& predictive, const torch::Tensor& targets,
                                                  bool classification, double tau, bool clip, double lo, double hi) {
   std::map<std::string, double> m;
-  if (!prediction.defined() || prediction.size(0) == 0) return m;
+  if (!predictive.mean.defined() || predictive.mean.size(0) == 0) return m;
   torch::NoGradGuard no_grad;
-  if (classification) {
-    auto p = prediction.to(torch::kFloat64);
-    auto pred = p.argmax(1);
-    m["error"] = pred.ne(targets).to(torch::kFloat64).mean().item<double>();
-    auto py = p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300);
-    m["nll"] = -py.log().mean().item<double>();
-  } else {
-    auto f = prediction.to(torch::kFloat64);
-    if (clip) f = f.clamp(lo, hi);
-    auto r2 = (f - targets.to(torch::kFloat64)).pow(2);
-    m["rmse"] = std::sqrt(r2.mean().item<double>());
-    m["nll"] = 0.5 * tau * r2.mean().item<double>() - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
-  }
+  if (classification) classification_metrics(predictive, targets, m);
+  else regression_metrics(predictive, targets, tau, clip, lo, hi, m);
   return m;
+}
+
+std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,
+                                                 bool classification, double tau, bool clip, double lo, double hi) {
+  return predictive_metrics(PredictiveSummary{prediction, {}, {}}, targets, classification, tau, clip, lo, hi);
 }
 
 torch::Tensor gaussian_log_density(const torch::Tensor& f, const torch::Tensor& y, double tau) {

@@ -1,10 +1,18 @@
 // Metrics of a predictive distribution on labelled points: the one place where a new metric goes
 // (it then appears in metrics.csv, summary.json and `sgmcmc predict` alike).
 //
-//  classification, prediction = class probabilities [n, K]:
-//    error = mean 1[argmax p ≠ y],   nll = −mean log p(y)
-//  regression, prediction = predictive means [n] with Gaussian noise precision τ:
+//  classification, mean = class probabilities p̄ [n, K] (averaged over the predictive's members):
+//    error = mean 1[argmax p̄ ≠ y],   nll = −mean log p̄(y),   brier = mean Σ_k (p̄_k − 1[y = k])²
+//    ece / mce: top-label calibration over 15 equal-width confidence bins B_b (conf = max_k p̄_k):
+//      ece = Σ_b |B_b|/n · |acc(B_b) − conf(B_b)|,  mce = max over non-empty bins of the same gap
+//    entropy = mean H(p̄) (total uncertainty);  mi = mean [H(p̄) − E_m H(p_m)] over the members m
+//      (the epistemic part, mutual information between the label and the parameters; only for
+//      predictives of several members: samples and chains)
+//  regression, mean = predictive means f [n] with Gaussian noise precision τ:
 //    rmse = sqrt(mean (f − y)²),   nll = mean τ(f − y)²/2 − log(τ)/2 + log(2π)/2
+//    cover50 / cover90: the share of targets inside the central 50 % / 90 % predictive interval,
+//    width50 / width90 its mean width; the interval of N(f, v) with v the predictive variance
+//    (members: E_m[1/τ_m] + Var_m f_m, the moment-matched Gaussian of the mixture; else 1/τ)
 // Densities for the mixture predictive of regression samplers: log N(y; f, 1/τ) per point, and
 // log (1/C) Σ_c N(y; f_c, 1/τ) for per-chain predictions [C, n].
 #pragma once
@@ -16,11 +24,24 @@
 
 namespace sgmcmc {
 
-// Classification {error, nll}; regression {rmse, nll} (predictions clipped to [lo, hi] when `clip`).
-// Empty for an undefined or empty prediction.
+// A predictive distribution on n points.
+struct PredictiveSummary {
+  torch::Tensor mean;              // classification: probabilities [n, K]; regression: means [n]
+  torch::Tensor expected_entropy;  // classification with several members: E_m H(p_m) per point [n]
+  torch::Tensor variance;          // regression with several members: predictive variance per point [n]
+};
+
+// The metrics above (predictions clipped to [lo, hi] when `clip`). Empty for an undefined or empty mean.
+std::map<std::string, double> predictive_metrics(const PredictiveSummary& predictive, const torch::Tensor& targets,
+                                                 bool classification, double tau = 1.0, bool clip = false,
+                                                 double lo = 0, double hi = 0);
+// A point prediction (one member).
 std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,
                                                  bool classification, double tau = 1.0, bool clip = false,
                                                  double lo = 0, double hi = 0);
+
+// Entropy of each row of probabilities [..., K] -> [...] (float64; 0 log 0 = 0).
+torch::Tensor entropy_of(const torch::Tensor& probs);
 
 // log N(y; f, 1/τ) per point (float64).
 torch::Tensor gaussian_log_density(const torch::Tensor& f, const torch::Tensor& y, double tau);

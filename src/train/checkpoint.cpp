@@ -79,6 +79,8 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   std::map<std::string, double> v;
   for (const auto& k : std::vector<std::string>{"test_" + m, "test_nll", "val_" + m, "val_nll", "sample_test_" + m})
     v[k] = get(k);
+  for (const auto& [k, x] : last_)  // every metric of the latest evaluation (calibration, intervals, ...)
+    if (k.rfind("test_", 0) == 0 || k.rfind("val_", 0) == 0 || k.rfind("sample_test_", 0) == 0) v[k] = x;
   if (!eval_.classification()) v["test_error"] = v["val_error"] = NAN;
   v["samples"] = static_cast<double>(predictive_.count());
   v["steps"] = static_cast<double>(step_);

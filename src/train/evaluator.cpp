@@ -28,12 +28,12 @@ torch::Tensor Evaluator::predict_chains(Model& model, const Batch& split) const 
   return predict_chunked(split, chunk_, 1, [&](const torch::Tensor& x) { return model.predict_chains(x); });
 }
 
-Metrics Evaluator::metrics(const torch::Tensor& prediction, const Batch& split, double tau,
+Metrics Evaluator::metrics(const PredictiveSummary& predictive, const Batch& split, double tau,
                            const torch::Tensor& log_density_sum, int64_t samples) const {
-  auto m = predictive_metrics(prediction, split.targets, classification(), tau, data_.clip, data_.target_min,
+  auto m = predictive_metrics(predictive, split.targets, classification(), tau, data_.clip, data_.target_min,
                               data_.target_max);
   if (!data_.standardized_targets || m.empty()) return m;
-  m["rmse"] *= data_.target_scale;
+  for (const char* k : {"rmse", "width50", "width90"}) m[k] *= data_.target_scale;
   if (log_density_sum.defined() && samples > 0)
     m["nll"] = -(log_density_sum - std::log(static_cast<double>(samples))).mean().item<double>();
   m["nll"] += std::log(data_.target_scale);

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "data/dataset.h"
+#include "metrics/predictive_metrics.h"
 #include "models/model.h"
 
 namespace sgmcmc {
@@ -25,12 +26,16 @@ class Evaluator {
   // Per-chain outputs [C, n, ...].
   torch::Tensor predict_chains(Model& model, const Batch& split) const;
 
-  // Metrics of `prediction` (mean probabilities or means) on `split`, with noise precision `tau`.
-  // Standardized regression targets: rmse in the original units, and the nll of the mixture
+  // Metrics of a predictive on `split` (metrics/predictive_metrics.h), with noise precision `tau`.
+  // Standardized regression targets: rmse and interval widths in the original units, and the nll of the mixture
   // (1/S) Σ_s N(y; f_s, 1/τ_s) when `log_density_sum` = log Σ_s over `samples` > 0 terms (else of
   // N(y; f, 1/τ)), both in the original units.
-  Metrics metrics(const torch::Tensor& prediction, const Batch& split, double tau,
+  Metrics metrics(const PredictiveSummary& predictive, const Batch& split, double tau,
                   const torch::Tensor& log_density_sum = {}, int64_t samples = 0) const;
+  // A point prediction (one member).
+  Metrics metrics(const torch::Tensor& prediction, const Batch& split, double tau) const {
+    return metrics(PredictiveSummary{prediction, {}, {}}, split, tau);
+  }
 
   bool classification() const { return data_.task == Task::kClassification; }
   // The headline metric's name: "error" (classification) or "rmse".

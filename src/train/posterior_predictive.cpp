@@ -14,7 +14,28 @@ torch::Tensor PosteriorPredictive::add(const std::string& split, const torch::Te
     auto ld = mixture_log_density(per_chain.size(0) == 1 ? mean : per_chain, targets, tau);
     s.lse = s.lse.defined() ? torch::logaddexp(s.lse, ld) : ld.clone();
   }
+  if (s.complete) add_spread(s, per_chain, tau);
   return mean;
+}
+
+void PosteriorPredictive::add_spread(Sums& s, const torch::Tensor& per_chain, double tau) {
+  auto accumulate = [](torch::Tensor& acc, const torch::Tensor& x) { acc = acc.defined() ? acc.add_(x) : x.clone(); };
+  if (per_chain.dim() == 3) {  // class probabilities [C, n, K]
+    accumulate(s.ent, entropy_of(per_chain).mean(0));
+  } else {
+    accumulate(s.sq, per_chain.to(torch::kFloat64).square().mean(0));
+    s.noise += 1.0 / tau;
+  }
+}
+
+PredictiveSummary PosteriorPredictive::summary(const std::string& split) const {
+  PredictiveSummary p{mean(split), {}, {}};
+  auto it = sums_.find(split);
+  if (!p.mean.defined() || !it->second.complete) return p;
+  const Sums& s = it->second;
+  if (s.ent.defined()) p.expected_entropy = s.ent / count_;
+  if (s.sq.defined()) p.variance = s.sq / count_ - p.mean.square() + s.noise / count_;
+  return p;
 }
 
 torch::Tensor PosteriorPredictive::mean(const std::string& split) const {
@@ -32,6 +53,10 @@ void PosteriorPredictive::save(torch::serialize::OutputArchive& ar) const {
   for (const auto& [split, s] : sums_) {
     if (s.sum.defined()) ar.write("avg_" + split, s.sum, true);
     if (s.lse.defined()) ar.write("lse_" + split, s.lse, true);
+    if (!s.complete) continue;
+    if (s.ent.defined()) ar.write("ent_" + split, s.ent, true);
+    if (s.sq.defined()) ar.write("sq_" + split, s.sq, true);
+    if (s.sq.defined()) ar.write("noise_" + split, torch::tensor(s.noise, torch::kFloat64), true);
   }
 }
 
@@ -40,9 +65,17 @@ void PosteriorPredictive::load(torch::serialize::InputArchive& ar, const torch::
   count_ = count;
   sums_.clear();
   for (const auto& split : splits) {
-    torch::Tensor sum, lse;
-    if (ar.try_read("avg_" + split, sum, true)) sums_[split].sum = sum.to(device);
-    if (ar.try_read("lse_" + split, lse, true)) sums_[split].lse = lse.to(device);
+    torch::Tensor sum, lse, ent, sq, noise;
+    if (!ar.try_read("avg_" + split, sum, true)) continue;
+    Sums& s = sums_[split];
+    s.sum = sum.to(device);
+    if (ar.try_read("lse_" + split, lse, true)) s.lse = lse.to(device);
+    if (ar.try_read("ent_" + split, ent, true)) s.ent = ent.to(device);
+    if (ar.try_read("sq_" + split, sq, true) && ar.try_read("noise_" + split, noise, true)) {
+      s.sq = sq.to(device);
+      s.noise = noise.item<double>();
+    }
+    s.complete = s.ent.defined() || s.sq.defined();
   }
 }
 

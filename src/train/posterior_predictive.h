@@ -3,6 +3,8 @@
 //   mean(split) = (1/S) Σ_s (1/C) Σ_c p_{s,c}                 (class probabilities or means)
 //   log_density_sum(split) = log Σ_s (1/C) Σ_c N(y; f_{s,c}, 1/τ_s)   (only with mixture densities:
 //                                                              standardized regression targets)
+//   classification: Σ_s (1/C) Σ_c H(p_{s,c}) per point (expected entropy: the epistemic part)
+//   regression: Σ_s (1/C) Σ_c f_{s,c}² per point and Σ_s 1/τ_s (the predictive variance)
 // `train` adds one sample per thinned step; `sgmcmc predict` adds one per saved sample file: the
 // same sums, so the two cannot disagree. Calibration and out-of-distribution scores of the
 // averaged predictive, and the all-reduce of the sums across processes, belong here.
@@ -12,6 +14,8 @@
 #include <string>
 
 #include <torch/torch.h>
+
+#include "metrics/predictive_metrics.h"
 
 namespace sgmcmc {
 
@@ -30,8 +34,12 @@ class PosteriorPredictive {
   bool has(const std::string& split) const { return sums_.count(split) > 0; }
   torch::Tensor mean(const std::string& split) const;             // undefined before the first sample
   torch::Tensor log_density_sum(const std::string& split) const;  // undefined without mixture densities
+  // The mean with its expected entropy (classification) or predictive variance (regression).
+  PredictiveSummary summary(const std::string& split) const;
 
-  // Checkpoint entries "avg_<split>" and "lse_<split>" (the count is the caller's: the run's counters).
+  // Checkpoint entries "avg_", "lse_", "ent_", "sq_", "noise_<split>" (the count is the caller's: the
+  // run's counters). A checkpoint of an earlier version without the last three resumes without
+  // the metrics that need them.
   void save(torch::serialize::OutputArchive& ar) const;
   void load(torch::serialize::InputArchive& ar, const torch::Device& device, int64_t count,
             const std::vector<std::string>& splits);
@@ -40,7 +48,13 @@ class PosteriorPredictive {
   struct Sums {
     torch::Tensor sum;  // Σ_s of the chain-mean predictions (float64)
     torch::Tensor lse;  // log Σ_s of the mixture density per point
+    torch::Tensor ent;  // classification: Σ_s of the chain-mean entropy per point
+    torch::Tensor sq;   // regression: Σ_s of the chain-mean f² per point
+    double noise = 0;   // regression: Σ_s 1/τ_s
+    bool complete = true;  // ent / sq / noise cover every sample (false after an old checkpoint)
   };
+  static void add_spread(Sums& s, const torch::Tensor& per_chain, double tau);
+
   bool mixture_density_;
   int64_t count_ = 0;
   std::map<std::string, Sums> sums_;

@@ -63,7 +63,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
   for (const std::string split : {"test", "val"})
     if (predictive.has(split))
       add_prefixed(out, split + "_",
-                   eval.metrics(predictive.mean(split), split == "test" ? data.test : data.val, tau,
+                   eval.metrics(predictive.summary(split), split == "test" ? data.test : data.val, tau,
                                 predictive.log_density_sum(split), predictive.count()));
   out["samples"] = static_cast<double>(predictive.count());
   if (!out_json.empty()) write_predict_json(out_json, data, out);

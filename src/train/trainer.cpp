@@ -141,7 +141,7 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
     for (const std::string split : {"test", "val"})
       if (predictive_.has(split))
         add_prefixed(row, split + "_",
-                     eval_.metrics(predictive_.mean(split), split == "test" ? data_.test : data_.val, tau,
+                     eval_.metrics(predictive_.summary(split), split == "test" ? data_.test : data_.val, tau,
                                    predictive_.log_density_sum(split), samples));
   } else if (!s_.sampler->is_sampler()) {
     add_prefixed(row, "test_", current);
