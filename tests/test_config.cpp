@@ -154,6 +154,8 @@ TEST(ConfigOrder, TypoedKeyBeatsTheBurnInCheckOnItsDefault) {
 TEST(ConfigOrder, SamplerValueBeforeTheData) {
   // data.dir /tmp/nowhere does not exist: the bad lr is reported by the config, before any file.
   auto path = write_config("lr", kBase);
+  auto bare = path.substr(0, path.rfind('/')) + "/bare.yaml";  // a model block without mlp keys
+  std::ofstream(bare) << "data: {dir: /tmp/nowhere}\nsampler: {name: sgld}\n";
   auto m = error_of([&] { load_config(path, {"sampler.lr=-1"}); });
   EXPECT_EQ(m, path + ": sgld.lr: must be a finite number > 0, got -1");
   m = error_of([&] { load_config(path, {"sampler.name=sghmc", "sampler.alpha=1.5"}); });
@@ -164,7 +166,6 @@ TEST(ConfigOrder, SamplerValueBeforeTheData) {
   EXPECT_EQ(m, path + ": schedule.every: step schedule needs every > 0 or every_epochs > 0");
   m = error_of([&] { load_config(path, {"model.hidden=10,0"}); });
   EXPECT_EQ(m, path + ": model.hidden: layer widths must be > 0, got 0");
-  auto bare = write_config("bare", "data: {dir: /tmp/nowhere}\nsampler: {name: sgld}\n");  // no mlp keys
   m = error_of([&] { load_config(bare, {"model.name=cnn", "model.fc=0"}); });
   EXPECT_EQ(m, bare + ": model.fc: must be > 0, got 0");
   m = error_of([&] { load_config(bare, {"model.name=bpmf", "model.dim=0"}); });

@@ -50,16 +50,15 @@ std::vector<std::string> split_fields(const std::string& line) {
 
 // The shortest text that reads back as `v` (for messages).
 std::string number_text(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
+  std::string text;
   for (int prec = 6; prec <= 17; ++prec) {
-    std::ostringstream t;
-    t.precision(prec);
-    t << v;
-    if (std::strtod(t.str().c_str(), nullptr) == v || !std::isfinite(v)) return t.str();
+    std::ostringstream s;
+    s.precision(prec);
+    s << v;
+    text = s.str();
+    if (!std::isfinite(v) || std::strtod(text.c_str(), nullptr) == v) break;
   }
-  return s.str();
+  return text;
 }
 
 }  // namespace

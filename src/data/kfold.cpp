@@ -114,7 +114,8 @@ RatingsOptions parse_ratings_options(const OptionMap& o) {
   const std::string where = o.context().empty() ? "data" : o.context();
   RatingsOptions r;
   r.path(o.get_string("path", ""));
-  if (r.path().empty()) r.validate(where);  // the missing path first, as the reader always did
+  // The missing path before any other key's value, as the reader always did.
+  if (r.path().empty()) throw std::invalid_argument(where + ".path: required for format ratings (the ratings file)");
   RatingsReadOptions ro;
   ro.format = parse_ratings_format(o.get_string("ratings_format", "auto"), where + ".ratings_format");
   ro.min_rating = o.get_double("min_rating", ro.min_rating);
