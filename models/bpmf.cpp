@@ -109,7 +109,19 @@ std::map<std::string, double> Bpmf::likelihood_hyperparameters() const {
   return {{"tau", tau_.item<double>()}};
 }
 
-std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, const OptionMap& o, at::Generator generator) {
+BpmfOptions parse_bpmf_options(const OptionMap& o) {
+  BpmfOptions opt;
+  opt.dim(o.get_int("dim", opt.dim()))
+      .init_std(o.get_double("init_std", opt.init_std()))
+      .tau(o.get_double("tau", opt.tau()))
+      .sample_tau(o.get_bool("sample_tau", opt.sample_tau()))
+      .tau_alpha(o.get_double("tau_alpha", opt.tau_alpha()))
+      .tau_beta(o.get_double("tau_beta", opt.tau_beta()));
+  opt.validate();
+  return opt;
+}
+
+std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, BpmfOptions opt, at::Generator generator) {
   auto dim_of = [&](const char* key) {
     auto it = data.dims.find(key);
     if (it == data.dims.end())
@@ -118,15 +130,12 @@ std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, const OptionMap& o, at::Gen
     return it->second;
   };
   if (data.train.size() == 0) throw std::invalid_argument("model.name: bpmf needs a non-empty training set");
-  BpmfOptions opt;
-  opt.dim(o.get_int("dim", opt.dim()))
-      .init_std(o.get_double("init_std", opt.init_std()))
-      .tau(o.get_double("tau", opt.tau()))
-      .sample_tau(o.get_bool("sample_tau", opt.sample_tau()))
-      .tau_alpha(o.get_double("tau_alpha", opt.tau_alpha()))
-      .tau_beta(o.get_double("tau_beta", opt.tau_beta()))
-      .mean(data.train.targets.to(torch::kFloat64).mean().item<double>());
+  opt.mean(data.train.targets.to(torch::kFloat64).mean().item<double>());
   return std::make_shared<Bpmf>(dim_of("users"), dim_of("items"), opt, std::move(generator));
+}
+
+std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, const OptionMap& o, at::Generator generator) {
+  return make_bpmf(data, parse_bpmf_options(o), std::move(generator));
 }
 
 }  // namespace sgmcmc

@@ -71,9 +71,13 @@ class Bpmf : public Model {
   torch::Tensor mu_, tau_;  // buffers: scalars (float32)
 };
 
-// The model factory's entry: reads model options `dim`, `init_std`, `tau`, `sample_tau`,
-// `tau_alpha`, `tau_beta` (`o`'s keys are marked used; unknown keys are the caller's
-// check_all_used), takes users/items from data.dims and μ = mean of data.train.targets.
+// The `model:` keys of bpmf: `dim`, `init_std`, `tau`, `sample_tau`, `tau_alpha`, `tau_beta` (marked
+// read; unknown keys are the caller's), validated; `mean` is left at its default (make_bpmf sets it).
+BpmfOptions parse_bpmf_options(const OptionMap& o);
+
+// The model factory's entry: takes users/items from data.dims and μ = mean of data.train.targets.
+std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, BpmfOptions options, at::Generator generator);
+// parse_bpmf_options(o), then the above.
 std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, const OptionMap& o, at::Generator generator);
 
 }  // namespace sgmcmc

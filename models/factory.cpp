@@ -4,9 +4,6 @@
 
 #include "compat.h"
 #include "config/experiment_config.h"
-#include "models/bpmf.h"
-#include "models/cnn.h"
-#include "models/mlp.h"
 #include "models/mlp_chains.h"
 
 namespace sgmcmc {
@@ -17,63 +14,128 @@ int64_t dim_or(const Dataset& d, const std::string& key, int64_t fallback) {
   return it == d.dims.end() ? fallback : it->second;
 }
 
-}  // namespace
-
-std::vector<std::pair<std::string, std::string>> model_names() {
-  return {{"mlp", "multilayer perceptron, softmax or Gaussian likelihood (000 App. H.1, 001 FNN, 002 §5.2)"},
-          {"cnn", "LeNet-style convnet: 2 x (conv 5x5, ReLU, maxpool 2), fc, softmax (001 CNN)"},
-          {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)"}};
+[[noreturn]] void bad(const std::string& where, const std::string& key, const std::string& what) {
+  throw std::invalid_argument(where + "." + key + ": " + what);
 }
 
-ModelPtr make_model(const OptionMap& o, const Dataset& data, uint64_t seed, int64_t chains) {
+void parse_mlp(const OptionMap& o, Task task, const std::string& where, MlpOptions& m) {
+  m.hidden = parse_int_list(o.get_string("hidden", "100"), where + ".hidden");
+  m.activation = o.get_choice("activation", "sigmoid", {"sigmoid", "relu", "tanh"});
+  m.likelihood = o.get_choice("likelihood", task == Task::kRegression ? "gaussian" : "categorical",
+                              {"categorical", "gaussian"});
+  m.noise_precision = o.get_double("noise_precision", 1.0);
+  m.sample_noise = o.get_choice("noise_prior", "fixed", {"fixed", "gamma"}) == "gamma";
+  m.noise_alpha = o.get_double("noise_alpha", 1.0);
+  m.noise_beta = o.get_double("noise_beta", 1.0);
+}
+
+void parse_cnn(const OptionMap& o, CnnOptions& c) {
+  c.conv1 = o.get_int("conv1", 20);
+  c.conv2 = o.get_int("conv2", 50);
+  c.fc = o.get_int("fc", 500);
+}
+
+void validate_mlp(const MlpOptions& m, const std::string& where) {
+  for (int64_t w : m.hidden)
+    if (w <= 0) bad(where, "hidden", "layer widths must be > 0, got " + std::to_string(w));
+  if (!(m.noise_precision > 0)) bad(where, "noise_precision", "must be > 0");
+  if (!(m.noise_alpha > 0) || !(m.noise_beta > 0)) bad(where, "noise_alpha/noise_beta", "must be > 0");
+}
+
+void validate_cnn(const CnnOptions& c, const std::string& where) {
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"conv1", c.conv1}, {"conv2", c.conv2}, {"fc", c.fc}})
+    if (v <= 0) bad(where, key, "must be > 0, got " + std::to_string(v));
+}
+
+}  // namespace
+
+const std::vector<ModelEntry>& model_registry() {
+  // Keys: exactly what parse_model_options reads for the model (tests/test_config.cpp checks it).
+  static const std::vector<ModelEntry> registry = {
+      {"mlp", "multilayer perceptron, softmax or Gaussian likelihood (000 App. H.1, 001 FNN, 002 §5.2)",
+       {"name", "hidden", "activation", "likelihood", "noise_precision", "noise_prior", "noise_alpha", "noise_beta"}},
+      {"cnn", "LeNet-style convnet: 2 x (conv 5x5, ReLU, maxpool 2), fc, softmax (001 CNN)",
+       {"name", "conv1", "conv2", "fc"}},
+      {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)",
+       {"name", "dim", "init_std", "tau", "sample_tau", "tau_alpha", "tau_beta"}},
+  };
+  return registry;
+}
+
+std::vector<std::pair<std::string, std::string>> model_names() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& m : model_registry()) out.emplace_back(m.name, m.summary);
+  return out;
+}
+
+const ModelEntry& find_model(const OptionMap& o) {
+  std::vector<std::string> names;
+  for (const auto& m : model_registry()) names.push_back(m.name);
+  const std::string name = o.get_choice("name", "mlp", names);
+  for (const auto& m : model_registry())
+    if (m.name == name) return m;
+  throw std::logic_error("find_model: " + name);  // unreachable: get_choice checked the name
+}
+
+void ModelOptions::validate(const std::string& where) const {
+  if (name == "mlp") validate_mlp(mlp, where);
+  else if (name == "cnn") validate_cnn(cnn, where);
+  else if (name == "bpmf") bpmf.validate();
+  else bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf)");
+}
+
+ModelOptions parse_model_options(const OptionMap& o, Task task) {
   const std::string where = o.context().empty() ? "model" : o.context();
-  std::string name = o.get_choice("name", "mlp", {"mlp", "cnn", "bpmf"});
+  ModelOptions m;
+  m.name = find_model(o).name;
+  if (m.name == "mlp") parse_mlp(o, task, where, m.mlp);
+  else if (m.name == "cnn") parse_cnn(o, m.cnn);
+  else if (m.name == "bpmf") m.bpmf = parse_bpmf_options(o);
+  m.validate(where);
+  return m;
+}
+
+void check_model_task(const ModelOptions& m, Task task, const std::string& where) {
+  if (m.name != "mlp") return;
+  if (m.mlp.likelihood == "categorical" && task != Task::kClassification)
+    bad(where, "likelihood", "categorical needs a classification data set");
+  if (m.mlp.likelihood == "gaussian" && task != Task::kRegression)
+    bad(where, "likelihood", "gaussian needs a regression data set");
+}
+
+ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed, int64_t chains,
+                    const std::string& where) {
+  opts.validate(where);
   auto gen = compat::make_generator(torch::kCPU, seed * 0xD1B54A32D192ED03ULL + 0x2545F4914F6CDD1DULL);
-  if (chains > 0 && name != "mlp")
-    throw std::invalid_argument("chains: parallel chains are available for model.name: mlp only (got " + name + ")");
-  ModelPtr model;
-  if (name == "mlp") {
-    MlpOptions m;
+  if (chains > 0 && opts.name != "mlp")
+    throw std::invalid_argument("chains: parallel chains are available for model.name: mlp only (got " + opts.name + ")");
+  if (opts.name == "mlp") {
+    MlpOptions m = opts.mlp;
     m.inputs = dim_or(data, "features", 0);
-    if (m.inputs <= 0) throw std::invalid_argument(where + ".name: mlp needs a data set with a 'features' size");
-    m.hidden = parse_int_list(o.get_string("hidden", "100"), where + ".hidden");
-    m.activation = o.get_choice("activation", "sigmoid", {"sigmoid", "relu", "tanh"});
-    m.likelihood = o.get_choice("likelihood", data.task == Task::kRegression ? "gaussian" : "categorical",
-                                {"categorical", "gaussian"});
-    if (m.likelihood == "categorical" && data.task != Task::kClassification)
-      throw std::invalid_argument(where + ".likelihood: categorical needs a classification data set");
-    if (m.likelihood == "gaussian" && data.task != Task::kRegression)
-      throw std::invalid_argument(where + ".likelihood: gaussian needs a regression data set");
+    if (m.inputs <= 0) bad(where, "name", "mlp needs a data set with a 'features' size");
+    check_model_task(opts, data.task, where);
     m.outputs = m.likelihood == "categorical" ? data.num_classes : 1;
-    m.noise_precision = o.get_double("noise_precision", 1.0);
-    if (!(m.noise_precision > 0)) throw std::invalid_argument(where + ".noise_precision: must be > 0");
-    m.sample_noise = o.get_choice("noise_prior", "fixed", {"fixed", "gamma"}) == "gamma";
-    m.noise_alpha = o.get_double("noise_alpha", 1.0);
-    m.noise_beta = o.get_double("noise_beta", 1.0);
-    if (!(m.noise_alpha > 0) || !(m.noise_beta > 0))
-      throw std::invalid_argument(where + ".noise_alpha/noise_beta: must be > 0");
-    if (chains > 0) model = std::make_shared<MlpChains>(m, chains, gen);
-    else model = std::make_shared<Mlp>(m, gen);
-  } else if (name == "cnn") {
-    if (data.task != Task::kClassification) throw std::invalid_argument(where + ".name: cnn needs a classification data set");
-    CnnOptions c;
+    if (chains > 0) return std::make_shared<MlpChains>(m, chains, gen);
+    return std::make_shared<Mlp>(m, gen);
+  }
+  if (opts.name == "cnn") {
+    if (data.task != Task::kClassification) bad(where, "name", "cnn needs a classification data set");
+    CnnOptions c = opts.cnn;
     c.channels = dim_or(data, "channels", 0);
     c.height = dim_or(data, "height", 0);
     c.width = dim_or(data, "width", 0);
     if (c.channels <= 0 || c.height <= 0 || c.width <= 0)
-      throw std::invalid_argument(where + ".name: cnn needs an image data set (channels/height/width)");
+      bad(where, "name", "cnn needs an image data set (channels/height/width)");
     c.classes = data.num_classes;
-    c.conv1 = o.get_int("conv1", 20);
-    c.conv2 = o.get_int("conv2", 50);
-    c.fc = o.get_int("fc", 500);
-    model = std::make_shared<Cnn>(c, gen);
-  } else if (name == "bpmf") {
-    model = make_bpmf(data, o, gen);
-  } else {
-    throw std::invalid_argument(where + ".name: model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf)");
+    return std::make_shared<Cnn>(c, gen);
   }
-  o.check_all_used();
-  return model;
+  return make_bpmf(data, opts.bpmf, gen);
+}
+
+ModelPtr make_model(const OptionMap& o, const Dataset& data, uint64_t seed, int64_t chains) {
+  o.check_known(find_model(o).keys);
+  const std::string where = o.context().empty() ? "model" : o.context();
+  return make_model(parse_model_options(o, data.task), data, seed, chains, where);
 }
 
 }  // namespace sgmcmc

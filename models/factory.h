@@ -7,6 +7,10 @@
 //   bpmf: dim (20), init_std (0.1), tau (2), sample_tau (false), tau_alpha (1), tau_beta (1)
 //         (models/bpmf.h; users/items from dims, μ = training mean)
 // Input/output sizes come from the data set (dims "features"/"channels"/"height"/"width", num_classes).
+//
+// The keys of each model are declared once, in model_registry() (models/factory.cpp), next to
+// parse_model_options, which reads exactly those keys; the config checks a `model:` block's keys
+// against them before reading any value.
 #pragma once
 
 #include <memory>
@@ -15,15 +19,55 @@
 
 #include "config/option_map.h"
 #include "data/dataset.h"
+#include "models/bpmf.h"
+#include "models/cnn.h"
+#include "models/mlp.h"
 #include "models/model.h"
 
 namespace sgmcmc {
 
 using ModelPtr = std::shared_ptr<Model>;
 
-// Builds the model on CPU, initialised from a generator seeded with `seed`; rejects unknown keys.
+// The typed `model:` block. The sizes that come from the data set (mlp inputs/outputs, cnn
+// channels/height/width/classes, bpmf users/items/mean) are filled in by make_model.
+struct ModelOptions {
+  std::string name = "mlp";
+  MlpOptions mlp;
+  CnnOptions cnn;
+  BpmfOptions bpmf;
+  // Throws std::invalid_argument "<where>.<key>: ..." for a value out of range (the chosen model's
+  // keys only).
+  void validate(const std::string& where = "model") const;
+};
+
+// A model name, its `sgmcmc list` line and the keys of its `model:` block (`name` included).
+struct ModelEntry {
+  std::string name;
+  std::string summary;
+  std::vector<std::string> keys;
+};
+const std::vector<ModelEntry>& model_registry();
+
+// The entry for `model.name` (read with default mlp); std::invalid_argument naming
+// <context>.name with a suggestion if unknown.
+const ModelEntry& find_model(const OptionMap& options);
+
+// Reads model.name and that model's keys (no other), then validates. `task` is the data set's
+// task, which gives the likelihood's default (categorical for classification, gaussian for
+// regression); the config knows it from data.format.
+ModelOptions parse_model_options(const OptionMap& options, Task task);
+
+// The likelihood against the data set's task: "<where>.likelihood: categorical needs a
+// classification data set" and the like.
+void check_model_task(const ModelOptions& options, Task task, const std::string& where = "model");
+
+// Builds the model on CPU, initialised from a generator seeded with `seed`.
 // chains > 0: C parallel chains in one batched model (MlpChains; mlp only; chains = 1 is the batched
 // implementation with one chain, equal to the plain model).
+ModelPtr make_model(const ModelOptions& options, const Dataset& data, uint64_t seed = 0, int64_t chains = 0,
+                    const std::string& where = "model");
+// The same from the `model:` block: rejects unknown keys, parse_model_options(options, data.task),
+// then builds (marks every key of the model read, for the resolved config).
 ModelPtr make_model(const OptionMap& options, const Dataset& data, uint64_t seed = 0, int64_t chains = 0);
 
 // Names and one-line summaries, for `sgmcmc list`.

@@ -155,6 +155,17 @@ std::vector<Case> cases() {
       {"--set unknown block", {}, kTrain + " --set trian.epochs=3", 2, "unknown block 'trian' (did you mean 'train'?)"},
       {"--set unknown key", {}, kTrain + " --set train.batchsize=3", 2, "train.batchsize: unknown key (did you mean 'batch_size'?)"},
       {"--set without =", {}, kTrain + " --set train.epochs", 2, "--set train.epochs: expected key=value"},
+      // --- the order of the checks: every key, then every value, then the data ----------------------
+      {"typo'd train key, burn-in >= the default epochs", {{"c.yaml", config_with("train: {epohcs: 100, burn_in: 50, batch_size: 10}")}},
+       kTrain, 2, "c.yaml: train.epohcs: unknown key (did you mean 'epochs'?)"},
+      {"bad lr and a missing data dir", {}, kTrain + " --set data.dir=nowhere --set sampler.lr=-1", 2,
+       "c.yaml: sgld.lr: must be a finite number > 0, got -1"},
+      {"unknown sampler key and a bad train value", {}, kTrain + " --set train.epochs=abc --set sampler.lrr=1", 2,
+       "c.yaml: sampler.lrr: unknown key (did you mean 'lr'?)"},
+      {"unknown model key and a bad data value", {}, kTrain + " --set data.val_size=-1 --set model.hiden=4", 2,
+       "c.yaml: model.hiden: unknown key (did you mean 'hidden'?)"},
+      {"bad schedule value and a missing data dir", {}, kTrain + " --set data.dir=nowhere --set schedule.type=cyclical --set schedule.cycles=0", 2,
+       "c.yaml: schedule.cycles: must be > 0, got 0"},
       // --- wrong types -----------------------------------------------------------------------------
       {"epochs not an integer", {}, kTrain + " --set train.epochs=abc", 2, "train.epochs: expected an integer, got 'abc'"},
       {"lr not a number", {}, kTrain + " --set sampler.lr=fast", 2, "sampler.lr: expected a finite number, got 'fast'"},

@@ -5,7 +5,10 @@
 
 #include "compat.h"
 #include "config/experiment_config.h"
+#include "data/load.h"
+#include "models/factory.h"
 #include "samplers/registry.h"
+#include "samplers/schedules.h"
 #include "tiny_idx.h"
 #include "error_of.h"
 
@@ -57,10 +60,15 @@ TEST(Config, UnknownKeysNameFileAndSuggest) {
   m = error_of([&] { load_config(path2); });
   EXPECT_NE(m.find(path2 + ": trian: unknown key (did you mean 'train'?)"), std::string::npos) << m;
 
-  // Sampler keys are checked by the registry when the sampler is built.
-  auto c = load_config(write_config("samp", kBase), {"sampler.lrr=0.1"});
+  // Sampler keys are checked with every other key when the config is built (they used to be checked
+  // only when the trainer built the sampler), and by the registry when a sampler is built directly.
+  auto samp = write_config("samp", kBase);
+  m = error_of([&] { load_config(samp, {"sampler.lrr=0.1"}); });
+  EXPECT_NE(m.find(samp + ": sampler.lrr: unknown key (did you mean 'lr'?)"), std::string::npos) << m;
+  OptionMap so("sampler");
+  so.set("lrr", "0.1");
   auto p = torch::zeros({2}, torch::requires_grad());
-  m = error_of([&] { make_sampler("sgld", {ParamGroup({p})}, c.sampler, compat::make_generator(torch::kCPU, 1)); });
+  m = error_of([&] { make_sampler("sgld", {ParamGroup({p})}, so, compat::make_generator(torch::kCPU, 1)); });
   EXPECT_NE(m.find("sampler.lrr: unknown key (did you mean 'lr'?)"), std::string::npos) << m;
 }
 
@@ -129,4 +137,172 @@ TEST(Config, ShippedConfigsParse) {
     ++n;
   }
   EXPECT_GT(n, 0);
+}
+
+// --- the order of the checks: keys, then values, then data (issue 15) ------------------------------
+
+TEST(ConfigOrder, TypoedKeyBeatsTheBurnInCheckOnItsDefault) {
+  // burn_in 50 >= the default epochs (10): the typo is the real error.
+  auto path = write_config("epohcs", "data: {dir: /tmp/nowhere}\nsampler: {name: sgld}\n"
+                                     "train: {epohcs: 100, burn_in: 50}\n");
+  auto m = error_of([&] { load_config(path); });
+  EXPECT_EQ(m, path + ": train.epohcs: unknown key (did you mean 'epochs'?)");
+  m = error_of([&] { load_config(write_config("set_epohcs", kBase), {"train.epohcs=100", "train.burn_in=50"}); });
+  EXPECT_NE(m.find(": train.epohcs: unknown key (did you mean 'epochs'?)"), std::string::npos) << m;
+}
+
+TEST(ConfigOrder, SamplerValueBeforeTheData) {
+  // data.dir /tmp/nowhere does not exist: the bad lr is reported by the config, before any file.
+  auto path = write_config("lr", kBase);
+  auto bare = path.substr(0, path.rfind('/')) + "/bare.yaml";  // a model block without mlp keys
+  std::ofstream(bare) << "data: {dir: /tmp/nowhere}\nsampler: {name: sgld}\n";
+  auto m = error_of([&] { load_config(path, {"sampler.lr=-1"}); });
+  EXPECT_EQ(m, path + ": sgld.lr: must be a finite number > 0, got -1");
+  m = error_of([&] { load_config(path, {"sampler.name=sghmc", "sampler.alpha=1.5"}); });
+  EXPECT_EQ(m, path + ": sghmc.alpha: must be in (0, 1], got 1.5");
+  m = error_of([&] { load_config(path, {"schedule.type=polynomial", "schedule.gamma=2"}); });
+  EXPECT_EQ(m, path + ": schedule.gamma: must be in [0, 1], got 2");
+  m = error_of([&] { load_config(path, {"schedule.type=step"}); });
+  EXPECT_EQ(m, path + ": schedule.every: step schedule needs every > 0 or every_epochs > 0");
+  m = error_of([&] { load_config(path, {"model.hidden=10,0"}); });
+  EXPECT_EQ(m, path + ": model.hidden: layer widths must be > 0, got 0");
+  m = error_of([&] { load_config(bare, {"model.name=cnn", "model.fc=0"}); });
+  EXPECT_EQ(m, bare + ": model.fc: must be > 0, got 0");
+  m = error_of([&] { load_config(bare, {"model.name=bpmf", "model.dim=0"}); });
+  EXPECT_EQ(m, bare + ": model.dim: must be at least 1, got 0");
+  m = error_of([&] { load_config(path, {"model.likelihood=gaussian"}); });
+  EXPECT_EQ(m, path + ": model.likelihood: gaussian needs a regression data set");
+  m = error_of([&] { load_config(path, {"data.format=csv", "data.path=x.csv", "data.test_fraction=1.5"}); });
+  EXPECT_EQ(m, path + ": data.test_fraction: must be in (0, 1), got 1.5");
+  m = error_of([&] { load_config(path, {"data.format=csv"}); });
+  EXPECT_EQ(m, path + ": data.path: missing (the CSV file)");
+  m = error_of([&] { load_config(path, {"data.format=ratings", "data.path=r.dat", "data.folds=1"}); });
+  EXPECT_EQ(m, path + ": data.folds: must be at least 2, got 1");
+  m = error_of([&] { load_config(path, {"chains=2", "model.noise_prior=gamma"}); });
+  EXPECT_EQ(m, path + ": model.noise_prior: gamma is not available with parallel chains (use fixed)");
+  // Single values before the cross-field checks: epochs=abc is reported, not the burn-in.
+  m = error_of([&] { load_config(path, {"train.burn_in=50", "train.epochs=abc"}); });
+  EXPECT_EQ(m, path + ": train.epochs: expected an integer, got 'abc'");
+}
+
+TEST(ConfigOrder, UnknownKeyInAPluginBlockBeforeAnyValueError) {
+  auto path = write_config("order", kBase);
+  // A value error in each block (the data block is first in the file, output last) ...
+  const std::vector<std::string> bad_values = {"data.val_size=-3", "model.hidden=0", "prior.precision=-1",
+                                               "sampler.lr=-1",   "train.epochs=abc", "train.burn_in=9",
+                                               "output.progress=maybe", "seed=-1"};
+  // ... loses against an unknown key in any plug-in block.
+  const std::vector<std::pair<std::string, std::string>> unknown = {
+      {"sampler.lrr=1", "sampler.lrr: unknown key (did you mean 'lr'?)"},
+      {"schedule.gama=1", "schedule.gama: unknown key"},
+      {"model.hiden=4", "model.hiden: unknown key (did you mean 'hidden'?)"},
+      {"data.val_sise=4", "data.val_sise: unknown key (did you mean 'val_size'?)"},
+      {"output.save_sample=true", "output.save_sample: unknown key (did you mean 'save_samples'?)"},
+  };
+  for (const auto& bad : bad_values)
+    for (const auto& [set, expect] : unknown) {
+      auto m = error_of([&] { load_config(path, {bad, set}); });
+      EXPECT_EQ(m, path + ": " + expect) << bad << " + " << set;
+    }
+  // Keys of another plug-in are unknown to the chosen one: gamma is polynomial's, not constant's.
+  auto m = error_of([&] { load_config(path, {"schedule.gamma=0.5"}); });
+  EXPECT_EQ(m, path + ": schedule.gamma: unknown key");
+  m = error_of([&] { load_config(path, {"data.folds=3"}); });
+  EXPECT_EQ(m, path + ": data.folds: unknown key");
+  // The plug-in's name is the one value read in phase 1; an unknown one is reported there.
+  m = error_of([&] { load_config(path, {"sampler.name=sghcm", "train.epochs=abc"}); });
+  EXPECT_NE(m.find(path + ": sampler.name: unknown sampler 'sghcm'"), std::string::npos) << m;
+}
+
+// --- declared keys == the keys the parsers and factories read ---------------------------------------
+
+namespace {
+
+std::set<std::string> as_set(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+Dataset tiny_dataset(const std::string& model) {
+  Dataset d;
+  if (model == "bpmf") {
+    d.task = Task::kRegression;
+    d.dims = {{"users", 3}, {"items", 4}};
+    d.train = Batch{torch::tensor({0, 1, 2, 3, 2, 0}, torch::kInt64).reshape({3, 2}), torch::tensor({1.0f, 2.0f, 3.0f})};
+  } else {
+    d.task = Task::kClassification;
+    d.num_classes = 2;
+    d.dims = {{"channels", 1}, {"height", 16}, {"width", 16}, {"features", 256}};
+    d.train = Batch{torch::rand({2, 1, 16, 16}), torch::tensor({0, 1}, torch::kInt64)};
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST(ConfigDeclarations, SamplerKeysAreWhatTheParserReads) {
+  for (const auto& e : sampler_registry()) {
+    OptionMap checked("sampler");
+    e.check(checked);
+    EXPECT_EQ(checked.read_keys(), as_set(e.keys)) << e.name;
+    OptionMap built("sampler");
+    auto p = torch::zeros({3}, torch::requires_grad());
+    e.make({ParamGroup({p})}, built, compat::make_generator(torch::kCPU, 1));
+    EXPECT_EQ(built.read_keys(), as_set(e.keys)) << e.name;
+    // make_sampler: the same, plus `name` (checked, not read by the sampler).
+    OptionMap named("sampler");
+    named.set("name", e.name);
+    make_sampler(e.name, {ParamGroup({p})}, named, compat::make_generator(torch::kCPU, 1));
+    auto keys = as_set(e.keys);
+    EXPECT_EQ(named.read_keys(), keys) << e.name;
+    EXPECT_EQ(as_set(sampler_keys(e)), (keys.insert("name"), keys)) << e.name;
+  }
+}
+
+TEST(ConfigDeclarations, ScheduleKeysAreWhatTheParserReads) {
+  for (const auto& t : schedule_types()) {
+    auto opts = [&] {
+      OptionMap o("schedule");
+      o.set("type", t.name);
+      if (t.name == "step") o.set("every", "2");  // step needs every or every_epochs
+      return o;
+    };
+    OptionMap parsed = opts();
+    parse_schedule_options(parsed);
+    EXPECT_EQ(parsed.read_keys(), as_set(t.keys)) << t.name;
+    OptionMap built = opts();
+    make_schedule(built, 0.1, 100, 10);
+    EXPECT_EQ(built.read_keys(), as_set(t.keys)) << t.name;
+  }
+}
+
+TEST(ConfigDeclarations, ModelKeysAreWhatTheParserAndFactoryRead) {
+  for (const auto& e : model_registry()) {
+    const Dataset d = tiny_dataset(e.name);
+    OptionMap parsed("model");
+    parsed.set("name", e.name);
+    parse_model_options(parsed, d.task);
+    EXPECT_EQ(parsed.read_keys(), as_set(e.keys)) << e.name;
+    OptionMap built("model");
+    built.set("name", e.name);
+    make_model(built, d, 1);
+    EXPECT_EQ(built.read_keys(), as_set(e.keys)) << e.name;
+  }
+}
+
+TEST(ConfigDeclarations, DataFormatAndTypedBlockKeysAreWhatTheConfigReads) {
+  for (const auto& f : data_formats()) {
+    std::string text = "sampler: {name: sgld}\ndata: {format: " + f.name + (f.name == "idx" ? "" : ", path: x") + "}\n";
+    if (f.name != "idx") text += "model: {name: bpmf}\n";  // a regression model for the regression formats
+    auto c = build_config(parse_raw_config(text, "decl.yaml"));
+    auto declared = as_set(typed_block_keys("data"));
+    declared.insert(f.keys.begin(), f.keys.end());
+    EXPECT_EQ(c.data.options.read_keys(), declared) << f.name;
+    // The format's parser alone reads exactly the format's own keys.
+    OptionMap o("data");
+    o.set("path", "x");
+    if (f.name == "csv") parse_csv_options(o);
+    if (f.name == "ratings") parse_ratings_options(o);
+    EXPECT_EQ(o.read_keys(), as_set(f.keys)) << f.name;
+  }
+  auto c = build_config(parse_raw_config("sampler: {name: sgld}\n", "decl.yaml"));
+  for (const char* block : {"", "prior", "train", "output"})
+    EXPECT_EQ(c.typed_blocks.at(block).read_keys(), as_set(typed_block_keys(block))) << block;
 }

@@ -97,7 +97,7 @@ parts:
     base: base.yaml
     grid: {sampler.lr: [1, 2]}
   - name: b
-    base: {sampler: {name: sghmc, lr: 1.0e-4}}
+    base: {sampler: {name: sghmc, lr: 1.0e-4}, data: {format: csv, path: d.csv}}
     set: {sampler.alpha: 0.1}
     seeds: [1, 2]
     select: {metric: val_error, mode: max, group_by: [sampler.lr]}

@@ -7,6 +7,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "data/load.h"
+#include "models/factory.h"
+#include "samplers/registry.h"
+#include "samplers/schedules.h"
+
 namespace sgmcmc {
 namespace {
 
@@ -142,19 +147,73 @@ void apply_override(RawConfig& raw, const std::string& assignment) {
                                 suggestion(block, kBlocks));
   if (sub.empty() || sub.find('.') != std::string::npos)
     throw std::invalid_argument("--set " + assignment + ": expected block.key=value");
-  // Unknown keys inside a block are caught when the block is read (check_all_used).
+  // Unknown keys inside a block are caught by build_config (phase 1, before any value is read).
   raw.blocks[block].set(sub, value);
 }
 
-ExperimentConfig build_config(RawConfig raw) {
-  ExperimentConfig c;
-  c.source = raw.source;
-  const std::string& src = raw.source;
-  for (const auto& b : kBlocks) raw.blocks.try_emplace(b, OptionMap(src + ": " + b));
-  raw.blocks.try_emplace("", OptionMap(src));
+namespace {
 
-  // Top level.
-  OptionMap& top = raw.blocks[""];
+// The keys of the typed blocks: exactly what the read_* functions below read (tests/test_config.cpp
+// checks it). The data block's format-specific keys are declared in data/load.cpp (data_formats()).
+const std::vector<std::string> kDataKeys = {"format", "dir", "val_size", "train_limit", "test_limit", "normalize"};
+const std::vector<std::string> kPriorKeys = {"precision", "hyperprior", "alpha", "beta",
+                                             "gibbs_every_epochs", "gibbs_every_steps", "groups"};
+const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
+                                             "eval_every", "eval_every_steps", "eval_batch_size", "threads",
+                                             "fused", "tf32", "graph"};
+const std::vector<std::string> kOutputKeys = {"dir", "save_samples", "checkpoint", "progress"};
+
+}  // namespace
+
+const std::vector<std::string>& typed_block_keys(const std::string& block) {
+  static const std::vector<std::string> none;
+  if (block.empty()) return kTopLevel;
+  if (block == "data") return kDataKeys;
+  if (block == "prior") return kPriorKeys;
+  if (block == "train") return kTrainKeys;
+  if (block == "output") return kOutputKeys;
+  return none;
+}
+
+namespace {
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The plug-ins a config chose, known after phase 1.
+struct Plugins {
+  const DataFormat* data = nullptr;
+  const ModelEntry* model = nullptr;
+  const SamplerEntry* sampler = nullptr;
+  const ScheduleType* schedule = nullptr;
+};
+
+// Phase 1: every key of every block is known (reads only the plug-in choices: data.format,
+// model.name, sampler.name, schedule.type).
+Plugins check_keys(std::map<std::string, OptionMap>& b, const std::string& src) {
+  Plugins p;
+  b[""].check_known(kTopLevel);
+  p.data = &find_data_format(b["data"]);
+  b["data"].check_known(concat(kDataKeys, p.data->keys));
+  p.model = &find_model(b["model"]);
+  b["model"].check_known(p.model->keys);
+  b["prior"].check_known(kPriorKeys);
+  const std::string sampler = b["sampler"].get_string("name", "");
+  if (sampler.empty()) fail(src, "sampler.name: missing (e.g. sampler: {name: sgld, lr: 1e-5})");
+  p.sampler = &find_sampler(sampler, b["sampler"]);
+  b["sampler"].check_known(sampler_keys(*p.sampler));
+  p.schedule = &find_schedule_type(b["schedule"]);
+  b["schedule"].check_known(p.schedule->keys);
+  b["train"].check_known(kTrainKeys);
+  b["output"].check_known(kOutputKeys);
+  return p;
+}
+
+// Phase 2, one function per block: values that need no data.
+void read_top(const OptionMap& top, ExperimentConfig& c) {
+  const std::string& src = c.source;
   c.name = top.get_string("name", "run");
   int64_t seed = top.get_int("seed", 1);
   check_nonneg_int(src + ": seed", seed);
@@ -162,86 +221,143 @@ ExperimentConfig build_config(RawConfig raw) {
   c.device = top.get_string("device", "cpu");
   if (c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
     fail(src, "device: must be cpu, cuda or cuda:N, got '" + c.device + "'");
-  if (top.has("chains")) {
-    c.chains = top.get_int("chains", 1);
-    if (c.chains < 1 || c.chains > 100000) fail(src, "chains: must be between 1 and 100000, got " + std::to_string(c.chains));
+  if (auto chains = top.get_optional_int("chains")) {  // no default: 0 means "not set"
+    c.chains = *chains;
+    if (c.chains < 1 || c.chains > 100000)
+      fail(src, "chains: must be between 1 and 100000, got " + std::to_string(c.chains));
   }
-  top.check_all_used();
+}
 
-  // data
-  OptionMap& d = raw.blocks["data"];
-  c.data.format = d.get_choice("format", "idx", {"idx", "ratings", "csv"});
-  c.data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
-  c.data.val_size = d.get_int("val_size", 10000);
-  check_nonneg_int(d.context() + ".val_size", c.data.val_size);
-  c.data.train_limit = d.get_int("train_limit", 0);
-  check_nonneg_int(d.context() + ".train_limit", c.data.train_limit);
-  c.data.test_limit = d.get_int("test_limit", 0);
-  check_nonneg_int(d.context() + ".test_limit", c.data.test_limit);
-  c.data.normalize = d.get_bool("normalize", true);
-  c.data.options = d;  // remaining keys are the loader's (checked in load_dataset)
+void read_data(const OptionMap& d, DataConfig& data) {
+  data.format = d.get_string("format", "idx");  // checked in phase 1
+  data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
+  data.val_size = d.get_int("val_size", 10000);
+  check_nonneg_int(d.context() + ".val_size", data.val_size);
+  data.train_limit = d.get_int("train_limit", 0);
+  check_nonneg_int(d.context() + ".train_limit", data.train_limit);
+  data.test_limit = d.get_int("test_limit", 0);
+  check_nonneg_int(d.context() + ".test_limit", data.test_limit);
+  data.normalize = d.get_bool("normalize", true);
+  data.options = d;
+  parse_data_format_options(data);  // csv / ratings keys, typed and validated
+}
 
-  // prior
-  OptionMap& p = raw.blocks["prior"];
-  c.prior.precision = p.get_double("precision", 1.0);
-  check_positive(p.context() + ".precision", c.prior.precision);
-  c.prior.hyperprior = p.get_choice("hyperprior", "gamma", {"gamma", "none"});
-  c.prior.alpha = p.get_double("alpha", 1.0);
-  check_positive(p.context() + ".alpha", c.prior.alpha);
-  c.prior.beta = p.get_double("beta", 1.0);
-  check_positive(p.context() + ".beta", c.prior.beta);
-  c.prior.gibbs_every_epochs = p.get_int("gibbs_every_epochs", 1);
-  check_nonneg_int(p.context() + ".gibbs_every_epochs", c.prior.gibbs_every_epochs);
-  c.prior.gibbs_every_steps = p.get_int("gibbs_every_steps", 0);
-  check_nonneg_int(p.context() + ".gibbs_every_steps", c.prior.gibbs_every_steps);
-  c.prior.groups = p.get_choice("groups", "per_tensor", {"per_tensor", "single", "model"});
-  p.check_all_used();
+void read_prior(const OptionMap& p, PriorConfig& prior) {
+  prior.precision = p.get_double("precision", 1.0);
+  check_positive(p.context() + ".precision", prior.precision);
+  prior.hyperprior = p.get_choice("hyperprior", "gamma", {"gamma", "none"});
+  prior.alpha = p.get_double("alpha", 1.0);
+  check_positive(p.context() + ".alpha", prior.alpha);
+  prior.beta = p.get_double("beta", 1.0);
+  check_positive(p.context() + ".beta", prior.beta);
+  prior.gibbs_every_epochs = p.get_int("gibbs_every_epochs", 1);
+  check_nonneg_int(p.context() + ".gibbs_every_epochs", prior.gibbs_every_epochs);
+  prior.gibbs_every_steps = p.get_int("gibbs_every_steps", 0);
+  check_nonneg_int(p.context() + ".gibbs_every_steps", prior.gibbs_every_steps);
+  prior.groups = p.get_choice("groups", "per_tensor", {"per_tensor", "single", "model"});
+}
 
-  // train
-  OptionMap& t = raw.blocks["train"];
-  c.train.epochs = t.get_int("epochs", 10);
-  check_positive_int(t.context() + ".epochs", c.train.epochs);
-  c.train.steps = t.get_int("steps", 0);
-  check_nonneg_int(t.context() + ".steps", c.train.steps);
-  c.train.batch_size = t.get_int("batch_size", 500);
-  check_positive_int(t.context() + ".batch_size", c.train.batch_size);
-  c.train.burn_in = t.get_double("burn_in", 0);
-  if (c.train.burn_in < 0) fail(src, "train.burn_in: must be >= 0 epochs");
+void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) {
+  train.epochs = t.get_int("epochs", 10);
+  check_positive_int(t.context() + ".epochs", train.epochs);
+  train.steps = t.get_int("steps", 0);
+  check_nonneg_int(t.context() + ".steps", train.steps);
+  train.batch_size = t.get_int("batch_size", 500);
+  check_positive_int(t.context() + ".batch_size", train.batch_size);
+  train.burn_in = t.get_double("burn_in", 0);
+  if (train.burn_in < 0) fail(src, "train.burn_in: must be >= 0 epochs");
+  train.burn_in_steps = t.get_int("burn_in_steps", -1);
+  train.thin = t.get_int("thin", 0);
+  check_nonneg_int(t.context() + ".thin", train.thin);
+  train.eval_every = t.get_int("eval_every", 1);
+  check_positive_int(t.context() + ".eval_every", train.eval_every);
+  train.eval_every_steps = t.get_int("eval_every_steps", 0);
+  check_nonneg_int(t.context() + ".eval_every_steps", train.eval_every_steps);
+  train.eval_batch_size = t.get_int("eval_batch_size", 10000);
+  check_positive_int(t.context() + ".eval_batch_size", train.eval_batch_size);
+  train.threads = t.get_int("threads", 0);
+  check_nonneg_int(t.context() + ".threads", train.threads);
+  train.fused = t.get_bool("fused", true);
+  train.tf32 = t.get_bool("tf32", false);
+  train.graph = t.get_bool("graph", false);
+}
+
+void read_output(const OptionMap& o, OutputConfig& output) {
+  output.dir = o.get_string("dir", "");
+  output.save_samples = o.get_bool("save_samples", false);
+  output.checkpoint = o.get_bool("checkpoint", true);
+  output.progress = o.get_bool("progress", true);
+}
+
+// Runs `f`; an std::invalid_argument from it is rethrown naming the config file first (the
+// plug-ins' own messages start with their name: "sgld.lr: ...", "schedule.b: ...").
+template <class F>
+void in_file(const std::string& src, F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    if (what.rfind(src, 0) == 0) throw;
+    fail(src, what);
+  }
+}
+
+// Phase 2 for the plug-in blocks: the chosen model's, sampler's and schedule's options, parsed and
+// validated by the same parsers their factories use. Returns the parsed model options.
+ModelOptions check_plugin_values(const Plugins& p, std::map<std::string, OptionMap>& b, const std::string& src) {
+  ModelOptions model;
+  in_file(src, [&] { model = parse_model_options(b["model"], p.data->task); });
+  in_file(src, [&] { p.sampler->check(b["sampler"]); });
+  in_file(src, [&] { parse_schedule_options(b["schedule"]); });
+  return model;
+}
+
+// Phase 2, last: checks across fields and blocks, once every single value is known to be valid.
+void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, const Plugins& p,
+                        const OptionMap& train_block) {
+  const std::string& src = c.source;
   if (c.train.steps == 0 && c.train.burn_in >= static_cast<double>(c.train.epochs))
-    fail(src, "train.burn_in: burn-in (" + t.get_string("burn_in", "") + " epochs) must be shorter than train.epochs (" +
-                  std::to_string(c.train.epochs) + ")");
-  c.train.burn_in_steps = t.get_int("burn_in_steps", -1);
-  c.train.thin = t.get_int("thin", 0);
-  check_nonneg_int(t.context() + ".thin", c.train.thin);
-  c.train.eval_every = t.get_int("eval_every", 1);
-  check_positive_int(t.context() + ".eval_every", c.train.eval_every);
-  c.train.eval_every_steps = t.get_int("eval_every_steps", 0);
-  check_nonneg_int(t.context() + ".eval_every_steps", c.train.eval_every_steps);
-  c.train.eval_batch_size = t.get_int("eval_batch_size", 10000);
-  check_positive_int(t.context() + ".eval_batch_size", c.train.eval_batch_size);
-  c.train.threads = t.get_int("threads", 0);
-  check_nonneg_int(t.context() + ".threads", c.train.threads);
-  c.train.fused = t.get_bool("fused", true);
-  c.train.tf32 = t.get_bool("tf32", false);
-  c.train.graph = t.get_bool("graph", false);
-  t.check_all_used();
+    fail(src, "train.burn_in: burn-in (" + train_block.get_string("burn_in", "") +
+                  " epochs) must be shorter than train.epochs (" + std::to_string(c.train.epochs) + ")");
+  in_file(src, [&] { check_model_task(model, p.data->task, c.model.context()); });
+  if (c.chains > 0 && model.name != "mlp")
+    fail(src, "chains: parallel chains are available for model.name: mlp only (got " + model.name + ")");
+  if (c.chains > 0 && model.mlp.sample_noise)
+    fail(src, "model.noise_prior: gamma is not available with parallel chains (use fixed)");
+  if (c.chains > 1 && (p.sampler->name == "sgnht" || p.sampler->name == "hmc"))
+    fail(src, "chains: sampler " + p.sampler->name +
+                  " couples all parameters (one thermostat / one accept step); use an elementwise "
+                  "sampler (sgld, psgld, sghmc, msgnht, santa) with parallel chains");
+}
 
-  // output
-  OptionMap& o = raw.blocks["output"];
-  c.output.dir = o.get_string("dir", "");
-  c.output.save_samples = o.get_bool("save_samples", false);
-  c.output.checkpoint = o.get_bool("checkpoint", true);
-  c.output.progress = o.get_bool("progress", true);
-  o.check_all_used();
+}  // namespace
 
-  c.model = raw.blocks["model"];
-  c.sampler = raw.blocks["sampler"];
-  c.schedule = raw.blocks["schedule"];
-  if (c.sampler_name().empty()) fail(src, "sampler.name: missing (e.g. sampler: {name: sgld, lr: 1e-5})");
-  c.typed_blocks[""] = top;
-  c.typed_blocks["prior"] = p;
-  c.typed_blocks["train"] = t;
-  c.typed_blocks["output"] = o;
+ExperimentConfig build_config(RawConfig raw) {
+  ExperimentConfig c;
+  c.source = raw.source;
+  const std::string& src = raw.source;
+  for (const auto& b : kBlocks) raw.blocks.try_emplace(b, OptionMap(src + ": " + b));
+  raw.blocks.try_emplace("", OptionMap(src));
+  auto& b = raw.blocks;
+
+  // Phase 1: keys. Phase 2: values, block by block, then across blocks. (Phase 3, the data, is
+  // load_dataset's.)
+  const Plugins plugins = check_keys(b, src);
+  read_top(b[""], c);
+  read_data(b["data"], c.data);
+  read_prior(b["prior"], c.prior);
+  read_train(b["train"], c.train, src);
+  read_output(b["output"], c.output);
+  const ModelOptions model = check_plugin_values(plugins, b, src);
+  c.model = b["model"];
+  c.sampler = b["sampler"];
+  c.schedule = b["schedule"];
+  check_cross_fields(c, model, plugins, b["train"]);
+
+  c.typed_blocks[""] = b[""];
+  c.typed_blocks["prior"] = b["prior"];
+  c.typed_blocks["train"] = b["train"];
+  c.typed_blocks["output"] = b["output"];
   return c;
 }
 

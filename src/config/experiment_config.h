@@ -14,6 +14,16 @@
 //   train:    {epochs: 800, burn_in: 50, batch_size: 500, ...}       -> TrainConfig
 //   output:   {dir: ..., save_samples: false, checkpoint: true}      -> OutputConfig
 // Only src/config/ includes yaml-cpp. YAML sequences become comma-separated strings ("100,100").
+//
+// build_config checks a config in three phases, so that the first error reported is the real one:
+//   1. keys: every key of every block (file and --set) against the keys declared by the block's
+//      reader: the typed blocks here, and the chosen plug-in's (sampler_registry(), schedule_types(),
+//      model_registry(), data_formats()); choosing the plug-in (sampler.name, schedule.type,
+//      model.name, data.format) is the only value read;
+//   2. values: one function per block, the plug-ins' options through the same parsers their
+//      factories use (parse_model_options, the sampler's parser, parse_schedule_options,
+//      parse_csv_options / parse_ratings_options); then checks across fields (burn-in < epochs, ...);
+//   3. data: load_dataset, which opens files and no longer meets an unknown key or a bad value.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +31,11 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "config/option_map.h"
+#include "data/csv.h"
+#include "data/kfold.h"
 
 namespace sgmcmc {
 
@@ -32,9 +46,12 @@ struct DataConfig {
   int64_t train_limit = 0;         // use only the first N training examples (0 = all)
   int64_t test_limit = 0;          // use only the first N test examples (0 = all)
   bool normalize = true;           // idx: scale pixels to [0, 1]
-  // The whole `data:` block, for format-specific keys (ratings readers etc.). Keys read through
-  // the typed fields above are already marked used; load_dataset() checks the rest.
+  // The whole `data:` block (its keys known and read: for the resolved config and messages).
   OptionMap options;
+  // The format's own keys, typed and validated by build_config (format csv / ratings). A DataConfig
+  // built by hand may leave them unset: load_dataset then parses them from `options`.
+  std::optional<CsvOptions> csv;
+  std::optional<RatingsOptions> ratings;
 };
 
 struct PriorConfig {
@@ -100,9 +117,13 @@ RawConfig read_raw_config(const std::string& path);
 RawConfig parse_raw_config(const std::string& yaml_text, const std::string& source);
 // Applies one "a.b=value" (or "seed=3") override; unknown blocks are errors with a suggestion.
 void apply_override(RawConfig& raw, const std::string& assignment);
-// Converts raw blocks to typed structs, checks ranges and that data/prior/train/output/top-level
-// keys are all known. (sampler/schedule/model keys are checked by their consumers.)
+// Converts raw blocks to typed structs in the three phases above: every key of every block known,
+// then every value that needs no data (the plug-ins' options included), then cross-field checks.
+// Throws std::invalid_argument "<file>: <block>.<key>: ..." (one line).
 ExperimentConfig build_config(RawConfig raw);
+// The keys of a typed block: "" (top level), "data" (the keys every format takes; the format's own
+// are in data_formats()), "prior", "train", "output"; empty for a plug-in block.
+const std::vector<std::string>& typed_block_keys(const std::string& block);
 // read_raw_config + overrides + build_config.
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 

@@ -89,6 +89,30 @@ std::string OptionMap::get_choice(const std::string& key, const std::string& fal
                 (near.empty() ? "" : " (did you mean '" + near + "'?)"));
 }
 
+std::optional<double> OptionMap::get_optional_double(const std::string& key) const {
+  if (!has(key)) {
+    read_.insert(key);
+    return std::nullopt;
+  }
+  return get_double(key, 0.0);
+}
+
+std::optional<int64_t> OptionMap::get_optional_int(const std::string& key) const {
+  if (!has(key)) {
+    read_.insert(key);
+    return std::nullopt;
+  }
+  return get_int(key, 0);
+}
+
+void OptionMap::check_known(const std::vector<std::string>& known) const {
+  for (const auto& [key, value] : values_) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string near = nearest(key, known);
+    fail(key, "unknown key" + (near.empty() ? std::string() : " (did you mean '" + near + "'?)"));
+  }
+}
+
 void OptionMap::check_all_used(const std::vector<std::string>& extra_valid) const {
   std::vector<std::string> valid(read_.begin(), read_.end());
   valid.insert(valid.end(), extra_valid.begin(), extra_valid.end());

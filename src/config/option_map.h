@@ -29,6 +29,14 @@ class OptionMap {
   // A string that must be one of `choices`.
   std::string get_choice(const std::string& key, const std::string& fallback,
                          const std::vector<std::string>& choices) const;
+  // A key without a default: marked read, nullopt when not given (and no default recorded, so
+  // resolved() lists it only when given).
+  std::optional<double> get_optional_double(const std::string& key) const;
+  std::optional<int64_t> get_optional_int(const std::string& key) const;
+
+  // Phase 1 of config checking: throws std::invalid_argument "<context>.<key>: unknown key (did you
+  // mean 'y'?)" for the first key (in key order) that is not in `known`; reads no value.
+  void check_known(const std::vector<std::string>& known) const;
 
   // Throws std::invalid_argument naming the first key that was never read, with a suggestion
   // among the keys that were read (or `extra_valid`).
@@ -37,6 +45,9 @@ class OptionMap {
   // The given values plus the fallback of every key that was read but not given (as text), i.e.
   // the options with defaults filled in (for writing a resolved config).
   std::map<std::string, std::string> resolved() const;
+
+  // The keys read so far (given or not), e.g. to check a parser against its declared keys.
+  const std::set<std::string>& read_keys() const { return read_; }
 
  private:
   std::optional<std::string> lookup(const std::string& key) const;

@@ -48,6 +48,19 @@ std::vector<std::string> split_fields(const std::string& line) {
   return out;
 }
 
+// The shortest text that reads back as `v` (for messages).
+std::string number_text(double v) {
+  std::string text;
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::ostringstream s;
+    s.precision(prec);
+    s << v;
+    text = s.str();
+    if (!std::isfinite(v) || std::strtod(text.c_str(), nullptr) == v) break;
+  }
+  return text;
+}
+
 }  // namespace
 
 CsvTable read_csv(const std::string& path) {
@@ -89,80 +102,108 @@ CsvTable read_csv(const std::string& path) {
   return t;
 }
 
-Dataset load_csv_dataset(const OptionMap& o) {
-  const std::string where = o.context().empty() ? "data" : o.context();
-  const std::string path = o.get_string("path", "");
-  if (path.empty()) throw std::invalid_argument(where + ".path: missing (the CSV file)");
-  const std::string target = o.get_string("target", "");
-  const double test_fraction = o.get_double("test_fraction", 0.1);
-  const int64_t split = o.get_int("split", 0);
-  const int64_t split_seed = o.get_int("split_seed", 0);
-  const double val_fraction = o.get_double("val_fraction", 0.0);
-  if (!(test_fraction > 0 && test_fraction < 1))
-    throw std::invalid_argument(where + ".test_fraction: must be in (0, 1), got " + o.get_string("test_fraction", ""));
-  if (!(val_fraction >= 0 && val_fraction < 1))
-    throw std::invalid_argument(where + ".val_fraction: must be in [0, 1), got " + o.get_string("val_fraction", ""));
-  if (split < 0) throw std::invalid_argument(where + ".split: must be >= 0, got " + std::to_string(split));
-  if (split_seed < 0) throw std::invalid_argument(where + ".split_seed: must be >= 0, got " + std::to_string(split_seed));
+void CsvOptions::validate(const std::string& where) const {
+  if (path_.empty()) throw std::invalid_argument(where + ".path: missing (the CSV file)");
+  if (!(test_fraction_ > 0 && test_fraction_ < 1))
+    throw std::invalid_argument(where + ".test_fraction: must be in (0, 1), got " + number_text(test_fraction_));
+  if (!(val_fraction_ >= 0 && val_fraction_ < 1))
+    throw std::invalid_argument(where + ".val_fraction: must be in [0, 1), got " + number_text(val_fraction_));
+  if (split_ < 0) throw std::invalid_argument(where + ".split: must be >= 0, got " + std::to_string(split_));
+  if (split_seed_ < 0) throw std::invalid_argument(where + ".split_seed: must be >= 0, got " + std::to_string(split_seed_));
+}
 
-  CsvTable t = read_csv(path);
-  const int64_t n = t.values.size(0), c = t.values.size(1);
-  if (c < 2) throw std::invalid_argument(path + ": need at least one feature column and a target column");
-  int64_t ti = c - 1;
-  if (!target.empty()) {
-    auto it = std::find(t.columns.begin(), t.columns.end(), target);
-    if (it == t.columns.end()) {
-      std::string near = nearest(target, t.columns);
-      throw std::invalid_argument(where + ".target: no column '" + target + "' in " + path +
-                                  (near.empty() ? "" : " (did you mean '" + near + "'?)"));
-    }
-    ti = it - t.columns.begin();
+CsvOptions parse_csv_options(const OptionMap& o) {
+  CsvOptions c;
+  c.path(o.get_string("path", c.path()))
+      .target(o.get_string("target", c.target()))
+      .test_fraction(o.get_double("test_fraction", c.test_fraction()))
+      .split(o.get_int("split", c.split()))
+      .split_seed(o.get_int("split_seed", c.split_seed()))
+      .val_fraction(o.get_double("val_fraction", c.val_fraction()));
+  c.validate(o.context().empty() ? "data" : o.context());
+  return c;
+}
+
+namespace {
+
+// Index of the target column (default: the last one).
+int64_t target_column(const CsvTable& t, const CsvOptions& o, const std::string& where) {
+  if (o.target().empty()) return static_cast<int64_t>(t.columns.size()) - 1;
+  auto it = std::find(t.columns.begin(), t.columns.end(), o.target());
+  if (it == t.columns.end()) {
+    std::string near = nearest(o.target(), t.columns);
+    throw std::invalid_argument(where + ".target: no column '" + o.target() + "' in " + o.path() +
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)"));
   }
-  const auto n_test = static_cast<int64_t>(std::llround(test_fraction * static_cast<double>(n)));
+  return it - t.columns.begin();
+}
+
+struct RowSplit {
+  torch::Tensor train, val, test;  // sorted row indices
+};
+
+// Permutes the rows by seeded_permutation(n, split_seed + split): test first, then val, then train.
+RowSplit split_rows(int64_t n, const CsvOptions& o, const std::string& where) {
+  const auto n_test = static_cast<int64_t>(std::llround(o.test_fraction() * static_cast<double>(n)));
   const auto n_rest = n - n_test;
-  const auto n_val = static_cast<int64_t>(std::llround(val_fraction * static_cast<double>(n_rest)));
+  const auto n_val = static_cast<int64_t>(std::llround(o.val_fraction() * static_cast<double>(n_rest)));
   if (n_test < 1 || n_rest - n_val < 2)
     throw std::invalid_argument(where + ".test_fraction: " + std::to_string(n) + " rows give " + std::to_string(n_test) +
                                 " test / " + std::to_string(n_rest - n_val) + " train rows (need >= 1 and >= 2)");
-  auto perm = seeded_permutation(n, static_cast<uint64_t>(split_seed + split));
+  auto perm = seeded_permutation(n, static_cast<uint64_t>(o.split_seed() + o.split()));
   auto idx = [&](int64_t a, int64_t b) {
     std::vector<int64_t> v(perm.begin() + a, perm.begin() + b);
     std::sort(v.begin(), v.end());
     return torch::tensor(v, torch::kInt64);
   };
-  torch::Tensor te = idx(0, n_test), va = idx(n_test, n_test + n_val), tr = idx(n_test + n_val, n);
+  return {idx(n_test + n_val, n), idx(n_test, n_test + n_val), idx(0, n_test)};
+}
+
+}  // namespace
+
+Dataset load_csv_dataset(const CsvOptions& o, const std::string& where) {
+  o.validate(where);
+  CsvTable t = read_csv(o.path());
+  const int64_t n = t.values.size(0), c = t.values.size(1);
+  if (c < 2) throw std::invalid_argument(o.path() + ": need at least one feature column and a target column");
+  const int64_t ti = target_column(t, o, where);
+  const RowSplit rows = split_rows(n, o, where);
 
   std::vector<int64_t> feat;
   for (int64_t j = 0; j < c; ++j)
     if (j != ti) feat.push_back(j);
   auto fidx = torch::tensor(feat, torch::kInt64);
   auto X = t.values.index_select(1, fidx), y = t.values.select(1, ti);
-  auto Xtr = X.index_select(0, tr), ytr = y.index_select(0, tr);
+  auto Xtr = X.index_select(0, rows.train), ytr = y.index_select(0, rows.train);
   auto mu = Xtr.mean(0), sd = Xtr.std(0, /*unbiased=*/false);
   sd = torch::where(sd > 0, sd, torch::ones_like(sd));  // constant columns stay centred
   const double ymu = ytr.mean().item<double>();
   double ysd = ytr.std(/*unbiased=*/false).item<double>();
   if (!(ysd > 0)) ysd = 1.0;
-  auto make = [&](const torch::Tensor& rows) {
+  auto make = [&](const torch::Tensor& r) {
     Batch b;
-    b.inputs = ((X.index_select(0, rows) - mu) / sd).to(torch::kFloat32);
-    b.targets = ((y.index_select(0, rows) - ymu) / ysd).to(torch::kFloat32);
+    b.inputs = ((X.index_select(0, r) - mu) / sd).to(torch::kFloat32);
+    b.targets = ((y.index_select(0, r) - ymu) / ysd).to(torch::kFloat32);
     return b;
   };
   Dataset ds;
   ds.task = Task::kRegression;
-  ds.train = make(tr);
-  ds.val = make(va);
-  ds.test = make(te);
+  ds.train = make(rows.train);
+  ds.val = make(rows.val);
+  ds.test = make(rows.test);
   ds.standardized_targets = true;
   ds.target_mean = ymu;
   ds.target_scale = ysd;
   ds.dims = {{"features", c - 1}};
-  ds.description = std::filesystem::path(path).filename().string() + " (csv, target " + t.columns[ti] + ", split " +
-                   std::to_string(split) + "): " + std::to_string(ds.train.size()) + " train / " +
+  ds.description = std::filesystem::path(o.path()).filename().string() + " (csv, target " + t.columns[ti] +
+                   ", split " + std::to_string(o.split()) + "): " + std::to_string(ds.train.size()) + " train / " +
                    std::to_string(ds.val.size()) + " val / " + std::to_string(ds.test.size()) + " test, " +
                    std::to_string(c - 1) + " features";
   return ds;
+}
+
+Dataset load_csv_dataset(const OptionMap& o) {
+  return load_csv_dataset(parse_csv_options(o), o.context().empty() ? "data" : o.context());
 }
 
 }  // namespace sgmcmc

@@ -19,8 +19,11 @@
 // log-likelihood in the original units. data.val_size / data.dir are ignored by this format.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include <torch/arg.h>
 
 #include "config/option_map.h"
 #include "data/dataset.h"
@@ -35,7 +38,26 @@ struct CsvTable {
 // Reads a numeric CSV file with a header row.
 CsvTable read_csv(const std::string& path);
 
-// The `csv` data format from a `data:` block (marks the keys above used).
+// The keys above, typed; validate() checks what can be checked without the file.
+struct CsvOptions {
+  CsvOptions() = default;
+  // Throws std::invalid_argument "<where>.<key>: ..." (path missing, fractions out of range, ...).
+  void validate(const std::string& where = "data") const;
+  TORCH_ARG(std::string, path);
+  TORCH_ARG(std::string, target);             // "" = the last column
+  TORCH_ARG(double, test_fraction) = 0.1;     // in (0, 1)
+  TORCH_ARG(int64_t, split) = 0;              // >= 0
+  TORCH_ARG(int64_t, split_seed) = 0;         // >= 0
+  TORCH_ARG(double, val_fraction) = 0.0;      // in [0, 1)
+};
+
+// The csv-specific keys of a `data:` block (marks them read; the other keys are the config's),
+// validated with the block's context in messages.
+CsvOptions parse_csv_options(const OptionMap& options);
+
+// The `csv` data format; `where` names the block in messages ("data", "configs/x.yaml: data").
+Dataset load_csv_dataset(const CsvOptions& options, const std::string& where = "data");
+// parse_csv_options, then the above.
 Dataset load_csv_dataset(const OptionMap& options);
 
 }  // namespace sgmcmc

@@ -96,30 +96,55 @@ Dataset make_ratings_dataset(const RatingsData& data, const FoldSplit& split, co
   return d;
 }
 
-Dataset load_ratings_dataset(const OptionMap& o, RatingsData* ratings) {
-  const std::string ctx = o.context().empty() ? "data" : o.context();
-  const std::string path = o.get_string("path", "");
-  if (path.empty()) throw std::invalid_argument(ctx + ".path: required for format ratings (the ratings file)");
+void RatingsOptions::validate(const std::string& where) const {
+  if (path_.empty()) throw std::invalid_argument(where + ".path: required for format ratings (the ratings file)");
+  if (!(read_.min_rating < read_.max_rating)) throw std::invalid_argument(where + ".max_rating: must exceed min_rating");
+  if (folds_ < 2) throw std::invalid_argument(where + ".folds: must be at least 2, got " + std::to_string(folds_));
+  if (fold_ < 0 || fold_ >= folds_)
+    throw std::invalid_argument(where + ".fold: must be in [0, " + std::to_string(folds_ - 1) + "] for " +
+                                std::to_string(folds_) + " folds, got " + std::to_string(fold_));
+  if (!(val_fraction_ >= 0.0 && val_fraction_ < 1.0)) {
+    std::ostringstream os;
+    os << where << ".val_fraction: must be in [0, 1), got " << val_fraction_;
+    throw std::invalid_argument(os.str());
+  }
+}
+
+RatingsOptions parse_ratings_options(const OptionMap& o) {
+  const std::string where = o.context().empty() ? "data" : o.context();
+  RatingsOptions r;
+  r.path(o.get_string("path", ""));
+  // The missing path before any other key's value, as the reader always did.
+  if (r.path().empty()) throw std::invalid_argument(where + ".path: required for format ratings (the ratings file)");
   RatingsReadOptions ro;
-  ro.format = parse_ratings_format(o.get_string("ratings_format", "auto"), ctx + ".ratings_format");
+  ro.format = parse_ratings_format(o.get_string("ratings_format", "auto"), where + ".ratings_format");
   ro.min_rating = o.get_double("min_rating", ro.min_rating);
   ro.max_rating = o.get_double("max_rating", ro.max_rating);
-  if (!(ro.min_rating < ro.max_rating))
-    throw std::invalid_argument(ctx + ".max_rating: must exceed min_rating");
-  const int64_t folds = o.get_int("folds", 5);
-  const int64_t fold = o.get_int("fold", 0);
-  const int64_t split_seed = o.get_int("split_seed", 0);
-  const double val_fraction = o.get_double("val_fraction", 0.0);
-  RatingsData data = read_ratings(path, ro);
-  FoldSplit split = kfold_split(data.size(), folds, fold, static_cast<uint64_t>(split_seed), val_fraction);
+  r.read(ro)
+      .folds(o.get_int("folds", r.folds()))
+      .fold(o.get_int("fold", r.fold()))
+      .split_seed(o.get_int("split_seed", r.split_seed()))
+      .val_fraction(o.get_double("val_fraction", r.val_fraction()));
+  r.validate(where);
+  return r;
+}
+
+Dataset load_ratings_dataset(const RatingsOptions& o, RatingsData* ratings, const std::string& where) {
+  o.validate(where);
+  RatingsData data = read_ratings(o.path(), o.read());
+  FoldSplit split = kfold_split(data.size(), o.folds(), o.fold(), static_cast<uint64_t>(o.split_seed()), o.val_fraction());
   std::ostringstream os;
-  os << path << " (ratings, " << ratings_format_name(data.format) << "): fold " << fold << " of 0-" << folds - 1 << ", "
-     << split.train.numel() << " train / " << split.val.numel() << " val / " << split.test.numel() << " test, "
-     << data.num_users() << " users, " << data.num_items() << " items, ratings " << data.min_rating << "-"
-     << data.max_rating;
+  os << o.path() << " (ratings, " << ratings_format_name(data.format) << "): fold " << o.fold() << " of 0-"
+     << o.folds() - 1 << ", " << split.train.numel() << " train / " << split.val.numel() << " val / "
+     << split.test.numel() << " test, " << data.num_users() << " users, " << data.num_items() << " items, ratings "
+     << data.min_rating << "-" << data.max_rating;
   Dataset d = make_ratings_dataset(data, split, os.str());
   if (ratings) *ratings = std::move(data);
   return d;
+}
+
+Dataset load_ratings_dataset(const OptionMap& o, RatingsData* ratings) {
+  return load_ratings_dataset(parse_ratings_options(o), ratings, o.context().empty() ? "data" : o.context());
 }
 
 MeanStd mean_std(const std::vector<double>& values) {

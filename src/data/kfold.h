@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
+
 #include "config/option_map.h"
 #include "data/dataset.h"
 #include "data/ratings.h"
@@ -40,9 +42,32 @@ Dataset make_ratings_dataset(const RatingsData& data, const FoldSplit& split, co
 //   split_seed      seed of the fold permutation (default 0; independent of the run's seed, so the
 //                   folds are the same for every run of a comparison)
 //   val_fraction    fraction of the training folds held out as validation (default 0)
-// Marks those keys used (the caller runs check_all_used). `ratings`, if given, receives the parsed
+// Marks those keys used (unknown keys are the caller's). `ratings`, if given, receives the parsed
 // file (id maps included). On the CPU.
 Dataset load_ratings_dataset(const OptionMap& data_block, RatingsData* ratings = nullptr);
+
+// The keys above, typed; validate() checks what can be checked without the file (the number of
+// rows against `folds` is checked by kfold_split).
+struct RatingsOptions {
+  RatingsOptions() = default;
+  // Throws std::invalid_argument "<where>.<key>: ..." (path missing, min_rating >= max_rating,
+  // folds < 2, fold outside [0, folds), val_fraction outside [0, 1)).
+  void validate(const std::string& where = "data") const;
+  TORCH_ARG(std::string, path);
+  TORCH_ARG(RatingsReadOptions, read);   // ratings_format, min_rating, max_rating
+  TORCH_ARG(int64_t, folds) = 5;
+  TORCH_ARG(int64_t, fold) = 0;
+  TORCH_ARG(int64_t, split_seed) = 0;
+  TORCH_ARG(double, val_fraction) = 0.0;
+};
+
+// The ratings-specific keys of a `data:` block (marks them read), validated with the block's
+// context in messages.
+RatingsOptions parse_ratings_options(const OptionMap& data_block);
+
+// The `ratings` data format from typed options; `where` names the block in messages.
+Dataset load_ratings_dataset(const RatingsOptions& options, RatingsData* ratings = nullptr,
+                             const std::string& where = "data");
 
 // Mean and sample standard deviation (n − 1 in the denominator; 0 when n < 2), for fold aggregates.
 struct MeanStd {

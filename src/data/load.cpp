@@ -10,13 +10,43 @@
 #include "data/splits.h"
 
 namespace sgmcmc {
+namespace {
+
+std::string where_of(const DataConfig& config) {
+  return config.options.context().empty() ? "data" : config.options.context();
+}
+
+}  // namespace
+
+const std::vector<DataFormat>& data_formats() {
+  static const std::vector<DataFormat> formats = {
+      {"idx", Task::kClassification, {}},
+      {"ratings", Task::kRegression,
+       {"path", "ratings_format", "min_rating", "max_rating", "folds", "fold", "split_seed", "val_fraction"}},
+      {"csv", Task::kRegression, {"path", "target", "test_fraction", "split", "split_seed", "val_fraction"}},
+  };
+  return formats;
+}
+
+const DataFormat& find_data_format(const OptionMap& data_block) {
+  std::vector<std::string> names;
+  for (const auto& f : data_formats()) names.push_back(f.name);
+  const std::string format = data_block.get_choice("format", "idx", names);
+  for (const auto& f : data_formats())
+    if (f.name == format) return f;
+  throw std::logic_error("find_data_format: " + format);  // unreachable: get_choice checked it
+}
+
+void parse_data_format_options(DataConfig& config) {
+  if (config.format == "csv") config.csv = parse_csv_options(config.options);
+  if (config.format == "ratings") config.ratings = parse_ratings_options(config.options);
+}
 
 Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
   const std::string& dir = config.dir;
-  const std::string where = config.options.context().empty() ? "data" : config.options.context();
+  const std::string where = where_of(config);
   if (!std::filesystem::is_directory(dir))
     throw std::invalid_argument(where + ".dir: '" + dir + "' is not a directory");
-  config.options.check_all_used();
   auto train = read_idx_images(find_idx_file(dir, "train-images-idx3-ubyte"), find_idx_file(dir, "train-labels-idx1-ubyte"));
   auto test = read_idx_images(find_idx_file(dir, "t10k-images-idx3-ubyte"), find_idx_file(dir, "t10k-labels-idx1-ubyte"));
   if (train.images.size(1) != test.images.size(1) || train.images.size(2) != test.images.size(2))
@@ -50,12 +80,11 @@ Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
 }
 
 Dataset load_ratings_format(const DataConfig& config) {
-  const OptionMap& o = config.options;
   // The ratings format splits by k-fold (data.folds, data.fold, data.val_fraction); data.val_size and
   // data.dir are ignored (a resolved config.yaml carries their defaults, so they cannot be rejected).
   RatingsData raw;
-  Dataset ds = load_ratings_dataset(o, &raw);
-  o.check_all_used();
+  const RatingsOptions opts = config.ratings ? *config.ratings : parse_ratings_options(config.options);
+  Dataset ds = load_ratings_dataset(opts, &raw, where_of(config));
   ds.train = take_first(ds.train, config.train_limit);
   ds.test = take_first(ds.test, config.test_limit);
   ds.run_files["id_map.csv"] = id_map_csv(raw);
@@ -65,8 +94,8 @@ Dataset load_ratings_format(const DataConfig& config) {
 Dataset load_csv_format(const DataConfig& config) {
   // Splits by data.test_fraction / data.split / data.val_fraction (src/data/csv.h); data.val_size
   // and data.dir are ignored like in the ratings format.
-  Dataset ds = load_csv_dataset(config.options);
-  config.options.check_all_used();
+  const CsvOptions opts = config.csv ? *config.csv : parse_csv_options(config.options);
+  Dataset ds = load_csv_dataset(opts, where_of(config));
   ds.train = take_first(ds.train, config.train_limit);
   ds.test = take_first(ds.test, config.test_limit);
   return ds;
@@ -76,8 +105,8 @@ Dataset load_dataset(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
   if (config.format == "ratings") return load_ratings_format(config);
   if (config.format == "csv") return load_csv_format(config);
-  const std::string where = config.options.context().empty() ? "data" : config.options.context();
-  throw std::invalid_argument(where + ".format: '" + config.format + "' is not available in this build yet (have: idx, ratings, csv)");
+  throw std::invalid_argument(where_of(config) + ".format: '" + config.format +
+                              "' is not available in this build yet (have: idx, ratings, csv)");
 }
 
 }  // namespace sgmcmc

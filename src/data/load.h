@@ -13,13 +13,33 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "config/experiment_config.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {
 
-// Throws std::invalid_argument for unknown data-block keys, missing/corrupt files, bad sizes.
+// A data format, the task of the data sets it gives, and its own keys of the `data:` block (besides
+// the keys every format takes, read into DataConfig's typed fields by the config): exactly what its
+// options parser (parse_csv_options, parse_ratings_options) reads.
+struct DataFormat {
+  std::string name;
+  Task task;
+  std::vector<std::string> keys;
+};
+const std::vector<DataFormat>& data_formats();
+// The entry for the block's `format` (read with default idx); std::invalid_argument naming
+// <context>.format with a suggestion if unknown.
+const DataFormat& find_data_format(const OptionMap& data_block);
+
+// The format-specific options of a `data:` block into `config` (config.csv / config.ratings),
+// parsed and validated; config.format must be set. The config's value phase.
+void parse_data_format_options(DataConfig& config);
+
+// Throws std::invalid_argument for missing/corrupt files, bad sizes (and bad option values when
+// `config` was not built by build_config, i.e. lacks the typed options of its format).
 Dataset load_dataset(const DataConfig& config, uint64_t seed);
 
 // The ratings branch on its own.

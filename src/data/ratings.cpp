@@ -159,23 +159,86 @@ RatingsFormat detect_ratings_format(const std::string& path, const std::string& 
   fail(path, 1, "empty file, no ratings");
 }
 
+namespace {
+
+struct RatingRow {
+  int64_t user = 0, item = 0, stamp = 0;
+  double rating = 0;
+};
+
+// The fields of one content line (`n` of them, split at the format's separator) into `row`.
+RatingRow parse_rating_fields(const std::string_view* f, int n, RatingsFormat format, const std::string& name,
+                              int64_t line_no, const RatingsReadOptions& options) {
+  const std::string sep = separator_of(format);
+  if (n < 3)
+    fail(name, line_no, "missing field: expected user" + sep + "item" + sep + "rating[" + sep +
+                            "timestamp] separated by " + separator_display(format) + ", got " + std::to_string(n) +
+                            " field" + (n == 1 ? "" : "s"));
+  if (n > 4)
+    fail(name, line_no, std::string("too many fields: expected at most 4 separated by ") + separator_display(format));
+  RatingRow row;
+  if (!parse_int(f[0], row.user)) fail(name, line_no, "user id '" + std::string(trim(f[0])) + "' is not an integer");
+  if (!parse_int(f[1], row.item)) fail(name, line_no, "item id '" + std::string(trim(f[1])) + "' is not an integer");
+  double& r = row.rating;
+  if (!parse_double(f[2], r)) fail(name, line_no, "rating '" + std::string(trim(f[2])) + "' is not a number");
+  if (!std::isfinite(r)) fail(name, line_no, "rating '" + std::string(trim(f[2])) + "' is not finite");
+  if (r < options.min_rating || r > options.max_rating)
+    fail(name, line_no, "rating " + fmt_double(r) + " is outside [" + fmt_double(options.min_rating) + ", " +
+                            fmt_double(options.max_rating) + "]");
+  if (n == 4 && !parse_int(f[3], row.stamp))
+    fail(name, line_no, "timestamp '" + std::string(trim(f[3])) + "' is not an integer");
+  return row;
+}
+
+// The parsed rows, column by column.
+struct RatingColumns {
+  std::vector<int64_t> users, items, stamps;
+  std::vector<float> ratings;
+  double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+
+  void reserve(size_t n) {
+    users.reserve(n);
+    items.reserve(n);
+    ratings.reserve(n);
+    stamps.reserve(n);
+  }
+  void add(const RatingRow& row) {
+    users.push_back(row.user);
+    items.push_back(row.item);
+    ratings.push_back(static_cast<float>(row.rating));
+    stamps.push_back(row.stamp);
+    lo = std::min(lo, row.rating);
+    hi = std::max(hi, row.rating);
+  }
+  // Dense ids and tensors (consumes the columns).
+  RatingsData finish(const std::string& name, RatingsFormat format) {
+    RatingsData out;
+    out.path = name;
+    out.format = format;
+    out.user_ids = densify(users);
+    out.item_ids = densify(items);
+    const auto n = static_cast<int64_t>(ratings.size());
+    auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    out.users = torch::from_blob(users.data(), {n}, i64).clone();
+    out.items = torch::from_blob(items.data(), {n}, i64).clone();
+    out.timestamps = torch::from_blob(stamps.data(), {n}, i64).clone();
+    out.ratings = torch::from_blob(ratings.data(), {n}, torch::TensorOptions().dtype(torch::kFloat32)).clone();
+    out.min_rating = lo;
+    out.max_rating = hi;
+    return out;
+  }
+};
+
+}  // namespace
+
 RatingsData parse_ratings(const std::string& text, const std::string& name, const RatingsReadOptions& options) {
   RatingsFormat format = options.format == RatingsFormat::kAuto ? detect_ratings_format(name, text) : options.format;
   const std::string_view sep = separator_of(format);
-
-  std::vector<int64_t> users, items, stamps;
-  std::vector<float> ratings;
-  const size_t guess = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-  users.reserve(guess);
-  items.reserve(guess);
-  ratings.reserve(guess);
-  stamps.reserve(guess);
-
+  RatingColumns cols;
+  cols.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   const std::string_view all(text);
-  int64_t line_no = 0;
-  int64_t last_line = 0;
+  int64_t line_no = 0, last_line = 0;
   bool first_content_line = true;
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   size_t pos = 0;
   std::string_view f[5];
   while (pos < all.size()) {
@@ -188,58 +251,18 @@ RatingsData parse_ratings(const std::string& text, const std::string& name, cons
     if (trim(line).empty()) continue;
     last_line = line_no;
     const int n = split_fields(line, sep, f);
-    int64_t user = 0, item = 0, stamp = 0;
     if (first_content_line) {
       first_content_line = false;
       // ratings.csv starts with a header such as "userId,movieId,rating,timestamp".
+      int64_t user = 0;
       if (format == RatingsFormat::kCsv && !parse_int(f[0], user)) continue;
     }
-    if (n < 3)
-      fail(name, line_no, "missing field: expected user" + std::string(sep) + "item" + std::string(sep) +
-                              "rating[" + std::string(sep) + "timestamp] separated by " +
-                              separator_display(format) + ", got " + std::to_string(n) + " field" +
-                              (n == 1 ? "" : "s"));
-    if (n > 4)
-      fail(name, line_no, std::string("too many fields: expected at most 4 separated by ") +
-                              separator_display(format));
-    if (!parse_int(f[0], user))
-      fail(name, line_no, "user id '" + std::string(trim(f[0])) + "' is not an integer");
-    if (!parse_int(f[1], item))
-      fail(name, line_no, "item id '" + std::string(trim(f[1])) + "' is not an integer");
-    double r = 0;
-    if (!parse_double(f[2], r))
-      fail(name, line_no, "rating '" + std::string(trim(f[2])) + "' is not a number");
-    if (!std::isfinite(r)) fail(name, line_no, "rating '" + std::string(trim(f[2])) + "' is not finite");
-    if (r < options.min_rating || r > options.max_rating)
-      fail(name, line_no, "rating " + fmt_double(r) + " is outside [" + fmt_double(options.min_rating) + ", " +
-                              fmt_double(options.max_rating) + "]");
-    if (n == 4 && !parse_int(f[3], stamp))
-      fail(name, line_no, "timestamp '" + std::string(trim(f[3])) + "' is not an integer");
-    users.push_back(user);
-    items.push_back(item);
-    ratings.push_back(static_cast<float>(r));
-    stamps.push_back(stamp);
-    lo = std::min(lo, r);
-    hi = std::max(hi, r);
+    cols.add(parse_rating_fields(f, n, format, name, line_no, options));
   }
-  if (ratings.empty())
+  if (cols.ratings.empty())
     fail(name, std::max<int64_t>(last_line, 1),
          last_line == 0 ? "empty file, no ratings" : "no ratings after the header");
-
-  RatingsData out;
-  out.path = name;
-  out.format = format;
-  out.user_ids = densify(users);
-  out.item_ids = densify(items);
-  const auto n = static_cast<int64_t>(ratings.size());
-  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
-  out.users = torch::from_blob(users.data(), {n}, i64).clone();
-  out.items = torch::from_blob(items.data(), {n}, i64).clone();
-  out.timestamps = torch::from_blob(stamps.data(), {n}, i64).clone();
-  out.ratings = torch::from_blob(ratings.data(), {n}, torch::TensorOptions().dtype(torch::kFloat32)).clone();
-  out.min_rating = lo;
-  out.max_rating = hi;
-  return out;
+  return cols.finish(name, format);
 }
 
 RatingsData read_ratings(const std::string& path, const RatingsReadOptions& options) {

@@ -15,22 +15,24 @@
 namespace sgmcmc {
 namespace {
 
-SamplerPtr make_sgld(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SgldOptions parse_sgld_options(const OptionMap& o) {
   SgldOptions opt;
   opt.lr(o.get_double("lr", opt.lr())).temperature(o.get_double("temperature", opt.temperature()));
-  return std::make_unique<Sgld>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_psgld(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+PsgldOptions parse_psgld_options(const OptionMap& o) {
   PsgldOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .temperature(o.get_double("temperature", opt.temperature()))
       .alpha(o.get_double("alpha", opt.alpha()))
       .eps(o.get_double("eps", opt.eps()));
-  return std::make_unique<Psgld>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_sghmc(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SghmcOptions parse_sghmc_options(const OptionMap& o) {
   SghmcOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .alpha(o.get_double("alpha", opt.alpha()))
@@ -39,46 +41,51 @@ SamplerPtr make_sghmc(std::vector<ParamGroup> g, const OptionMap& o, at::Generat
       .fisher_decay(o.get_double("fisher_decay", opt.fisher_decay()))
       .integrator(o.get_choice("integrator", opt.integrator(), {"euler", "ssi"}))
       .temperature(o.get_double("temperature", opt.temperature()));
-  return std::make_unique<Sghmc>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_sghmc_naive(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SghmcNaiveOptions parse_sghmc_naive_options(const OptionMap& o) {
   SghmcNaiveOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .resample_every(o.get_int("resample_every", opt.resample_every()))
       .temperature(o.get_double("temperature", opt.temperature()));
-  return std::make_unique<SghmcNaive>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_hmc(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+HmcOptions parse_hmc_options(const OptionMap& o) {
   HmcOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .leapfrog_steps(o.get_int("leapfrog_steps", opt.leapfrog_steps()))
       .temperature(o.get_double("temperature", opt.temperature()));
-  return std::make_unique<Hmc>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_sgnht(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SgnhtOptions parse_sgnht_options(const OptionMap& o) {
   SgnhtOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .diffusion(o.get_double("diffusion", opt.diffusion()))
       .integrator(o.get_choice("integrator", opt.integrator(), {"euler", "ssi"}))
       .temperature(o.get_double("temperature", opt.temperature()));
-  if (o.has("xi_init")) opt.xi_init(o.get_double("xi_init", 0.0));
-  return std::make_unique<Sgnht>(std::move(g), std::move(gen), opt);
+  if (auto xi = o.get_optional_double("xi_init")) opt.xi_init(*xi);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_msgnht(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+MsgnhtOptions parse_msgnht_options(const OptionMap& o) {
   MsgnhtOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .diffusion(o.get_double("diffusion", opt.diffusion()))
       .integrator(o.get_choice("integrator", opt.integrator(), {"euler", "ssi"}))
       .temperature(o.get_double("temperature", opt.temperature()));
-  if (o.has("xi_init")) opt.xi_init(o.get_double("xi_init", 0.0));
-  return std::make_unique<Msgnht>(std::move(g), std::move(gen), opt);
+  if (auto xi = o.get_optional_double("xi_init")) opt.xi_init(*xi);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_santa(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SantaOptions parse_santa_options(const OptionMap& o) {
   SantaOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .sigma(o.get_double("sigma", opt.sigma()))
@@ -91,75 +98,119 @@ SamplerPtr make_santa(std::vector<ParamGroup> g, const OptionMap& o, at::Generat
       .precond_term(o.get_bool("precond_term", opt.precond_term()))
       .integrator(o.get_choice("integrator", opt.integrator(), {"euler", "ssi"}))
       .temperature(o.get_double("temperature", opt.temperature()));
-  return std::make_unique<Santa>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_sgd(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SgdOptions parse_sgd_options(const OptionMap& o) {
   SgdOptions opt;
   opt.lr(o.get_double("lr", opt.lr()));
-  return std::make_unique<Sgd>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_sgd_momentum(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+SgdMomentumOptions parse_sgd_momentum_options(const OptionMap& o) {
   SgdMomentumOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .momentum(o.get_double("momentum", opt.momentum()))
       .nesterov(o.get_bool("nesterov", opt.nesterov()));
-  return std::make_unique<SgdMomentum>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_rmsprop(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+RmspropOptions parse_rmsprop_options(const OptionMap& o) {
   RmspropOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .alpha(o.get_double("alpha", opt.alpha()))
       .eps(o.get_double("eps", opt.eps()));
-  return std::make_unique<Rmsprop>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
 }
 
-SamplerPtr make_adam(std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) {
+AdamOptions parse_adam_options(const OptionMap& o) {
   AdamOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .beta1(o.get_double("beta1", opt.beta1()))
       .beta2(o.get_double("beta2", opt.beta2()))
       .eps(o.get_double("eps", opt.eps()));
-  return std::make_unique<Adam>(std::move(g), std::move(gen), opt);
+  opt.validate();
+  return opt;
+}
+
+// An entry whose `check` and `make` both go through `parse` (the one reader of the options).
+template <class S, class Options>
+SamplerEntry entry(std::string name, bool is_sampler, std::string summary, std::vector<std::string> keys,
+                   Options (*parse)(const OptionMap&)) {
+  SamplerEntry e;
+  e.name = std::move(name);
+  e.is_sampler = is_sampler;
+  e.summary = std::move(summary);
+  e.keys = std::move(keys);
+  e.check = [parse](const OptionMap& o) { parse(o); };
+  e.make = [parse](std::vector<ParamGroup> g, const OptionMap& o, at::Generator gen) -> SamplerPtr {
+    return std::make_unique<S>(std::move(g), std::move(gen), parse(o));
+  };
+  return e;
 }
 
 }  // namespace
 
 const std::vector<SamplerEntry>& sampler_registry() {
+  // The keys of each sampler's `sampler:` block besides `name`: exactly what its parse_*_options
+  // reads (tests/test_config.cpp checks this against the parsers).
   static const std::vector<SamplerEntry> registry = {
-      {"sgld", true, "stochastic gradient Langevin dynamics (Welling & Teh 2011)", make_sgld},
-      {"psgld", true, "preconditioned SGLD, RMSprop preconditioner (Li et al. 2016)", make_psgld},
-      {"sghmc", true, "stochastic gradient HMC with friction, euler|ssi (Chen, Fox & Guestrin 2014)", make_sghmc},
-      {"sghmc-naive", true, "naive SGHMC without friction (negative control; Chen et al. 2014 §3.1)", make_sghmc_naive},
-      {"hmc", true, "exact HMC, leapfrog + Metropolis-Hastings on full gradients (needs a closure)", make_hmc},
-      {"sgnht", true, "SG Nose-Hoover thermostat, scalar thermostat (Ding et al. 2014)", make_sgnht},
-      {"msgnht", true, "multivariate SGNHT, euler|ssi (Li, Chen, Fan & Carin 2016)", make_msgnht},
-      {"santa", true, "Santa: annealed thermostats with adaptive momentum (Chen et al. 2016)", make_santa},
-      {"sgd", false, "stochastic gradient descent", make_sgd},
-      {"sgd-momentum", false, "SGD with (Nesterov) momentum", make_sgd_momentum},
-      {"rmsprop", false, "RMSprop (Tieleman & Hinton 2012)", make_rmsprop},
-      {"adam", false, "Adam (Kingma & Ba 2015)", make_adam},
+      entry<Sgld>("sgld", true, "stochastic gradient Langevin dynamics (Welling & Teh 2011)",
+                  {"lr", "temperature"}, parse_sgld_options),
+      entry<Psgld>("psgld", true, "preconditioned SGLD, RMSprop preconditioner (Li et al. 2016)",
+                   {"lr", "temperature", "alpha", "eps"}, parse_psgld_options),
+      entry<Sghmc>("sghmc", true, "stochastic gradient HMC with friction, euler|ssi (Chen, Fox & Guestrin 2014)",
+                   {"lr", "alpha", "noise_estimate", "beta_hat", "fisher_decay", "integrator", "temperature"},
+                   parse_sghmc_options),
+      entry<SghmcNaive>("sghmc-naive", true, "naive SGHMC without friction (negative control; Chen et al. 2014 §3.1)",
+                        {"lr", "resample_every", "temperature"}, parse_sghmc_naive_options),
+      entry<Hmc>("hmc", true, "exact HMC, leapfrog + Metropolis-Hastings on full gradients (needs a closure)",
+                 {"lr", "leapfrog_steps", "temperature"}, parse_hmc_options),
+      entry<Sgnht>("sgnht", true, "SG Nose-Hoover thermostat, scalar thermostat (Ding et al. 2014)",
+                   {"lr", "diffusion", "integrator", "temperature", "xi_init"}, parse_sgnht_options),
+      entry<Msgnht>("msgnht", true, "multivariate SGNHT, euler|ssi (Li, Chen, Fan & Carin 2016)",
+                    {"lr", "diffusion", "integrator", "temperature", "xi_init"}, parse_msgnht_options),
+      entry<Santa>("santa", true, "Santa: annealed thermostats with adaptive momentum (Chen et al. 2016)",
+                   {"lr", "sigma", "eps", "data_size", "friction", "burnin", "anneal_a", "anneal_gamma",
+                    "precond_term", "integrator", "temperature"},
+                   parse_santa_options),
+      entry<Sgd>("sgd", false, "stochastic gradient descent", {"lr"}, parse_sgd_options),
+      entry<SgdMomentum>("sgd-momentum", false, "SGD with (Nesterov) momentum", {"lr", "momentum", "nesterov"},
+                         parse_sgd_momentum_options),
+      entry<Rmsprop>("rmsprop", false, "RMSprop (Tieleman & Hinton 2012)", {"lr", "alpha", "eps"},
+                     parse_rmsprop_options),
+      entry<Adam>("adam", false, "Adam (Kingma & Ba 2015)", {"lr", "beta1", "beta2", "eps"}, parse_adam_options),
   };
   return registry;
 }
 
-SamplerPtr make_sampler(const std::string& name, std::vector<ParamGroup> groups,
-                        const OptionMap& options, at::Generator generator) {
+const SamplerEntry& find_sampler(const std::string& name, const OptionMap& options) {
   std::vector<std::string> names;
   for (const auto& e : sampler_registry()) {
-    if (e.name == name) {
-      auto s = e.make(std::move(groups), options, std::move(generator));
-      options.check_all_used({"name"});
-      return s;
-    }
+    if (e.name == name) return e;
     names.push_back(e.name);
   }
   std::string near = nearest(name, names);
   std::string where = options.context().empty() ? "sampler" : options.context();
   throw std::invalid_argument(where + ".name: unknown sampler '" + name + "'" +
                               (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+std::vector<std::string> sampler_keys(const SamplerEntry& entry) {
+  std::vector<std::string> keys = {"name"};
+  keys.insert(keys.end(), entry.keys.begin(), entry.keys.end());
+  return keys;
+}
+
+SamplerPtr make_sampler(const std::string& name, std::vector<ParamGroup> groups,
+                        const OptionMap& options, at::Generator generator) {
+  const SamplerEntry& e = find_sampler(name, options);
+  options.check_known(sampler_keys(e));
+  return e.make(std::move(groups), options, std::move(generator));
 }
 
 }  // namespace sgmcmc

@@ -1,5 +1,6 @@
 #include "samplers/schedules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -88,21 +89,72 @@ std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64
   return std::make_unique<Cyclical>(a, total_steps, cycles);
 }
 
+const std::vector<ScheduleType>& schedule_types() {
+  static const std::vector<ScheduleType> types = {
+      {"constant", {"type"}},
+      {"polynomial", {"type", "b", "gamma"}},
+      {"step", {"type", "every", "every_epochs", "factor"}},
+      {"cyclical", {"type", "cycles"}},
+  };
+  return types;
+}
+
+const ScheduleType& find_schedule_type(const OptionMap& o) {
+  std::vector<std::string> names;
+  for (const auto& t : schedule_types()) names.push_back(t.name);
+  const std::string type = o.get_choice("type", "constant", names);
+  for (const auto& t : schedule_types())
+    if (t.name == type) return t;
+  throw std::logic_error("find_schedule_type: " + type);  // unreachable: get_choice checked it
+}
+
+void ScheduleOptions::validate() const {
+  if (type_ == "polynomial") {
+    check_positive("schedule", "b", b_);
+    check_range("schedule", "gamma", gamma_, 0, 1);
+  } else if (type_ == "step") {
+    if (every_ <= 0 && every_epochs_ <= 0)
+      throw std::invalid_argument("schedule.every: step schedule needs every > 0 or every_epochs > 0");
+    check_positive("schedule", "factor", factor_);
+  } else if (type_ == "cyclical") {
+    if (cycles_ <= 0) throw std::invalid_argument("schedule.cycles: must be > 0, got " + std::to_string(cycles_));
+  } else if (type_ != "constant") {
+    throw std::invalid_argument("schedule.type: unknown schedule type '" + type_ + "'");
+  }
+}
+
+ScheduleOptions parse_schedule_options(const OptionMap& o) {
+  ScheduleOptions opt;
+  opt.type(find_schedule_type(o).name);
+  if (opt.type() == "polynomial") {
+    opt.b(o.get_double("b", opt.b())).gamma(o.get_double("gamma", opt.gamma()));
+  } else if (opt.type() == "step") {
+    opt.every(o.get_int("every", opt.every()))
+        .every_epochs(o.get_int("every_epochs", opt.every_epochs()))
+        .factor(o.get_double("factor", opt.factor()));
+  } else if (opt.type() == "cyclical") {
+    opt.cycles(o.get_int("cycles", opt.cycles()));
+  }
+  opt.validate();
+  return opt;
+}
+
+std::unique_ptr<Schedule> make_schedule(const ScheduleOptions& opt, double base, int64_t total_steps,
+                                        int64_t steps_per_epoch) {
+  opt.validate();
+  if (opt.type() == "constant") return constant_schedule(base);
+  if (opt.type() == "polynomial") return polynomial_schedule(base, opt.b(), opt.gamma());
+  if (opt.type() == "step") {
+    int64_t every = opt.every();
+    if (opt.every_epochs() > 0) every = opt.every_epochs() * std::max<int64_t>(1, steps_per_epoch);
+    return step_schedule(base, every, opt.factor());
+  }
+  return cyclical_schedule(base, total_steps, opt.cycles());
+}
+
 std::unique_ptr<Schedule> make_schedule(const OptionMap& o, double base, int64_t total_steps,
                                         int64_t steps_per_epoch) {
-  std::string type = o.get_choice("type", "constant", {"constant", "polynomial", "step", "cyclical"});
-  if (type == "constant") return constant_schedule(base);
-  if (type == "polynomial")
-    return polynomial_schedule(base, o.get_double("b", 1.0), o.get_double("gamma", 0.55));
-  if (type == "step") {
-    int64_t every = o.get_int("every", 0);
-    int64_t every_epochs = o.get_int("every_epochs", 0);
-    if (every_epochs > 0) every = every_epochs * std::max<int64_t>(1, steps_per_epoch);
-    if (every <= 0)
-      throw std::invalid_argument(o.context() + ".every: step schedule needs every > 0 or every_epochs > 0");
-    return step_schedule(base, every, o.get_double("factor", 0.5));
-  }
-  return cyclical_schedule(base, total_steps, o.get_int("cycles", 4));
+  return make_schedule(parse_schedule_options(o), base, total_steps, steps_per_epoch);
 }
 
 }  // namespace sgmcmc

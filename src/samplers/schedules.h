@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <torch/arg.h>
 
 #include "config/option_map.h"
 
@@ -25,6 +28,40 @@ std::unique_ptr<Schedule> constant_schedule(double a);
 std::unique_ptr<Schedule> polynomial_schedule(double a, double b, double gamma);
 std::unique_ptr<Schedule> step_schedule(double a, int64_t every, double factor);
 std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64_t cycles);
+
+// The typed `schedule:` block, checked (as far as it can be without the run length) by validate().
+struct ScheduleOptions {
+  ScheduleOptions() = default;
+  // Throws std::invalid_argument naming the key ("schedule.gamma: must be in [0, 1], got 2").
+  void validate() const;
+  TORCH_ARG(std::string, type) = "constant";  // constant | polynomial | step | cyclical
+  TORCH_ARG(double, b) = 1.0;                 // polynomial
+  TORCH_ARG(double, gamma) = 0.55;            // polynomial, in [0, 1]
+  TORCH_ARG(int64_t, every) = 0;              // step: steps between decays ...
+  TORCH_ARG(int64_t, every_epochs) = 0;       // ... or epochs (> 0 takes precedence)
+  TORCH_ARG(double, factor) = 0.5;            // step, > 0
+  TORCH_ARG(int64_t, cycles) = 4;             // cyclical, > 0 and <= the run's steps
+};
+
+// A schedule type and the keys of its `schedule:` block (`type` included): exactly what
+// parse_schedule_options reads for it.
+struct ScheduleType {
+  std::string name;
+  std::vector<std::string> keys;
+};
+const std::vector<ScheduleType>& schedule_types();
+// The entry for the block's `type` (read with default constant); std::invalid_argument naming
+// <context>.type with a suggestion if unknown.
+const ScheduleType& find_schedule_type(const OptionMap& options);
+
+// Reads `type` (std::invalid_argument naming <context>.type if unknown) and that type's keys, then
+// validates. Reads no key of another type.
+ScheduleOptions parse_schedule_options(const OptionMap& options);
+
+// The schedule for a run: `a` is `base` (the sampler's lr), `total_steps` the run length (needed by
+// cyclical), `steps_per_epoch` converts `every_epochs` to steps.
+std::unique_ptr<Schedule> make_schedule(const ScheduleOptions& options, double base, int64_t total_steps,
+                                        int64_t steps_per_epoch);
 
 // From options: `type` (constant | polynomial | step | cyclical) and its parameters
 // (b, gamma | every, factor | cycles); `a` is `base` (the sampler's lr). `total_steps` is the run
