@@ -180,7 +180,7 @@ TEST(MetricsLog, HeaderFromTheFirstRowAndResumeKeepsCheckpointedRows) {
   auto text = slurp(dir / "metrics.csv");
   EXPECT_EQ(text.substr(0, text.find('\n')),
             "epoch,step,wall_seconds,lr,train_loss,test_error,test_nll,val_error,val_nll,sample_test_error,"
-            "sample_test_nll,samples,steps_per_second,lambda.w");
+            "sample_test_nll,samples,steps_per_second,lambda.w,test_mi,val_mi");
   EXPECT_NE(text.find(",1,,,,0.5,"), std::string::npos);  // NaN and missing keys are empty cells
   EXPECT_EQ(text.find("9"), std::string::npos);           // keys outside the header are not written
   MetricsLog resumed(dir / "metrics.csv", "error", 2);

@@ -36,7 +36,13 @@ void MetricsLog::write_header(const std::map<std::string, double>& row) {
   const std::string& m = headline_;
   columns_ = {"epoch", "step", "wall_seconds", "lr", "train_loss", "test_" + m, "test_nll", "val_" + m,
               "val_nll", "sample_test_" + m, "sample_test_nll", "samples", "steps_per_second"};
+  // The first row may come before any sample: every metric of the current sample (sample_test_*)
+  // also gets its test_ and val_ column, and classification its mutual information.
+  std::map<std::string, double> keys = row;
   for (const auto& [k, v] : row)
+    if (k.rfind("sample_test_", 0) == 0) keys["test_" + k.substr(12)] = keys["val_" + k.substr(12)] = NAN;
+  if (m == "error") keys["test_mi"] = keys["val_mi"] = NAN;
+  for (const auto& [k, v] : keys)
     if (std::find(columns_.begin(), columns_.end(), k) == columns_.end()) columns_.push_back(k);
   std::string header;
   for (const auto& c : columns_) header += (header.empty() ? "" : ",") + c;
