@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a session with a GPU machine (the `device` tool) needs in one call, so the 30 minutes of
-# device time go to measuring. Here first:  ../shared/tools/device-deps.sh
+# device time go to measuring. Here first:  ../shared/tools/device-deps.sh nlohmann-json3-dev
 # Then, as the device command (carry .devdeps):  bash scripts/gpu_session.sh [--quick]
 # It builds against the machine's PyTorch LibTorch (2.x, CUDA) with -DSGMCMC_CUDA=ON into build-cuda/,
 # runs the CUDA tests, then bench/run_all.sh --device cuda, and leaves the logs and the updated
