@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "compat.h"
+#include "proc_util.h"
 #include "config/experiment_config.h"
 #include "metrics/predictive_metrics.h"
 #include "train/convergence_trace.h"
@@ -39,11 +40,18 @@ ExperimentConfig config_with(const std::vector<std::string>& sets) {
   return build_config(raw);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string slurp(const fs::path& p) { return test_util::read_text(p.string()); }
+
+// `save(archive)` written to memory and read back, as a checkpoint would be.
+template <typename Save>
+std::unique_ptr<torch::serialize::InputArchive> round_trip(Save&& save) {
+  torch::serialize::OutputArchive out;
+  save(out);
+  std::stringstream buf;
+  out.save_to(buf);
+  auto in = std::make_unique<torch::serialize::InputArchive>();
+  in->load_from(buf);
+  return in;
 }
 
 }  // namespace
@@ -87,18 +95,13 @@ TEST(MinibatchStream, EveryEpochVisitsEachExampleOnceAndResumesExactly) {
   EXPECT_EQ(seen.numel(), 100);  // 10 distinct batches of 10, 3 examples dropped
   // Save mid-epoch, continue, and compare with a stream restored from the checkpoint.
   s.next();
-  torch::serialize::OutputArchive out;
-  s.save(out);
+  auto in = round_trip([&](auto& ar) { s.save(ar); });
   auto state = compat::generator_state(gen);
-  std::stringstream buf;
-  out.save_to(buf);
   auto a = s.next(), b = s.next();
   auto gen2 = compat::make_generator(torch::kCPU, 99);
   compat::set_generator_state(gen2, state);
   MinibatchStream r(103, 10, 1, torch::kCPU, gen2);
-  torch::serialize::InputArchive in;
-  in.load_from(buf);
-  r.load(in, 1, "ckpt");
+  r.load(*in, 1, "ckpt");
   EXPECT_TRUE(torch::equal(r.next(), a));
   EXPECT_TRUE(torch::equal(r.next(), b));
 }
@@ -133,14 +136,9 @@ TEST(PosteriorPredictive, MeansOverSamplesAndChainsAndMixtureDensity) {
   EXPECT_TRUE(torch::allclose(p.log_density_sum("test"), direct, 1e-12, 1e-12));
   EXPECT_FALSE(p.has("val"));
   // Round trip through a checkpoint.
-  torch::serialize::OutputArchive out;
-  p.save(out);
-  std::stringstream buf;
-  out.save_to(buf);
-  torch::serialize::InputArchive in;
-  in.load_from(buf);
+  auto in = round_trip([&](auto& ar) { p.save(ar); });
   PosteriorPredictive q(true);
-  q.load(in, torch::kCPU, 2, {"test", "val"});
+  q.load(*in, torch::kCPU, 2, {"test", "val"});
   EXPECT_TRUE(torch::equal(q.mean("test"), p.mean("test")));
   EXPECT_TRUE(torch::equal(q.log_density_sum("test"), p.log_density_sum("test")));
 }
@@ -230,14 +228,9 @@ TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
   auto d = t.diagnostics();
   for (const char* k : {"rhat_test_loglik", "ess_test_loglik", "rhat_weights_max", "ess_weights_min"})
     EXPECT_TRUE(d.count(k) && std::isfinite(d[k])) << k;
-  torch::serialize::OutputArchive out;
-  t.save(out);
-  std::stringstream buf;
-  out.save_to(buf);
-  torch::serialize::InputArchive in;
-  in.load_from(buf);
+  auto in = round_trip([&](auto& ar) { t.save(ar); });
   ConvergenceTrace r;
-  r.load(in);
+  r.load(*in);
   EXPECT_EQ(r.size(), 4u);
   EXPECT_EQ(r.diagnostics(), d);
 }

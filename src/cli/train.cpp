@@ -14,7 +14,7 @@
 #include "config/experiment_config.h"
 #include "data/kfold.h"
 #include "train/trainer.h"
-#include "util/atomic_file.h"
+#include "util/json_file.h"
 #include "util/signals.h"
 
 namespace sgmcmc {
@@ -90,7 +90,7 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
     js[key + "_folds"] = v;
   }
   std::filesystem::create_directories(dir);
-  write_file_atomic((dir / "summary.json").string(), json_text(js));
+  write_json_file((dir / "summary.json").string(), js);
   auto rm = mean_std(per_fold["test_rmse"]);
   if (!ro.quiet)
     std::cout << "run directory: " << dir.string() << "\n  test_rmse: " << std::fixed << std::setprecision(4) << rm.mean

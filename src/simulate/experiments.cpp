@@ -1,5 +1,7 @@
 #include "simulate/experiments.h"
 
+#include "util/json_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -384,10 +386,7 @@ void write_summary_json(const fs::path& path, const SimulateOptions& options,
   nlohmann::ordered_json experiments = nlohmann::ordered_json::object();
   for (const auto& r : results) experiments[r.name] = r.metrics;
   nlohmann::ordered_json root = {{"seed", options.seed}, {"scale", options.scale}, {"experiments", experiments}};
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error(path.string() + ": cannot write");
-  f << root.dump(2) << "\n";
-  if (!f) throw std::runtime_error(path.string() + ": write failed");
+  write_json_file(path.string(), root);
 }
 
 }  // namespace sgmcmc::sim

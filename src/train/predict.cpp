@@ -9,7 +9,7 @@
 #include "train/posterior_predictive.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
-#include "util/atomic_file.h"
+#include "util/json_file.h"
 
 namespace fs = std::filesystem;
 
@@ -34,7 +34,7 @@ std::vector<fs::path> parameter_files(const fs::path& dir) {
 void write_predict_json(const std::string& path, const Dataset& data, const std::map<std::string, double>& out) {
   nlohmann::ordered_json j = {{"dataset", data.description}};
   for (const auto& [key, x] : out) j[key] = x;
-  write_file_atomic(path, json_text(j));
+  write_json_file(path, j);
 }
 
 }  // namespace

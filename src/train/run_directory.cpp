@@ -6,6 +6,7 @@
 
 #include "train/model_io.h"
 #include "util/atomic_file.h"
+#include "util/json_file.h"
 
 namespace fs = std::filesystem;
 
@@ -17,8 +18,6 @@ std::string default_run_dir(const std::string& name) {
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&now));
   return (fs::path("runs") / (name + "-" + buf)).string();
 }
-
-std::string json_text(const nlohmann::ordered_json& j) { return j.dump(2) + "\n"; }
 
 RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string& config_dir, const std::string& name,
                                    bool resume, bool overwrite) {
@@ -48,7 +47,7 @@ void RunDirectory::commit(const std::string& config_yaml, const std::map<std::st
 }
 
 void RunDirectory::write_summary(const nlohmann::ordered_json& summary) const {
-  write_file_atomic(file("summary.json").string(), json_text(summary));
+  write_json_file(file("summary.json").string(), summary);
 }
 
 void RunDirectory::write_checkpoint(const std::function<void(const std::string&)>& write) const {

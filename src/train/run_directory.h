@@ -45,7 +45,4 @@ class RunDirectory {
 // runs/<name>-<YYYYmmdd-HHMMSS>.
 std::string default_run_dir(const std::string& name);
 
-// JSON text as every file of the project writes it: 2-space indent, non-finite numbers as null.
-std::string json_text(const nlohmann::ordered_json& j);
-
 }  // namespace sgmcmc
