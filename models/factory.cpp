@@ -21,12 +21,7 @@ int64_t dim_or(const Dataset& d, const std::string& key, int64_t fallback) {
 void parse_mlp(const OptionMap& o, Task task, const std::string& where, MlpOptions& m) {
   m.hidden = parse_int_list(o.get_string("hidden", "100"), where + ".hidden");
   m.activation = o.get_choice("activation", "sigmoid", {"sigmoid", "relu", "tanh"});
-  m.likelihood = o.get_choice("likelihood", task == Task::kRegression ? "gaussian" : "categorical",
-                              {"categorical", "gaussian"});
-  m.noise_precision = o.get_double("noise_precision", 1.0);
-  m.sample_noise = o.get_choice("noise_prior", "fixed", {"fixed", "gamma"}) == "gamma";
-  m.noise_alpha = o.get_double("noise_alpha", 1.0);
-  m.noise_beta = o.get_double("noise_beta", 1.0);
+  parse_likelihood_options(o, task, m);
 }
 
 void parse_cnn(const OptionMap& o, CnnOptions& c) {
@@ -38,8 +33,25 @@ void parse_cnn(const OptionMap& o, CnnOptions& c) {
 void validate_mlp(const MlpOptions& m, const std::string& where) {
   for (int64_t w : m.hidden)
     if (w <= 0) bad(where, "hidden", "layer widths must be > 0, got " + std::to_string(w));
-  if (!(m.noise_precision > 0)) bad(where, "noise_precision", "must be > 0");
-  if (!(m.noise_alpha > 0) || !(m.noise_beta > 0)) bad(where, "noise_alpha/noise_beta", "must be > 0");
+  validate_likelihood_options(m, where);
+}
+
+void parse_torchscript(const OptionMap& o, Task task, TorchScriptOptions& t) {
+  t.path = o.get_string("path", "");
+  parse_likelihood_options(o, task, t);
+}
+
+void validate_torchscript(const TorchScriptOptions& t, const std::string& where) {
+  if (t.path.empty()) bad(where, "path", "required for model.name: torchscript (a torch.jit.script(...).save file)");
+  validate_likelihood_options(t, where);
+}
+
+ModelPtr make_torchscript(const TorchScriptOptions& opts, const Dataset& data, const std::string& where) {
+  TorchScriptOptions t = opts;
+  t.outputs = t.classification() ? data.num_classes : 1;
+  auto model = std::make_shared<TorchScriptModel>(t, where);
+  model->check_outputs(data.train);
+  return model;
 }
 
 void validate_cnn(const CnnOptions& c, const std::string& where) {
@@ -58,6 +70,8 @@ const std::vector<ModelEntry>& model_registry() {
        {"name", "conv1", "conv2", "fc"}},
       {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)",
        {"name", "dim", "init_std", "tau", "sample_tau", "tau_alpha", "tau_beta"}},
+      {"torchscript", "a TorchScript module of your own (torch.jit.script(m).save(path)): logits or means",
+       {"name", "path", "likelihood", "noise_precision", "noise_prior", "noise_alpha", "noise_beta"}},
   };
   return registry;
 }
@@ -81,7 +95,8 @@ void ModelOptions::validate(const std::string& where) const {
   if (name == "mlp") validate_mlp(mlp, where);
   else if (name == "cnn") validate_cnn(cnn, where);
   else if (name == "bpmf") bpmf.validate();
-  else bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf)");
+  else if (name == "torchscript") validate_torchscript(torchscript, where);
+  else bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf, torchscript)");
 }
 
 ModelOptions parse_model_options(const OptionMap& o, Task task) {
@@ -91,15 +106,17 @@ ModelOptions parse_model_options(const OptionMap& o, Task task) {
   if (m.name == "mlp") parse_mlp(o, task, where, m.mlp);
   else if (m.name == "cnn") parse_cnn(o, m.cnn);
   else if (m.name == "bpmf") m.bpmf = parse_bpmf_options(o);
+  else if (m.name == "torchscript") parse_torchscript(o, task, m.torchscript);
   m.validate(where);
   return m;
 }
 
 void check_model_task(const ModelOptions& m, Task task, const std::string& where) {
-  if (m.name != "mlp") return;
-  if (m.mlp.likelihood == "categorical" && task != Task::kClassification)
+  if (m.name != "mlp" && m.name != "torchscript") return;
+  const LikelihoodOptions& l = m.name == "mlp" ? static_cast<const LikelihoodOptions&>(m.mlp) : m.torchscript;
+  if (l.likelihood == "categorical" && task != Task::kClassification)
     bad(where, "likelihood", "categorical needs a classification data set");
-  if (m.mlp.likelihood == "gaussian" && task != Task::kRegression)
+  if (l.likelihood == "gaussian" && task != Task::kRegression)
     bad(where, "likelihood", "gaussian needs a regression data set");
 }
 
@@ -128,6 +145,10 @@ ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed
       bad(where, "name", "cnn needs an image data set (channels/height/width)");
     c.classes = data.num_classes;
     return std::make_shared<Cnn>(c, gen);
+  }
+  if (opts.name == "torchscript") {
+    check_model_task(opts, data.task, where);
+    return make_torchscript(opts.torchscript, data, where);
   }
   return make_bpmf(data, opts.bpmf, gen);
 }

@@ -6,6 +6,9 @@
 //   cnn:  conv1 (20), conv2 (50), fc (500)
 //   bpmf: dim (20), init_std (0.1), tau (2), sample_tau (false), tau_alpha (1), tau_beta (1)
 //         (models/bpmf.h; users/items from dims, μ = training mean)
+//   torchscript: path (required), likelihood, noise_precision, noise_prior, noise_alpha, noise_beta
+//         as for mlp (models/torchscript_model.h: a user's TorchScript module; its forward is
+//         checked on two training examples when the model is built)
 // Input/output sizes come from the data set (dims "features"/"channels"/"height"/"width", num_classes).
 //
 // The keys of each model are declared once, in model_registry() (models/factory.cpp), next to
@@ -22,6 +25,7 @@
 #include "models/bpmf.h"
 #include "models/cnn.h"
 #include "models/mlp.h"
+#include "models/torchscript_model.h"
 #include "models/model.h"
 
 namespace sgmcmc {
@@ -35,6 +39,7 @@ struct ModelOptions {
   MlpOptions mlp;
   CnnOptions cnn;
   BpmfOptions bpmf;
+  TorchScriptOptions torchscript;
   // Throws std::invalid_argument "<where>.<key>: ..." for a value out of range (the chosen model's
   // keys only).
   void validate(const std::string& where = "model") const;

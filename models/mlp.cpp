@@ -1,9 +1,7 @@
 #include "models/mlp.h"
 
-#include <cmath>
 #include <stdexcept>
 
-#include "priors/gaussian_prior.h"
 
 namespace sgmcmc {
 
@@ -61,35 +59,12 @@ torch::Tensor Mlp::forward(const torch::Tensor& inputs) {
   return h;
 }
 
-torch::Tensor Mlp::nll(const Batch& batch) {
-  auto f = forward(batch.inputs);
-  if (task() == Task::kClassification)
-    return torch::nn::functional::cross_entropy(
-        f, batch.targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-  auto r = f.squeeze(1) - batch.targets.to(f.dtype());
-  const double n = static_cast<double>(batch.size());
-  return 0.5 * tau_ * r.pow(2).sum() - 0.5 * n * torch::log(tau_) + 0.5 * n * std::log(2 * M_PI);
-}
+torch::Tensor Mlp::nll(const Batch& batch) { return likelihood_nll(options_, forward(batch.inputs), batch, tau_); }
 
-torch::Tensor Mlp::predict(const torch::Tensor& inputs) {
-  auto f = forward(inputs);
-  if (task() == Task::kClassification) return torch::softmax(f, 1);
-  return f.squeeze(1);
-}
+torch::Tensor Mlp::predict(const torch::Tensor& inputs) { return likelihood_predict(options_, forward(inputs)); }
 
 void Mlp::gibbs_step_likelihood(const Batch& train, at::Generator& gen) {
-  if (task() != Task::kRegression || !options_.sample_noise) return;
-  torch::NoGradGuard no_grad;
-  auto sse = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(train.targets.device()));
-  const int64_t n = train.size(), chunk = 10000;
-  for (int64_t i = 0; i < n; i += chunk) {
-    auto f = predict(train.inputs.slice(0, i, std::min(n, i + chunk)));
-    sse += (f - train.targets.slice(0, i, std::min(n, i + chunk)).to(f.dtype())).to(torch::kFloat64).pow(2).sum();
-  }
-  auto dev = gen.device();
-  auto shape = torch::full({1}, options_.noise_alpha + 0.5 * static_cast<double>(n), torch::TensorOptions().dtype(torch::kFloat64).device(dev));
-  auto rate = (sse * 0.5 + options_.noise_beta).reshape({1}).to(dev);
-  tau_.copy_(sample_gamma(shape, rate, gen).reshape({}).to(tau_.device()));
+  gibbs_step_noise(options_, [&](const torch::Tensor& x) { return predict(x); }, train, tau_, gen);
 }
 
 std::map<std::string, double> Mlp::likelihood_hyperparameters() const {

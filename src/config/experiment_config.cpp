@@ -38,6 +38,15 @@ std::string scalar_or_list(const YAML::Node& node, const std::string& source, co
     }
     return out;
   }
+  if (path == "prior.groups") {  // the one mapping-valued key: {group: pattern, ...} in order
+    std::string out;
+    for (const auto& item : node) {
+      if (!item.first.IsScalar() || !item.second.IsScalar())
+        fail(source, path + ": expected a mapping of group names to name patterns");
+      out += (out.empty() ? "" : ",") + item.first.Scalar() + "=" + item.second.Scalar();
+    }
+    return out;
+  }
   fail(source, path + ": expected a value or a list, got a mapping (nesting is one level: block.key)");
 }
 
@@ -188,6 +197,7 @@ struct Plugins {
   const ModelEntry* model = nullptr;
   const SamplerEntry* sampler = nullptr;
   const ScheduleType* schedule = nullptr;
+  Task task = Task::kClassification;  // of the data set (data_task, once the data block is read)
 };
 
 // Phase 1: every key of every block is known (reads only the plug-in choices: data.format,
@@ -242,6 +252,24 @@ void read_data(const OptionMap& d, DataConfig& data) {
   parse_data_format_options(data);  // csv / ratings keys, typed and validated
 }
 
+// "name=pattern,name=pattern" (a YAML mapping, or --set prior.groups=conv=*conv*,rest=*).
+std::vector<std::pair<std::string, std::string>> parse_group_patterns(const std::string& text, const std::string& where) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw std::invalid_argument(where + ": expected per_tensor, single, model or a mapping {group: pattern}, got '" +
+                                  text + "'");
+    const std::string name = item.substr(0, eq);
+    for (const auto& [n, _] : out)
+      if (n == name) throw std::invalid_argument(where + ": group '" + name + "' is named twice");
+    out.emplace_back(name, item.substr(eq + 1));
+  }
+  if (out.empty()) throw std::invalid_argument(where + ": no group given");
+  return out;
+}
+
 void read_prior(const OptionMap& p, PriorConfig& prior) {
   prior.precision = p.get_double("precision", 1.0);
   check_positive(p.context() + ".precision", prior.precision);
@@ -254,7 +282,11 @@ void read_prior(const OptionMap& p, PriorConfig& prior) {
   check_nonneg_int(p.context() + ".gibbs_every_epochs", prior.gibbs_every_epochs);
   prior.gibbs_every_steps = p.get_int("gibbs_every_steps", 0);
   check_nonneg_int(p.context() + ".gibbs_every_steps", prior.gibbs_every_steps);
-  prior.groups = p.get_choice("groups", "per_tensor", {"per_tensor", "single", "model"});
+  prior.groups = p.get_string("groups", "per_tensor");
+  prior.group_patterns.clear();
+  if (prior.groups == "per_tensor" || prior.groups == "single" || prior.groups == "model") return;
+  prior.group_patterns = parse_group_patterns(prior.groups, p.context() + ".groups");
+  prior.groups = "patterns";
 }
 
 void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) {
@@ -306,7 +338,7 @@ void in_file(const std::string& src, F&& f) {
 // validated by the same parsers their factories use. Returns the parsed model options.
 ModelOptions check_plugin_values(const Plugins& p, std::map<std::string, OptionMap>& b, const std::string& src) {
   ModelOptions model;
-  in_file(src, [&] { model = parse_model_options(b["model"], p.data->task); });
+  in_file(src, [&] { model = parse_model_options(b["model"], p.task); });
   in_file(src, [&] { p.sampler->check(b["sampler"]); });
   in_file(src, [&] { parse_schedule_options(b["schedule"]); });
   return model;
@@ -319,7 +351,7 @@ void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, co
   if (c.train.steps == 0 && c.train.burn_in >= static_cast<double>(c.train.epochs))
     fail(src, "train.burn_in: burn-in (" + train_block.get_string("burn_in", "") +
                   " epochs) must be shorter than train.epochs (" + std::to_string(c.train.epochs) + ")");
-  in_file(src, [&] { check_model_task(model, p.data->task, c.model.context()); });
+  in_file(src, [&] { check_model_task(model, p.task, c.model.context()); });
   if (c.chains > 0 && model.name != "mlp")
     fail(src, "chains: parallel chains are available for model.name: mlp only (got " + model.name + ")");
   if (c.chains > 0 && model.mlp.sample_noise)
@@ -342,9 +374,10 @@ ExperimentConfig build_config(RawConfig raw) {
 
   // Phase 1: keys. Phase 2: values, block by block, then across blocks. (Phase 3, the data, is
   // load_dataset's.)
-  const Plugins plugins = check_keys(b, src);
+  Plugins plugins = check_keys(b, src);
   read_top(b[""], c);
   read_data(b["data"], c.data);
+  plugins.task = data_task(c.data);
   read_prior(b["prior"], c.prior);
   read_train(b["train"], c.train, src);
   read_output(b["output"], c.output);

@@ -36,11 +36,12 @@
 #include "config/option_map.h"
 #include "data/csv.h"
 #include "data/kfold.h"
+#include "data/tensors.h"
 
 namespace sgmcmc {
 
 struct DataConfig {
-  std::string format = "idx";      // idx | ratings | csv
+  std::string format = "idx";      // idx | ratings | csv | tensors
   std::string dir;                 // directory holding the files
   int64_t val_size = 10000;        // validation examples carved from train (seeded); 0 = none
   int64_t train_limit = 0;         // use only the first N training examples (0 = all)
@@ -52,6 +53,7 @@ struct DataConfig {
   // built by hand may leave them unset: load_dataset then parses them from `options`.
   std::optional<CsvOptions> csv;
   std::optional<RatingsOptions> ratings;
+  std::optional<TensorsOptions> tensors;
 };
 
 struct PriorConfig {
@@ -61,6 +63,10 @@ struct PriorConfig {
   int64_t gibbs_every_epochs = 1;  // Gibbs step for the λ's every E epochs ...
   int64_t gibbs_every_steps = 0;   // ... or every K steps (takes precedence when > 0)
   std::string groups = "per_tensor";  // per_tensor (App. H.1) | single | model (the model's prior_groups())
+                                      // | patterns (group_patterns, from a mapping prior.groups: {name: glob})
+  // prior.groups: {conv: "*conv*.weight", biases: "*.bias", rest: "*"}: (group, pattern) in order;
+  // a parameter joins the group of the first pattern (fnmatch) its name matches.
+  std::vector<std::pair<std::string, std::string>> group_patterns;
 };
 
 struct TrainConfig {

@@ -8,6 +8,7 @@
 #include "data/kfold.h"
 #include "data/ratings.h"
 #include "data/splits.h"
+#include "data/tensors.h"
 
 namespace sgmcmc {
 namespace {
@@ -24,6 +25,7 @@ const std::vector<DataFormat>& data_formats() {
       {"ratings", Task::kRegression,
        {"path", "ratings_format", "min_rating", "max_rating", "folds", "fold", "split_seed", "val_fraction"}},
       {"csv", Task::kRegression, {"path", "target", "test_fraction", "split", "split_seed", "val_fraction"}},
+      {"tensors", Task::kClassification, {"path", "task"}},
   };
   return formats;
 }
@@ -40,6 +42,15 @@ const DataFormat& find_data_format(const OptionMap& data_block) {
 void parse_data_format_options(DataConfig& config) {
   if (config.format == "csv") config.csv = parse_csv_options(config.options);
   if (config.format == "ratings") config.ratings = parse_ratings_options(config.options);
+  if (config.format == "tensors") config.tensors = parse_tensors_options(config.options);
+}
+
+Task data_task(const DataConfig& config) {
+  if (config.format == "tensors")
+    return (config.tensors ? *config.tensors : parse_tensors_options(config.options)).task;
+  for (const auto& f : data_formats())
+    if (f.name == config.format) return f.task;
+  return Task::kClassification;
 }
 
 Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
@@ -101,12 +112,21 @@ Dataset load_csv_format(const DataConfig& config) {
   return ds;
 }
 
+Dataset load_tensors_format(const DataConfig& config, uint64_t seed) {
+  const TensorsOptions opts = config.tensors ? *config.tensors : parse_tensors_options(config.options);
+  Dataset ds = load_tensors_dataset(opts, config.val_size, seed, where_of(config));
+  ds.train = take_first(ds.train, config.train_limit);
+  ds.test = take_first(ds.test, config.test_limit);
+  return ds;
+}
+
 Dataset load_dataset(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
+  if (config.format == "tensors") return load_tensors_format(config, seed);
   if (config.format == "ratings") return load_ratings_format(config);
   if (config.format == "csv") return load_csv_format(config);
   throw std::invalid_argument(where_of(config) + ".format: '" + config.format +
-                              "' is not available in this build yet (have: idx, ratings, csv)");
+                              "' is not available in this build yet (have: idx, ratings, csv, tensors)");
 }
 
 }  // namespace sgmcmc

@@ -7,6 +7,7 @@
 //            split_seed, val_fraction; val_size/dir are ignored). Writes id_map.csv to the run.
 //   csv:     a numeric CSV with a header (src/data/csv.h: keys path, target, test_fraction, split,
 //            split_seed, val_fraction), standardized on the training split; val_size/dir ignored.
+//   tensors: a dict saved by Python's torch.save (src/data/tensors.h: keys path, task).
 // A validation split of data.val_size examples is carved from train with a seed derived from
 // `seed`; data.train_limit / data.test_limit truncate (for quick runs). Everything stays on CPU;
 // the trainer moves the data set to the training device.
@@ -37,6 +38,9 @@ const DataFormat& find_data_format(const OptionMap& data_block);
 // The format-specific options of a `data:` block into `config` (config.csv / config.ratings),
 // parsed and validated; config.format must be set. The config's value phase.
 void parse_data_format_options(DataConfig& config);
+
+// The task of the data sets `config` gives: the format's, or data.task for the tensors format.
+Task data_task(const DataConfig& config);
 
 // Throws std::invalid_argument for missing/corrupt files, bad sizes (and bad option values when
 // `config` was not built by build_config, i.e. lacks the typed options of its format).

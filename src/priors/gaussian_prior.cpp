@@ -1,5 +1,7 @@
 #include "priors/gaussian_prior.h"
 
+#include <fnmatch.h>
+
 #include <stdexcept>
 
 namespace sgmcmc {
@@ -93,10 +95,35 @@ std::map<std::string, double> GaussianPrior::log_values() const {
   return sum;
 }
 
-std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode) {
+namespace {
+
+std::vector<PriorGroup> groups_by_pattern(Model& model, const std::vector<std::pair<std::string, std::string>>& patterns) {
+  std::vector<PriorGroup> groups;
+  for (const auto& [name, _] : patterns) groups.push_back({name, {}});
+  for (const auto& item : model.named_parameters()) {
+    size_t g = 0;
+    while (g < patterns.size() && fnmatch(patterns[g].second.c_str(), item.key().c_str(), 0) != 0) ++g;
+    if (g == patterns.size())
+      throw std::invalid_argument("prior.groups: parameter '" + item.key() +
+                                  "' matches no pattern (add a last group such as rest: \"*\")");
+    groups[g].params.push_back(item.value());
+  }
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (groups[g].params.empty())
+      throw std::invalid_argument("prior.groups." + patterns[g].first + ": pattern '" + patterns[g].second +
+                                  "' matches no parameter (or only parameters an earlier group took)");
+  return groups;
+}
+
+}  // namespace
+
+std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode,
+                                          const std::vector<std::pair<std::string, std::string>>& patterns) {
   if (mode == "model") return model.prior_groups();
   std::vector<PriorGroup> groups;
-  if (mode == "single") {
+  if (mode == "patterns") {
+    groups = groups_by_pattern(model, patterns);
+  } else if (mode == "single") {
     PriorGroup all{"all", {}};
     for (const auto& p : model.parameters()) all.params.push_back(p);
     groups.push_back(all);

@@ -57,7 +57,10 @@ class GaussianPrior {
 };
 
 // Prior groups for `model` by `mode`: per_tensor (each parameter tensor), single (all together),
-// model (the model's own prior_groups()).
-std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode);
+// model (the model's own prior_groups()), patterns (`patterns`: (group, fnmatch pattern) in order;
+// each parameter joins the first group whose pattern matches its name). std::invalid_argument
+// "prior.groups: ..." for a pattern that matches no parameter or a parameter no pattern matches.
+std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode,
+                                          const std::vector<std::pair<std::string, std::string>>& patterns = {});
 
 }  // namespace sgmcmc

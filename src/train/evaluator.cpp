@@ -18,13 +18,30 @@ torch::Tensor predict_chunked(const Batch& split, int64_t chunk, int64_t dim, F&
   return parts.empty() ? torch::Tensor() : torch::cat(parts, dim);
 }
 
+// Eval mode for the scope of a prediction (batch norm's running statistics, no dropout), then back.
+class EvalMode {
+ public:
+  explicit EvalMode(Model& model) : model_(model), was_training_(model.is_training()) {
+    if (was_training_) model_.eval();
+  }
+  ~EvalMode() {
+    if (was_training_) model_.train(true);
+  }
+
+ private:
+  Model& model_;
+  bool was_training_;
+};
+
 }  // namespace
 
 torch::Tensor Evaluator::predict(Model& model, const Batch& split) const {
+  EvalMode eval(model);
   return predict_chunked(split, chunk_, 0, [&](const torch::Tensor& x) { return model.predict(x); });
 }
 
 torch::Tensor Evaluator::predict_chains(Model& model, const Batch& split) const {
+  EvalMode eval(model);
   return predict_chunked(split, chunk_, 1, [&](const torch::Tensor& x) { return model.predict_chains(x); });
 }
 

@@ -1,6 +1,12 @@
 #include "train/model_io.h"
 
+#include <torch/serialize.h>
+
+#include <fstream>
 #include <stdexcept>
+
+#include "data/tensors.h"
+#include "util/atomic_file.h"
 
 namespace sgmcmc {
 
@@ -21,6 +27,59 @@ void load_model(torch::serialize::InputArchive& ar, Model& model, const std::str
   for (auto& item : model.named_buffers()) {
     torch::Tensor t;
     if (ar.try_read(prefix + item.key(), t, /*is_buffer=*/true)) item.value().copy_(t);
+  }
+}
+
+void save_parameter_file(const std::string& path, Model& model, const std::map<std::string, double>& scalars) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  for (const auto& item : model.named_parameters()) dict.insert(item.key(), item.value().detach().cpu());
+  for (const auto& item : model.named_buffers()) dict.insert(item.key(), item.value().detach().cpu());
+  for (const auto& [key, x] : scalars)
+    if (!dict.contains(key))
+      dict.insert(key, key == "step" ? c10::IValue(static_cast<int64_t>(x)) : c10::IValue(x));
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+  replace_file_atomic(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error(tmp + ": write failed");
+  });
+}
+
+namespace {
+
+bool is_archive(const std::string& path) {
+  try {
+    torch::serialize::InputArchive ar;
+    ar.load_from(path, torch::kCPU);
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+void load_parameter_file(const std::string& path, Model& model, const torch::Device& device) {
+  std::map<std::string, torch::Tensor> dict;
+  try {
+    dict = read_tensor_dict(path);
+  } catch (const std::invalid_argument&) {
+    if (!is_archive(path)) throw;
+    torch::serialize::InputArchive ar;  // a run made before the dict format
+    ar.load_from(path, device);
+    return load_model(ar, model, "", path);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    auto it = dict.find(item.key());
+    if (it == dict.end()) throw std::invalid_argument(path + ": missing parameter " + item.key());
+    if (it->second.sizes() != item.value().sizes())
+      throw std::invalid_argument(path + ": parameter " + item.key() + " has the wrong shape");
+    item.value().copy_(it->second);
+  }
+  for (auto& item : model.named_buffers()) {
+    auto it = dict.find(item.key());
+    if (it != dict.end()) item.value().copy_(it->second);
   }
 }
 

@@ -1,6 +1,13 @@
-// A model's parameters and buffers in a torch archive (checkpoints, samples/, final.pt).
+// A model's parameters and buffers in files:
+//  - torch archives (checkpoint.pt, "model." prefix): save_model / load_model;
+//  - parameter files Python opens (samples/sample_NNNNNN.pt, final.pt): a dict written by
+//    torch::pickle_save, which Python's torch.load returns as
+//        {parameter or buffer name: Tensor (CPU), "step": int, "lambda.<group>": float, ...}
+//    (the names are the model's: fc1.weight, ..., or a TorchScript module's own, so
+//    `module.load_state_dict({k: v for k, v in d.items() if k in module.state_dict()})` works).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <torch/torch.h>
@@ -13,5 +20,12 @@ void save_model(torch::serialize::OutputArchive& ar, Model& model, const std::st
 // Copies every parameter (required, same shape; std::invalid_argument naming `file` otherwise) and
 // every buffer present into `model`.
 void load_model(torch::serialize::InputArchive& ar, Model& model, const std::string& prefix, const std::string& file);
+
+// Writes the dict above to `path` (atomically): the model's tensors, then `scalars` (names not
+// already taken by a tensor).
+void save_parameter_file(const std::string& path, Model& model, const std::map<std::string, double>& scalars);
+// Reads a parameter file into `model` (every parameter required, same shape; buffers when present).
+// Files of runs made before the dict format (torch archives) are read as such.
+void load_parameter_file(const std::string& path, Model& model, const torch::Device& device);
 
 }  // namespace sgmcmc

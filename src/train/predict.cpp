@@ -50,9 +50,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
   const Evaluator eval(data, config.train.eval_batch_size);
   PosteriorPredictive predictive(data.standardized_targets);
   for (const auto& f : parameter_files(dir)) {
-    torch::serialize::InputArchive ar;
-    ar.load_from(f.string(), dm.device);
-    load_model(ar, model, "", f.string());
+    load_parameter_file(f.string(), model, dm.device);
     const double tau = tau_of(model);
     predictive.add("test", eval.predict_chains(model, data.test), data.test.targets, tau);
     if (data.val.size() > 0) predictive.add("val", eval.predict_chains(model, data.val), data.val.targets, tau);

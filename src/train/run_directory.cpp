@@ -54,19 +54,15 @@ void RunDirectory::write_checkpoint(const std::function<void(const std::string&)
   replace_file_atomic(checkpoint_path().string(), write);
 }
 
-void RunDirectory::save_sample(Model& model, int64_t index) const {
+void RunDirectory::save_sample(Model& model, int64_t index, const std::map<std::string, double>& scalars) const {
   fs::create_directories(dir_ / "samples");
-  torch::serialize::OutputArchive ar;
-  save_model(ar, model, "");
   char name[64];
   std::snprintf(name, sizeof name, "sample_%06lld.pt", static_cast<long long>(index));
-  replace_file_atomic((dir_ / "samples" / name).string(), [&](const std::string& tmp) { ar.save_to(tmp); });
+  save_parameter_file((dir_ / "samples" / name).string(), model, scalars);
 }
 
-void RunDirectory::save_final(Model& model) const {
-  torch::serialize::OutputArchive ar;
-  save_model(ar, model, "");
-  replace_file_atomic(file("final.pt").string(), [&](const std::string& tmp) { ar.save_to(tmp); });
+void RunDirectory::save_final(Model& model, const std::map<std::string, double>& scalars) const {
+  save_parameter_file(file("final.pt").string(), model, scalars);
 }
 
 }  // namespace sgmcmc

@@ -34,8 +34,10 @@ class RunDirectory {
   void write_summary(const nlohmann::ordered_json& summary) const;
   // `write(tmp_path)` writes the checkpoint, which then replaces checkpoint.pt.
   void write_checkpoint(const std::function<void(const std::string&)>& write) const;
-  void save_sample(Model& model, int64_t index) const;  // samples/sample_<index>.pt
-  void save_final(Model& model) const;                  // final.pt
+  // samples/sample_<index>.pt and final.pt, as dicts Python's torch.load opens (train/model_io.h);
+  // `scalars`: "step", the prior precisions "lambda.<group>", ...
+  void save_sample(Model& model, int64_t index, const std::map<std::string, double>& scalars) const;
+  void save_final(Model& model, const std::map<std::string, double>& scalars) const;
 
  private:
   std::filesystem::path dir_;

@@ -51,7 +51,7 @@ DataAndModel load_data_and_model(const ExperimentConfig& config) {
     throw std::invalid_argument(config.source + ": device: cuda requested but no CUDA device is available");
   Dataset cpu = load_dataset(config.data, config.seed);
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
-  dm.model = make_model(config.model, cpu, config.seed, config.chains);
+  dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, config.seed, config.chains); });
   dm.model->to(dm.device);
   dm.data = cpu.to(dm.device);
   return dm;
@@ -67,7 +67,10 @@ RunSetup make_run_setup(ExperimentConfig config) {
   for (const auto& p : s.dm.model->parameters()) s.params.push_back(p);
   s.sampler = make_checked_sampler(s);
   const bool is_sampler = s.sampler->is_sampler();
-  s.prior = std::make_unique<GaussianPrior>(make_prior_groups(*s.dm.model, cfg.prior.groups), cfg.prior.precision,
+  auto groups = with_source(cfg.source, [&] {
+    return make_prior_groups(*s.dm.model, cfg.prior.groups, cfg.prior.group_patterns);
+  });
+  s.prior = std::make_unique<GaussianPrior>(std::move(groups), cfg.prior.precision,
                                             is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha,
                                             cfg.prior.beta);
   s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);

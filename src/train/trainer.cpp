@@ -110,7 +110,7 @@ void TrainingRun::collect_sample() {
   current_test_ = predictive_.add("test", test, data_.test.targets, tau);
   if (data_.val.size() > 0) predictive_.add("val", eval_.predict_chains(model_, data_.val), data_.val.targets, tau);
   predictive_.end_sample();
-  if (cfg_.output.save_samples) dir_.save_sample(model_, predictive_.count());
+  if (cfg_.output.save_samples) dir_.save_sample(model_, predictive_.count(), state_scalars());
 }
 
 void TrainingRun::evaluate(bool sample_fresh) {
@@ -176,8 +176,15 @@ RunSummary TrainingRun::finish(Stop stop, int signal) {
   }
   if (stop == Stop::kStepLimit) checkpoint(/*force=*/false);
   if (stop == Stop::kFinished && last_.empty()) evaluate(false);  // resumed at the very end
-  dir_.save_final(model_);  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
+  dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
   return write_summary(stop == Stop::kFinished, nlohmann::ordered_json::object());
+}
+
+std::map<std::string, double> TrainingRun::state_scalars() const {
+  std::map<std::string, double> out = s_.prior->log_values();
+  for (const auto& [k, v] : model_.likelihood_hyperparameters()) out[k] = v;
+  out["step"] = static_cast<double>(step_);
+  return out;
 }
 
 double TrainingRun::session_seconds() const { return seconds_since(start_); }

@@ -51,6 +51,8 @@ class TrainingRun {
   RunSummary write_summary(bool finished, const nlohmann::ordered_json& status) const;
   std::map<std::string, double> summary_values() const;
   double session_seconds() const;
+  // The scalars saved with a sample or final.pt: step, the prior precisions, τ.
+  std::map<std::string, double> state_scalars() const;
 
   RunSetup s_;
   ExperimentConfig& cfg_;
