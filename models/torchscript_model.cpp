@@ -15,6 +15,15 @@ std::string first_line(const std::string& what) {
   return line;
 }
 
+// The last non-empty line (a TorchScript interpreter error ends with the Python-style error line).
+std::string last_line(const std::string& what) {
+  std::istringstream in(what);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t") != std::string::npos) last = line.substr(line.find_first_not_of(" \t"));
+  return last;
+}
+
 torch::jit::Module load_module(const std::string& path, const std::string& where) {
   if (path.empty()) throw std::invalid_argument(where + ".path: required for model.name: torchscript");
   if (!std::filesystem::is_regular_file(path))
@@ -116,10 +125,11 @@ void TorchScriptModel::check_outputs(const Batch& sample) {
   c10::IValue out;
   try {
     out = module_.forward({sample.inputs.slice(0, 0, n)});
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {  // c10::Error, or torch::jit::JITException with a TorchScript traceback
     train(was_training);
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     throw std::invalid_argument(where_ + ": forward failed on inputs of shape " + shape_text(sample.inputs.slice(0, 0, n)) +
-                                ": " + first_line(e.what_without_backtrace()));
+                                ": " + (c10_error ? first_line(c10_error->what_without_backtrace()) : last_line(e.what())));
   }
   train(was_training);
   if (!out.isTensor())

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tiny_idx.h"
+#include "torchscript_fixtures.h"
 
 namespace fs = std::filesystem;
 
@@ -136,7 +137,36 @@ std::vector<Case> cases() {
   std::string corrupt_gz = img_gz;
   for (size_t i = 12; i < corrupt_gz.size() - 8; i += 7) corrupt_gz[i] = static_cast<char>(corrupt_gz[i] ^ 0x5a);
   const std::string R = "ratings.dat";
+  // TorchScript modules and tensors files (torchscript_fixtures.h).
+  using sgmcmc::test_util::module_bytes;
+  using sgmcmc::test_util::random_scripted_mlp;
+  using sgmcmc::test_util::tensor_dict_bytes;
+  const std::string ts_model = "model: {name: torchscript, path: net.pt}";
+  const auto tx = torch::rand({20, 1, 16, 16});
+  const auto ty = torch::randint(0, 4, {20}, torch::kInt64);
+  const std::string ts_data = "data: {format: tensors, path: d.pt, val_size: 5}";
   return {
+      // --- TorchScript models and tensors files (issue 20) -----------------------------------------
+      {"torchscript: missing model file", {{"c.yaml", config_with("model: {name: torchscript, path: nope.pt}")}}, kTrain, 2,
+       "c.yaml: model.path: 'nope.pt': no such file"},
+      {"torchscript: not a TorchScript archive", {{"c.yaml", config_with(ts_model)}, {"net.pt", "PK not really"}}, kTrain, 2,
+       "c.yaml: model.path: 'net.pt': not a TorchScript archive"},
+      {"torchscript: forward returns the wrong shape",
+       {{"c.yaml", config_with(ts_model)}, {"net.pt", module_bytes(random_scripted_mlp({256, 5, 3}))}}, kTrain, 2,
+       "c.yaml: model: forward returned shape [2, 3] for 2 inputs, expected [2, 4] logits"},
+      {"torchscript: forward returns integers",
+       {{"c.yaml", config_with(ts_model)}, {"net.pt", module_bytes(random_scripted_mlp({256, 5, 4}, "h.long()"))}}, kTrain, 2,
+       "c.yaml: model: forward returned dtype Long, expected a floating-point tensor"},
+      {"prior group pattern that matches nothing", {{"c.yaml", config_with("prior: {groups: {conv: '*conv*', rest: '*'}}")}},
+       kTrain, 2, "c.yaml: prior.groups.conv: pattern '*conv*' matches no parameter"},
+      {"tensors: missing file", {{"c.yaml", config_with(ts_data)}}, kTrain, 2, "c.yaml: data.path: 'd.pt': no such file"},
+      {"tensors: missing key",
+       {{"c.yaml", config_with(ts_data)}, {"d.pt", tensor_dict_bytes({{"x_train", tx}, {"y_train", ty}, {"x_test", tx}})}},
+       kTrain, 2, "d.pt: y_test: missing"},
+      {"tensors: lengths differ",
+       {{"c.yaml", config_with(ts_data)},
+        {"d.pt", tensor_dict_bytes({{"x_train", tx}, {"y_train", ty.slice(0, 0, 19)}, {"x_test", tx}, {"y_test", ty}})}},
+       kTrain, 2, "d.pt: y_train: 19 targets for 20 inputs in x_train"},
       // --- unknown keys, with the nearest valid key suggested ------------------------------------
       {"unknown top-level block", {{"c.yaml", config_with("sampeler: {name: sgld}")}}, kTrain, 2,
        "c.yaml: sampeler: unknown key (did you mean 'sampler'?)"},
@@ -199,7 +229,7 @@ std::vector<Case> cases() {
       {"negative seed", {}, kTrain + " --set seed=-3", 2, "seed: must be >= 0"},
       // --- unknown names ---------------------------------------------------------------------------
       {"unknown sampler", {}, kTrain + " --set sampler.name=sghcm", 2, "unknown sampler 'sghcm'"},
-      {"unknown model", {}, kTrain + " --set model.name=mpl", 2, "c.yaml: model.name: 'mpl' is not one of {mlp, cnn, bpmf} (did you mean 'mlp'?)"},
+      {"unknown model", {}, kTrain + " --set model.name=mpl", 2, "c.yaml: model.name: 'mpl' is not one of {mlp, cnn, bpmf, torchscript} (did you mean 'mlp'?)"},
       {"unknown data format", {}, kTrain + " --set data.format=idxx", 2, "data.format"},
       {"unknown device", {}, kTrain + " --set device=gpu", 2, "device: must be cpu, cuda or cuda:N, got 'gpu'"},
       {"unknown schedule type", {}, kTrain + " --set schedule.type=cosine", 2, "schedule.type"},

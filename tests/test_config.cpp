@@ -11,6 +11,7 @@
 #include "samplers/schedules.h"
 #include "tiny_idx.h"
 #include "error_of.h"
+#include "torchscript_fixtures.h"
 
 using namespace sgmcmc;
 using test_util::error_of;
@@ -276,12 +277,17 @@ TEST(ConfigDeclarations, ScheduleKeysAreWhatTheParserReads) {
 TEST(ConfigDeclarations, ModelKeysAreWhatTheParserAndFactoryRead) {
   for (const auto& e : model_registry()) {
     const Dataset d = tiny_dataset(e.name);
-    OptionMap parsed("model");
+    OptionMap parsed("model"), built("model");
     parsed.set("name", e.name);
+    built.set("name", e.name);
+    if (e.name == "torchscript") {  // the one model whose file is required
+      const std::string path = test_util::temp_dir("decl_ts") + "/m.pt";
+      test_util::write_bytes(path, test_util::module_bytes(test_util::random_scripted_mlp({256, 3, 2})));
+      parsed.set("path", path);
+      built.set("path", path);
+    }
     parse_model_options(parsed, d.task);
     EXPECT_EQ(parsed.read_keys(), as_set(e.keys)) << e.name;
-    OptionMap built("model");
-    built.set("name", e.name);
     make_model(built, d, 1);
     EXPECT_EQ(built.read_keys(), as_set(e.keys)) << e.name;
   }
@@ -300,6 +306,7 @@ TEST(ConfigDeclarations, DataFormatAndTypedBlockKeysAreWhatTheConfigReads) {
     o.set("path", "x");
     if (f.name == "csv") parse_csv_options(o);
     if (f.name == "ratings") parse_ratings_options(o);
+    if (f.name == "tensors") parse_tensors_options(o);
     EXPECT_EQ(o.read_keys(), as_set(f.keys)) << f.name;
   }
   auto c = build_config(parse_raw_config("sampler: {name: sgld}\n", "decl.yaml"));

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/experiment_config.h"
+#include "data/tensors.h"
 #include "tiny_idx.h"
 #include "train/trainer.h"
 
@@ -111,15 +112,9 @@ TEST(Trainer, ResumeEqualsUninterrupted) {
   for (const char* k : {"test_error", "test_nll", "val_error", "val_nll", "samples", "steps"})
     EXPECT_EQ(sa.values.at(k), sb.values.at(k)) << k;
   EXPECT_EQ(metrics_without_timing(dir + "/a/metrics.csv"), metrics_without_timing(dir + "/b/metrics.csv"));
-  torch::serialize::InputArchive fa, fb;
-  fa.load_from(dir + "/a/final.pt");
-  fb.load_from(dir + "/b/final.pt");
-  for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
-    torch::Tensor x, y;
-    fa.read(k, x);
-    fb.read(k, y);
-    EXPECT_TRUE(torch::equal(x, y)) << k;
-  }
+  // final.pt: a dict of tensors (torch.save's format, train/model_io.h).
+  const auto fa = read_tensor_dict(dir + "/a/final.pt"), fb = read_tensor_dict(dir + "/b/final.pt");
+  for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(fa.at(k), fb.at(k))) << k;
 }
 
 TEST(Trainer, RunDirectoryNeverOverwrittenWithoutFlag) {

@@ -184,6 +184,11 @@ int cmd_predict(int argc, char** argv) {
         ("run", "run directory", cxxopts::value<std::string>())
         ("set", "override a config key (repeatable)", cxxopts::value<std::vector<std::string>>())
         ("out", "JSON file for the metrics (default RUN_DIR/predict.json)", cxxopts::value<std::string>())
+        ("data", "predict on a torch.save dict with x (and y), or x_test (and y_test), instead of the config's test split",
+         cxxopts::value<std::string>())
+        ("predictive", "write the predictive as a dict torch.load opens (default RUN_DIR/predictive.pt with --data)",
+         cxxopts::value<std::string>())
+        ("per-sample", "also write each sample's predictions into the predictive file")
         ("q,quiet", "print nothing")
         ("h,help", "show this help");
     options.parse_positional({"run"});
@@ -195,11 +200,17 @@ int cmd_predict(int argc, char** argv) {
     reject_extra(r);
     if (!r.count("run")) throw std::invalid_argument("missing RUN_DIR (see sgmcmc predict --help)");
     std::string run = r["run"].as<std::string>();
-    std::vector<std::string> sets;
-    if (r.count("set")) sets = r["set"].as<std::vector<std::string>>();
-    std::string out = r.count("out") ? r["out"].as<std::string>()
-                                     : (std::filesystem::path(run) / "predict.json").string();
-    predict_run(run, sets, out, r.count("quiet") > 0);
+    PredictOptions o;
+    if (r.count("set")) o.overrides = r["set"].as<std::vector<std::string>>();
+    o.out_json = r.count("out") ? r["out"].as<std::string>() : (std::filesystem::path(run) / "predict.json").string();
+    if (r.count("data")) o.data_file = r["data"].as<std::string>();
+    if (r.count("predictive")) o.predictive_out = r["predictive"].as<std::string>();
+    else if (r.count("data")) o.predictive_out = (std::filesystem::path(run) / "predictive.pt").string();
+    o.per_sample = r.count("per-sample") > 0;
+    if (o.per_sample && o.predictive_out.empty())
+      throw std::invalid_argument("--per-sample: needs --predictive FILE or --data FILE");
+    o.quiet = r.count("quiet") > 0;
+    predict_run(run, o);
     return 0;
   });
 }

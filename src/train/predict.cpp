@@ -1,14 +1,20 @@
 // sgmcmc predict: the saved samples of a run (or its final parameters) averaged on the data its
-// config names, through the same PosteriorPredictive and Evaluator as the training run.
+// config names, or on a tensors file (--data), through the same PosteriorPredictive and Evaluator as
+// the training run; optionally the predictive itself as predictive.pt.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
+#include <torch/serialize.h>
+
+#include "data/tensors.h"
 #include "train/evaluator.h"
 #include "train/model_io.h"
 #include "train/posterior_predictive.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
+#include "util/atomic_file.h"
 #include "util/json_file.h"
 
 namespace fs = std::filesystem;
@@ -37,39 +43,105 @@ void write_predict_json(const std::string& path, const Dataset& data, const std:
   write_json_file(path, j);
 }
 
+// The split of a --data file: "x"/"y", else "x_test"/"y_test" (targets optional), checked like the
+// tensors format's.
+Batch read_predict_inputs(const std::string& path, const Dataset& data) {
+  const auto dict = read_tensor_dict(path);
+  const std::string x_key = dict.count("x") ? "x" : "x_test", y_key = dict.count("x") ? "y" : "y_test";
+  auto it = dict.find(x_key);
+  if (it == dict.end()) throw std::invalid_argument(path + ": x: missing (expected x, optionally y; or x_test, y_test)");
+  if (!it->second.is_floating_point()) throw std::invalid_argument(path + ": " + x_key + ": expected a floating-point tensor");
+  Batch b{it->second.to(torch::kFloat32).contiguous(), {}};
+  if (b.inputs.sizes().slice(1) != data.train.inputs.sizes().slice(1))
+    throw std::invalid_argument(path + ": " + x_key + ": inputs of shape " + c10::str(b.inputs.sizes()) +
+                                " do not match the run's training inputs " + c10::str(data.train.inputs.sizes()));
+  auto y = dict.find(y_key);
+  if (y != dict.end()) {
+    b.targets = data.task == Task::kClassification ? y->second.to(torch::kInt64) : y->second.reshape({-1}).to(torch::kFloat32);
+    if (b.targets.size(0) != b.inputs.size(0))
+      throw std::invalid_argument(path + ": " + y_key + ": " + std::to_string(b.targets.size(0)) + " targets for " +
+                                  std::to_string(b.inputs.size(0)) + " inputs");
+  }
+  return b;
+}
+
+void write_predictive(const std::string& path, const PredictiveSummary& s, const Dataset& data, int64_t samples,
+                      const std::vector<torch::Tensor>& per_sample) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  const double scale = data.standardized_targets ? data.target_scale : 1.0;
+  const double shift = data.standardized_targets ? data.target_mean : 0.0;
+  const bool cls = data.task == Task::kClassification;
+  dict.insert(cls ? "probs" : "mean", (cls ? s.mean : s.mean * scale + shift).to(torch::kFloat32).cpu());
+  if (!cls && s.variance.defined()) dict.insert("variance", (s.variance * scale * scale).to(torch::kFloat32).cpu());
+  if (cls && s.expected_entropy.defined()) dict.insert("expected_entropy", s.expected_entropy.to(torch::kFloat32).cpu());
+  dict.insert("samples", samples);
+  if (!per_sample.empty()) {
+    auto all = torch::stack(per_sample).to(torch::kFloat32).cpu();
+    dict.insert("per_sample", cls ? all : all * scale + shift);
+  }
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+  replace_file_atomic(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+}
+
 }  // namespace
 
-std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,
-                                          const std::string& out_json, bool quiet) {
+std::map<std::string, double> predict_run(const std::string& run_dir, const PredictOptions& o) {
   fs::path dir(run_dir);
   if (!fs::exists(dir / "config.yaml")) throw std::invalid_argument(run_dir + ": not a run directory (no config.yaml)");
-  const ExperimentConfig config = load_config((dir / "config.yaml").string(), overrides);
+  const ExperimentConfig config = load_config((dir / "config.yaml").string(), o.overrides);
   DataAndModel dm = load_data_and_model(config);
   Model& model = *dm.model;
-  const Dataset& data = dm.data;
+  Dataset& data = dm.data;
+  if (!o.data_file.empty()) {
+    data.test = read_predict_inputs(o.data_file, data);
+    data.test = Batch{data.test.inputs.to(dm.device), data.test.targets.defined() ? data.test.targets.to(dm.device) : torch::Tensor()};
+    data.val = Batch{};
+    data.description = o.data_file + " (" + std::to_string(data.test.inputs.size(0)) + " inputs)";
+  }
+  const bool has_targets = data.test.targets.defined();
   const Evaluator eval(data, config.train.eval_batch_size);
   PosteriorPredictive predictive(data.standardized_targets);
+  std::vector<torch::Tensor> per_sample;
+  const torch::Tensor none = data.task == Task::kClassification
+                                 ? torch::zeros({data.test.inputs.size(0)}, torch::TensorOptions().dtype(torch::kInt64).device(dm.device))
+                                 : torch::zeros({data.test.inputs.size(0)}, torch::TensorOptions().device(dm.device));
   for (const auto& f : parameter_files(dir)) {
     load_parameter_file(f.string(), model, dm.device);
     const double tau = tau_of(model);
-    predictive.add("test", eval.predict_chains(model, data.test), data.test.targets, tau);
+    auto mean = predictive.add("test", eval.predict_chains(model, data.test), has_targets ? data.test.targets : none, tau);
+    if (o.per_sample) per_sample.push_back(mean);
     if (data.val.size() > 0) predictive.add("val", eval.predict_chains(model, data.val), data.val.targets, tau);
     predictive.end_sample();
   }
   std::map<std::string, double> out;
   const double tau = tau_of(model);
   for (const std::string split : {"test", "val"})
-    if (predictive.has(split))
+    if (predictive.has(split) && (split == "val" || has_targets))
       add_prefixed(out, split + "_",
                    eval.metrics(predictive.summary(split), split == "test" ? data.test : data.val, tau,
                                 predictive.log_density_sum(split), predictive.count()));
   out["samples"] = static_cast<double>(predictive.count());
-  if (!out_json.empty()) write_predict_json(out_json, data, out);
-  if (!quiet) {
+  if (!o.predictive_out.empty())
+    write_predictive(o.predictive_out, predictive.summary("test"), data, predictive.count(), per_sample);
+  if (!o.out_json.empty()) write_predict_json(o.out_json, data, out);
+  if (!o.quiet) {
     std::cout << data.description << "\n";
     for (auto& [key, x] : out) std::cout << "  " << key << ": " << x << "\n";
+    if (!o.predictive_out.empty()) std::cout << "predictive: " << o.predictive_out << "\n";
   }
   return out;
+}
+
+std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,
+                                          const std::string& out_json, bool quiet) {
+  PredictOptions o;
+  o.overrides = overrides;
+  o.out_json = out_json;
+  o.quiet = quiet;
+  return predict_run(run_dir, o);
 }
 
 }  // namespace sgmcmc

@@ -53,4 +53,19 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& options);
 std::map<std::string, double> predict_run(const std::string& run_dir, const std::vector<std::string>& overrides,
                                           const std::string& out_json, bool quiet);
 
+struct PredictOptions {
+  std::vector<std::string> overrides;  // --set
+  std::string out_json;                // metrics ("" = none)
+  // --data FILE.pt: a torch.save dict with "x" (and optionally "y"), or "x_test" (and "y_test");
+  // the inputs reach the model as they are. Its predictive replaces the test split's.
+  std::string data_file;
+  // predictive.pt ("" = none): {"probs" [n, K] | "mean" [n] and "variance" [n], "samples": S,
+  // "per_sample": [S, n, K] | [S, n] with `per_sample`}, a dict Python's torch.load opens. Regression
+  // outputs in the data's original units.
+  std::string predictive_out;
+  bool per_sample = false;
+  bool quiet = false;
+};
+std::map<std::string, double> predict_run(const std::string& run_dir, const PredictOptions& options);
+
 }  // namespace sgmcmc

@@ -1,0 +1,232 @@
+// model.name: torchscript, data.format: tensors, prior groups by pattern, and the parameter files
+// Python opens (samples/, final.pt, predictive.pt). The Python side (a scripted convnet with batch
+// norm, the samples loaded by torch.load) is tests/python/torchscript_roundtrip.py.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/experiment_config.h"
+#include "data/load.h"
+#include "data/tensors.h"
+#include "error_of.h"
+#include "models/factory.h"
+#include "priors/gaussian_prior.h"
+#include "tiny_idx.h"
+#include "torchscript_fixtures.h"
+#include "train/model_io.h"
+#include "train/trainer.h"
+
+using namespace sgmcmc;
+using namespace sgmcmc::test_util;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 600 train (100 validation) / 200 test blobs of 16x16, 4 classes (tiny_idx.h).
+ExperimentConfig config_for(const std::string& data_dir, const std::string& model_block, std::vector<std::string> extra = {}) {
+  std::string text = "name: ts\nseed: 5\ndata: {dir: " + data_dir + ", val_size: 100}\nmodel: " + model_block + R"(
+prior: {precision: 1, hyperprior: gamma, gibbs_every_epochs: 1}
+sampler: {name: sghmc, lr: 1.0e-3, alpha: 0.1}
+train: {steps: 200, burn_in_steps: 100, thin: 10, batch_size: 50, eval_every_steps: 50}
+output: {progress: false, save_samples: true}
+)";
+  auto raw = parse_raw_config(text, "ts.yaml");
+  for (auto& a : extra) apply_override(raw, a);
+  return build_config(raw);
+}
+
+Dataset tiny_dataset(const std::string& data_dir) {
+  return load_dataset(config_for(data_dir, "{name: mlp}").data, 5);
+}
+
+// The built-in mlp of `config` and the same network as a TorchScript file with its initial weights.
+std::string script_of_mlp(const ExperimentConfig& mlp_config, const Dataset& data, const std::string& path) {
+  auto mlp = make_model(mlp_config.model, data, mlp_config.seed);
+  std::vector<torch::Tensor> w, b;
+  for (const auto& item : mlp->named_parameters())
+    (item.key().find("weight") != std::string::npos ? w : b).push_back(item.value());
+  write_bytes(path, module_bytes(scripted_mlp(w, b)));
+  return path;
+}
+
+std::map<std::string, torch::Tensor> tensors_of(const std::string& path) { return read_tensor_dict(path); }
+
+}  // namespace
+
+// The scripted copy of the built-in mlp computes the same loss and gradients.
+TEST(TorchScript, SameLossAndGradientsAsMlp) {
+  const std::string dir = temp_dir("ts_grad");
+  write_tiny_idx_dir(dir + "/data");
+  const Dataset data = tiny_dataset(dir + "/data");
+  const auto cfg = config_for(dir + "/data", "{name: mlp, hidden: [20]}");
+  auto mlp = make_model(cfg.model, data, cfg.seed);
+  const auto ts_cfg = config_for(dir + "/data", "{name: torchscript, path: " + script_of_mlp(cfg, data, dir + "/m.pt") + "}");
+  auto ts = make_model(ts_cfg.model, data, cfg.seed);
+  ASSERT_EQ(ts->named_parameters().keys(), mlp->named_parameters().keys());
+  Batch batch{data.train.inputs.slice(0, 0, 50), data.train.targets.slice(0, 0, 50)};
+  auto l1 = mlp->nll(batch), l2 = ts->nll(batch);
+  l1.backward();
+  l2.backward();
+  EXPECT_EQ(l1.item<float>(), l2.item<float>());
+  auto p1 = mlp->parameters(), p2 = ts->parameters();
+  for (size_t i = 0; i < p1.size(); ++i) EXPECT_TRUE(torch::allclose(p1[i].grad(), p2[i].grad(), 1e-6, 1e-7)) << i;
+  EXPECT_TRUE(torch::allclose(mlp->predict(batch.inputs), ts->predict(batch.inputs), 1e-6, 1e-7));
+}
+
+// 200 SGHMC steps with Gibbs steps and 10 averaged samples: the same trajectory (to float
+// rounding: the same ops in the same order give the same bits here, but the tolerance allows for
+// a JIT that fuses differently) and the same posterior-averaged test error.
+TEST(TorchScript, SameTrajectoryAsMlpOver200SghmcSteps) {
+  const std::string dir = temp_dir("ts_traj");
+  write_tiny_idx_dir(dir + "/data");
+  const Dataset data = tiny_dataset(dir + "/data");
+  auto cfg = config_for(dir + "/data", "{name: mlp, hidden: [20]}");
+  auto ts_cfg = config_for(dir + "/data", "{name: torchscript, path: " + script_of_mlp(cfg, data, dir + "/m.pt") + "}");
+  RunOptions a, b;
+  a.out_dir = dir + "/mlp";
+  b.out_dir = dir + "/ts";
+  a.quiet = b.quiet = true;
+  auto ra = run_training(cfg, a), rb = run_training(ts_cfg, b);
+  EXPECT_EQ(ra.values.at("samples"), 10);
+  EXPECT_EQ(ra.values.at("test_error"), rb.values.at("test_error"));
+  EXPECT_NEAR(ra.values.at("test_nll"), rb.values.at("test_nll"), 1e-5);
+  auto fa = tensors_of(a.out_dir + "/final.pt"), fb = tensors_of(b.out_dir + "/final.pt");
+  for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
+    EXPECT_TRUE(torch::allclose(fa.at(k), fb.at(k), 1e-5, 1e-6)) << k;
+  EXPECT_NEAR(ra.values.at("lambda.fc1.weight"), rb.values.at("lambda.fc1.weight"),
+              1e-4 * ra.values.at("lambda.fc1.weight"));
+}
+
+// Exact resume of a TorchScript run (checkpoint, RNG, sampler state through the mirrored parameters).
+TEST(TorchScript, ResumeEqualsUninterruptedRun) {
+  const std::string dir = temp_dir("ts_resume");
+  write_tiny_idx_dir(dir + "/data");
+  write_bytes(dir + "/m.pt", module_bytes(random_scripted_mlp({256, 12, 4})));
+  auto cfg = config_for(dir + "/data", "{name: torchscript, path: " + dir + "/m.pt}");
+  RunOptions whole, part;
+  whole.out_dir = dir + "/whole";
+  part.out_dir = dir + "/part";
+  whole.quiet = part.quiet = true;
+  auto rw = run_training(cfg, whole);
+  part.stop_after_steps = 130;
+  EXPECT_FALSE(run_training(cfg, part).finished);
+  part.stop_after_steps = -1;
+  part.resume = true;
+  auto rp = run_training(cfg, part);
+  EXPECT_EQ(rw.values.at("test_nll"), rp.values.at("test_nll"));
+  auto fw = tensors_of(whole.out_dir + "/final.pt"), fp = tensors_of(part.out_dir + "/final.pt");
+  EXPECT_TRUE(torch::equal(fw.at("fc1.weight"), fp.at("fc1.weight")));
+}
+
+// Samples are dicts: parameters by name, the step, the λ's (torch.load gives the same dict).
+TEST(TorchScript, SampleFilesAreDictsWithStepAndPrecisions) {
+  const std::string dir = temp_dir("ts_samples");
+  write_tiny_idx_dir(dir + "/data");
+  auto cfg = config_for(dir + "/data", "{name: mlp, hidden: [8]}");
+  RunOptions o;
+  o.out_dir = dir + "/run";
+  o.quiet = true;
+  run_training(cfg, o);
+  std::ifstream in(o.out_dir + "/samples/sample_000010.pt", std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto dict = torch::pickle_load(bytes).toGenericDict();
+  EXPECT_EQ(dict.at("step").toInt(), 200);
+  EXPECT_GT(dict.at("lambda.fc1.weight").toDouble(), 0);
+  EXPECT_EQ(dict.at("fc1.weight").toTensor().sizes(), (std::vector<int64_t>{8, 256}));
+  // predict re-averages them to the run's own figures.
+  auto p = predict_run(o.out_dir, {}, "", true);
+  EXPECT_EQ(p.at("samples"), 10);
+}
+
+TEST(TorchScript, PriorGroupsByPattern) {
+  const std::string dir = temp_dir("ts_groups");
+  write_tiny_idx_dir(dir + "/data");
+  const Dataset data = tiny_dataset(dir + "/data");
+  auto cfg = config_for(dir + "/data", "{name: mlp, hidden: [6, 5]}",
+                        {"prior.groups=weights=*.weight,first_bias=fc1.bias,rest=*"});
+  EXPECT_EQ(cfg.prior.groups, "patterns");
+  auto model = make_model(cfg.model, data, 1);
+  auto groups = make_prior_groups(*model, cfg.prior.groups, cfg.prior.group_patterns);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].name, "weights");
+  EXPECT_EQ(groups[0].numel(), 6 * 256 + 5 * 6 + 4 * 5);
+  EXPECT_EQ(groups[1].numel(), 6);
+  EXPECT_EQ(groups[2].numel(), 5 + 4);  // fc2.bias, fc3.bias: first match wins
+  EXPECT_EQ(error_of([&] { make_prior_groups(*model, "patterns", {{"conv", "*conv*"}, {"rest", "*"}}); }),
+            "prior.groups.conv: pattern '*conv*' matches no parameter (or only parameters an earlier group took)");
+  EXPECT_EQ(error_of([&] { make_prior_groups(*model, "patterns", {{"w", "*.weight"}}); }),
+            "prior.groups: parameter 'fc1.bias' matches no pattern (add a last group such as rest: \"*\")");
+  // The YAML mapping form, in order.
+  auto raw = parse_raw_config("prior: {groups: {b: '*.bias', w: '*'}}\nsampler: {name: sgld, lr: 0.1}\n", "g.yaml");
+  auto c = build_config(raw);
+  ASSERT_EQ(c.prior.group_patterns.size(), 2u);
+  EXPECT_EQ(c.prior.group_patterns[0], (std::pair<std::string, std::string>{"b", "*.bias"}));
+  EXPECT_EQ(error_of([&] { build_config(parse_raw_config("prior: {groups: bogus}\nsampler: {name: sgld, lr: 0.1}\n", "g.yaml")); }),
+            "g.yaml: prior.groups: expected per_tensor, single, model or a mapping {group: pattern}, got 'bogus'");
+}
+
+TEST(TorchScript, TensorsFormatLoadsSplitsAndChecks) {
+  const std::string dir = temp_dir("ts_tensors");
+  auto x = torch::rand({50, 1, 4, 4});
+  auto y = torch::randint(0, 3, {50}, torch::kInt64);
+  write_bytes(dir + "/d.pt", tensor_dict_bytes({{"x_train", x.slice(0, 0, 40)}, {"y_train", y.slice(0, 0, 40)},
+                                                {"x_test", x.slice(0, 40)}, {"y_test", y.slice(0, 40)}}));
+  auto raw = parse_raw_config("data: {format: tensors, path: " + dir + "/d.pt, val_size: 10}\nsampler: {name: sgld, lr: 0.1}\n", "t.yaml");
+  auto cfg = build_config(raw);
+  Dataset d = load_dataset(cfg.data, 1);
+  EXPECT_EQ(d.train.size(), 30);
+  EXPECT_EQ(d.val.size(), 10);
+  EXPECT_EQ(d.test.size(), 10);
+  EXPECT_EQ(d.dims.at("features"), 16);
+  EXPECT_EQ(d.dims.at("channels"), 1);
+  EXPECT_EQ(d.num_classes, y.max().item<int64_t>() + 1);
+  TensorsOptions o;
+  o.path = dir + "/bad.pt";
+  auto bad = [&](std::map<std::string, torch::Tensor> t) {
+    write_bytes(o.path, tensor_dict_bytes(t));
+    return error_of([&] { load_tensors_dataset(o, 0, 1); });
+  };
+  const auto xt = x.slice(0, 40), yt = y.slice(0, 40);
+  EXPECT_EQ(bad({{"x_train", x}, {"y_train", y}, {"x_test", xt}}),
+            o.path + ": y_test: missing (expected x_train, y_train, x_test, y_test, optionally x_val, y_val)");
+  EXPECT_EQ(bad({{"x_train", x}, {"y_train", y.slice(0, 0, 49)}, {"x_test", xt}, {"y_test", yt}}),
+            o.path + ": y_train: 49 targets for 50 inputs in x_train");
+  EXPECT_EQ(bad({{"x_train", x}, {"y_train", y.to(torch::kFloat32)}, {"x_test", xt}, {"y_test", yt}}),
+            o.path + ": y_train: classification needs integer class labels, got Float (data.task: regression for real-valued targets)");
+  auto xn = x.clone();
+  xn[3][0][0][0] = std::nan("");
+  EXPECT_EQ(bad({{"x_train", xn}, {"y_train", y}, {"x_test", xt}, {"y_test", yt}}), o.path + ": x_train: has non-finite values");
+  EXPECT_EQ(bad({{"x_train", x}, {"y_train", y}, {"x_test", torch::rand({10, 2, 4, 4})}, {"y_test", yt}}),
+            o.path + ": x_test: shape [10, 2, 4, 4] does not match x_train's [50, 1, 4, 4]");
+  // Regression targets [n, 1] become [n].
+  o.task = Task::kRegression;
+  write_bytes(o.path, tensor_dict_bytes({{"x_train", x.flatten(1)}, {"y_train", torch::randn({50, 1})},
+                                          {"x_test", xt.flatten(1)}, {"y_test", torch::randn({10})}}));
+  auto r = load_tensors_dataset(o, 0, 1);
+  EXPECT_EQ(r.train.targets.sizes(), (std::vector<int64_t>{50}));
+  EXPECT_EQ(r.task, Task::kRegression);
+}
+
+TEST(TorchScript, BadModulesAreRefusedBeforeTraining) {
+  const std::string dir = temp_dir("ts_bad");
+  write_tiny_idx_dir(dir + "/data");
+  const Dataset data = tiny_dataset(dir + "/data");
+  auto build = [&](const std::string& path, std::vector<std::string> extra = {}) {
+    return error_of([&] { make_model(config_for(dir + "/data", "{name: torchscript, path: " + path + "}", extra).model, data, 1); });
+  };
+  EXPECT_EQ(build(dir + "/nope.pt"), "ts.yaml: model.path: '" + dir + "/nope.pt': no such file");
+  write_bytes(dir + "/junk.pt", "not an archive");
+  EXPECT_NE(build(dir + "/junk.pt").find("': not a TorchScript archive"), std::string::npos);
+  write_bytes(dir + "/shape.pt", module_bytes(random_scripted_mlp({256, 5, 3})));
+  EXPECT_EQ(build(dir + "/shape.pt"), "ts.yaml: model: forward returned shape [2, 3] for 2 inputs, expected [2, 4] logits");
+  write_bytes(dir + "/dtype.pt", module_bytes(random_scripted_mlp({256, 5, 4}, "h.long()")));
+  EXPECT_EQ(build(dir + "/dtype.pt"), "ts.yaml: model: forward returned dtype Long, expected a floating-point tensor");
+  write_bytes(dir + "/tuple.pt", module_bytes(random_scripted_mlp({256, 5, 4}, "(h, h)")));
+  EXPECT_EQ(build(dir + "/tuple.pt"), "ts.yaml: model: forward must return one Tensor, got Tuple");
+  write_bytes(dir + "/in.pt", module_bytes(random_scripted_mlp({100, 5, 4})));
+  EXPECT_NE(build(dir + "/in.pt").find("ts.yaml: model: forward failed on inputs of shape [2, 1, 16, 16]: "), std::string::npos);
+  // Parallel chains: one line.
+  write_bytes(dir + "/ok.pt", module_bytes(random_scripted_mlp({256, 5, 4})));
+  EXPECT_EQ(error_of([&] { config_for(dir + "/data", "{name: torchscript, path: " + dir + "/ok.pt}", {"chains=2"}); }),
+            "ts.yaml: chains: parallel chains are available for model.name: mlp only (got torchscript)");
+}
