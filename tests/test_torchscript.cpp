@@ -138,6 +138,26 @@ TEST(TorchScript, SampleFilesAreDictsWithStepAndPrecisions) {
   EXPECT_EQ(p.at("samples"), 10);
 }
 
+// A run directory written before the dict format (final.pt a torch archive) still predicts.
+TEST(TorchScript, PredictReadsOldArchiveParameterFiles) {
+  const std::string dir = temp_dir("ts_old");
+  write_tiny_idx_dir(dir + "/data");
+  auto cfg = config_for(dir + "/data", "{name: mlp, hidden: [8]}", {"output.save_samples=false"});
+  RunOptions o;
+  o.out_dir = dir + "/run";
+  o.quiet = true;
+  run_training(cfg, o);
+  const auto now = predict_run(o.out_dir, {}, "", true);
+  auto model = make_model(cfg.model, tiny_dataset(dir + "/data"), 99);
+  load_parameter_file(o.out_dir + "/final.pt", *model, torch::kCPU);
+  torch::serialize::OutputArchive ar;
+  save_model(ar, *model, "");
+  ar.save_to(o.out_dir + "/final.pt");
+  const auto old = predict_run(o.out_dir, {}, "", true);
+  EXPECT_EQ(now.at("test_nll"), old.at("test_nll"));
+  EXPECT_EQ(now.at("samples"), 1);
+}
+
 TEST(TorchScript, PriorGroupsByPattern) {
   const std::string dir = temp_dir("ts_groups");
   write_tiny_idx_dir(dir + "/data");
