@@ -4,6 +4,8 @@
 #define CXXOPTS_VECTOR_DELIMITER '\x1f'
 #include <cxxopts.hpp>
 
+#include "cli/set_options.h"
+
 #include <iostream>
 #include <sstream>
 
@@ -20,18 +22,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, sep);)
     if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-// Repeatable key=value options: cxxopts may split a value at commas (its vector delimiter is a
-// macro, and another translation unit's instantiation can win), so re-join the pieces that hold no
-// '=' to the assignment before them.
-std::vector<std::string> assignments(const std::vector<std::string>& parts) {
-  std::vector<std::string> out;
-  for (const auto& p : parts) {
-    if (p.find('=') == std::string::npos && !out.empty()) out.back() += "," + p;
-    else out.push_back(p);
-  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 // sgmcmc train / sgmcmc predict.
 #define CXXOPTS_VECTOR_DELIMITER '\x1f'  // --set values may contain commas (lists)
 #include <cxxopts.hpp>
+
+#include "cli/set_options.h"
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -150,7 +152,7 @@ int cmd_train(int argc, char** argv) {
     }
     reject_extra(r);
     std::vector<std::string> sets;
-    if (r.count("set")) sets = r["set"].as<std::vector<std::string>>();
+    if (r.count("set")) sets = assignments(r["set"].as<std::vector<std::string>>());
     RunOptions ro;
     ro.overwrite = r.count("overwrite") > 0;
     ro.quiet = r.count("quiet") > 0;
@@ -201,7 +203,7 @@ int cmd_predict(int argc, char** argv) {
     if (!r.count("run")) throw std::invalid_argument("missing RUN_DIR (see sgmcmc predict --help)");
     std::string run = r["run"].as<std::string>();
     PredictOptions o;
-    if (r.count("set")) o.overrides = r["set"].as<std::vector<std::string>>();
+    if (r.count("set")) o.overrides = assignments(r["set"].as<std::vector<std::string>>());
     o.out_json = r.count("out") ? r["out"].as<std::string>() : (std::filesystem::path(run) / "predict.json").string();
     if (r.count("data")) o.data_file = r["data"].as<std::string>();
     if (r.count("predictive")) o.predictive_out = r["predictive"].as<std::string>();

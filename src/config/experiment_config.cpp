@@ -164,7 +164,8 @@ namespace {
 
 // The keys of the typed blocks: exactly what the read_* functions below read (tests/test_config.cpp
 // checks it). The data block's format-specific keys are declared in data/load.cpp (data_formats()).
-const std::vector<std::string> kDataKeys = {"format", "dir", "val_size", "train_limit", "test_limit", "normalize"};
+const std::vector<std::string> kDataKeys = {"format",    "dir", "val_size",    "train_limit", "test_limit",
+                                            "normalize", "ood", "ood_classes", "ood_dir"};
 const std::vector<std::string> kPriorKeys = {"precision", "hyperprior", "alpha", "beta",
                                              "gibbs_every_epochs", "gibbs_every_steps", "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
@@ -248,6 +249,15 @@ void read_data(const OptionMap& d, DataConfig& data) {
   data.test_limit = d.get_int("test_limit", 0);
   check_nonneg_int(d.context() + ".test_limit", data.test_limit);
   data.normalize = d.get_bool("normalize", true);
+  data.ood.kind = d.get_choice("ood", "none", ood_kinds());
+  const std::string classes = d.get_string("ood_classes", "");
+  data.ood.classes = classes.empty() ? std::vector<int64_t>{} : parse_int_list(classes, d.context() + ".ood_classes");
+  data.ood.dir = d.get_string("ood_dir", "");
+  data.ood.normalize = data.normalize;
+  if (data.ood.kind == "classes" && data.ood.classes.empty())
+    throw std::invalid_argument(d.context() + ".ood_classes: needed for ood: classes (e.g. [5, 6, 7, 8, 9])");
+  if (data.ood.kind == "idx" && data.ood.dir.empty())
+    throw std::invalid_argument(d.context() + ".ood_dir: needed for ood: idx (another IDX directory)");
   data.options = d;
   parse_data_format_options(data);  // csv / ratings keys, typed and validated
 }

@@ -36,6 +36,7 @@
 #include "config/option_map.h"
 #include "data/csv.h"
 #include "data/kfold.h"
+#include "data/ood.h"
 #include "data/tensors.h"
 
 namespace sgmcmc {
@@ -47,6 +48,7 @@ struct DataConfig {
   int64_t train_limit = 0;         // use only the first N training examples (0 = all)
   int64_t test_limit = 0;          // use only the first N test examples (0 = all)
   bool normalize = true;           // idx: scale pixels to [0, 1]
+  OodOptions ood;                  // data.ood, ood_classes, ood_dir (src/data/ood.h)
   // The whole `data:` block (its keys known and read: for the resolved config and messages).
   OptionMap options;
   // The format's own keys, typed and validated by build_config (format csv / ratings). A DataConfig

@@ -14,6 +14,7 @@ Dataset Dataset::to(const torch::Device& device) const {
   d.train = batch_to(train, device);
   d.val = batch_to(val, device);
   d.test = batch_to(test, device);
+  d.ood = batch_to(ood, device);
   return d;
 }
 

@@ -10,6 +10,7 @@ namespace sgmcmc {
 
 struct Dataset {
   Batch train, val, test;          // val may be empty (size 0)
+  Batch ood;                       // out-of-distribution inputs (data.ood; size 0 without; targets unused)
   Task task = Task::kClassification;
   int64_t num_classes = 0;         // classification
   // Shapes the model factory needs, e.g. {"features": 784} or {"users": 671, "items": 9066}.

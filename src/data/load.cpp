@@ -6,6 +6,7 @@
 #include "data/csv.h"
 #include "data/idx.h"
 #include "data/kfold.h"
+#include "data/ood.h"
 #include "data/ratings.h"
 #include "data/splits.h"
 #include "data/tensors.h"
@@ -120,13 +121,19 @@ Dataset load_tensors_format(const DataConfig& config, uint64_t seed) {
   return ds;
 }
 
-Dataset load_dataset(const DataConfig& config, uint64_t seed) {
+static Dataset load_format(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
   if (config.format == "tensors") return load_tensors_format(config, seed);
   if (config.format == "ratings") return load_ratings_format(config);
   if (config.format == "csv") return load_csv_format(config);
   throw std::invalid_argument(where_of(config) + ".format: '" + config.format +
                               "' is not available in this build yet (have: idx, ratings, csv, tensors)");
+}
+
+Dataset load_dataset(const DataConfig& config, uint64_t seed) {
+  Dataset ds = load_format(config, seed);
+  apply_ood(ds, config.ood, seed, where_of(config));
+  return ds;
 }
 
 }  // namespace sgmcmc

@@ -50,6 +50,59 @@ void regression_metrics(const PredictiveSummary& pr, const torch::Tensor& target
 
 }  // namespace
 
+double auroc(const torch::Tensor& pos, const torch::Tensor& neg) {
+  const int64_t np = pos.numel(), nn = neg.numel();
+  if (np == 0 || nn == 0) return NAN;
+  auto all = torch::cat({pos.flatten(), neg.flatten()}).to(torch::kFloat64).cpu();
+  auto sorted = all.sort();
+  auto values = std::get<0>(sorted);
+  auto order = std::get<1>(sorted);
+  auto [unique, inverse, counts] = torch::unique_consecutive(values, /*return_inverse=*/true, /*return_counts=*/true);
+  // Average rank (1-based) of each group of tied values.
+  auto ends = counts.cumsum(0).to(torch::kFloat64);
+  auto avg_rank = ends - (counts.to(torch::kFloat64) - 1) / 2;
+  auto ranks = torch::empty_like(values);
+  ranks.index_put_({order}, avg_rank.index_select(0, inverse));
+  const double rank_sum = ranks.narrow(0, 0, np).sum().item<double>();
+  return (rank_sum - np * (np + 1) / 2.0) / (static_cast<double>(np) * nn);
+}
+
+double average_precision(const torch::Tensor& pos, const torch::Tensor& neg) {
+  const int64_t np = pos.numel(), nn = neg.numel();
+  if (np == 0 || nn == 0) return NAN;
+  auto s = torch::cat({pos.flatten(), neg.flatten()}).to(torch::kFloat64).cpu().contiguous();
+  auto order = std::get<1>(s.sort(/*dim=*/0, /*descending=*/true));
+  const auto* v = s.data_ptr<double>();
+  const auto* o = order.data_ptr<int64_t>();
+  double ap = 0, tp = 0, seen = 0, prev_recall = 0;
+  for (int64_t i = 0, n = np + nn; i < n;) {
+    const double t = v[o[i]];
+    for (; i < n && v[o[i]] == t; ++i) {  // every point scored t crosses the threshold together
+      seen += 1;
+      if (o[i] < np) tp += 1;
+    }
+    const double recall = tp / np;
+    ap += (recall - prev_recall) * (tp / seen);
+    prev_recall = recall;
+  }
+  return ap;
+}
+
+std::map<std::string, double> ood_metrics(const PredictiveSummary& in, const PredictiveSummary& ood) {
+  if (!in.mean.defined() || !ood.mean.defined()) return {};
+  const auto h_in = entropy_of(in.mean), h_ood = entropy_of(ood.mean);
+  std::map<std::string, double> m = {{"ood_auroc_entropy", auroc(h_ood, h_in)},
+                                     {"ood_aupr_entropy", average_precision(h_ood, h_in)},
+                                     {"ood_auroc_mi", NAN}, {"ood_aupr_mi", NAN}};
+  if (in.expected_entropy.defined() && ood.expected_entropy.defined()) {
+    const auto mi_in = h_in - in.expected_entropy.to(torch::kFloat64);
+    const auto mi_ood = h_ood - ood.expected_entropy.to(torch::kFloat64);
+    m["ood_auroc_mi"] = auroc(mi_ood, mi_in);
+    m["ood_aupr_mi"] = average_precision(mi_ood, mi_in);
+  }
+  return m;
+}
+
 torch::Tensor entropy_of(const torch::Tensor& probs) {
   auto p = probs.to(torch::kFloat64);
   return -torch::special_xlogy(p, p).sum(-1);

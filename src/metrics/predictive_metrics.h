@@ -40,6 +40,17 @@ std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction
                                                  bool classification, double tau = 1.0, bool clip = false,
                                                  double lo = 0, double hi = 0);
 
+// Out-of-distribution detection, OOD points the positives: each score s (higher = more likely OOD)
+// of the in-distribution predictive `in` against the OOD predictive `ood`:
+//   auroc = P(s_ood > s_in) + ½ P(s_ood = s_in)   (Mann–Whitney, ties counted half)
+//   aupr  = Σ_t (R_t − R_{t−1}) P_t over the distinct thresholds t, descending (average precision)
+// Scores: the entropy H(p̄) (keys ood_auroc_entropy, ood_aupr_entropy) and, when both have several
+// members (expected_entropy), the mutual information H(p̄) − E_m H(p_m) (ood_auroc_mi, ood_aupr_mi;
+// NaN otherwise). Empty when either predictive is undefined.
+std::map<std::string, double> ood_metrics(const PredictiveSummary& in, const PredictiveSummary& ood);
+double auroc(const torch::Tensor& positive_scores, const torch::Tensor& negative_scores);
+double average_precision(const torch::Tensor& positive_scores, const torch::Tensor& negative_scores);
+
 // Entropy of each row of probabilities [..., K] -> [...] (float64; 0 log 0 = 0).
 torch::Tensor entropy_of(const torch::Tensor& probs);
 

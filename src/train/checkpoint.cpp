@@ -62,7 +62,7 @@ void TrainingRun::load_checkpoint() {
   wall_before_ = rd("wall", true).item<double>();
   loss_.load(ar, t[4].item<int64_t>());
   batches_.load(ar, t[1].item<int64_t>(), file);
-  predictive_.load(ar, s_.dm.device, t[2].item<int64_t>(), {"test", "val"});
+  predictive_.load(ar, s_.dm.device, t[2].item<int64_t>(), {"test", "val", "ood"});
   trace_.load(ar);
   if (step_ > s_.plan.total_steps)
     throw std::invalid_argument(file + ": checkpoint is at step " + std::to_string(step_) +
@@ -80,7 +80,8 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   for (const auto& k : std::vector<std::string>{"test_" + m, "test_nll", "val_" + m, "val_nll", "sample_test_" + m})
     v[k] = get(k);
   for (const auto& [k, x] : last_)  // every metric of the latest evaluation (calibration, intervals, ...)
-    if (k.rfind("test_", 0) == 0 || k.rfind("val_", 0) == 0 || k.rfind("sample_test_", 0) == 0) v[k] = x;
+    if (k.rfind("test_", 0) == 0 || k.rfind("val_", 0) == 0 || k.rfind("sample_test_", 0) == 0 || k.rfind("ood_", 0) == 0)
+      v[k] = x;
   if (!eval_.classification()) v["test_error"] = v["val_error"] = NAN;
   v["samples"] = static_cast<double>(predictive_.count());
   v["steps"] = static_cast<double>(step_);

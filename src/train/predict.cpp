@@ -99,6 +99,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
     data.test = read_predict_inputs(o.data_file, data);
     data.test = Batch{data.test.inputs.to(dm.device), data.test.targets.defined() ? data.test.targets.to(dm.device) : torch::Tensor()};
     data.val = Batch{};
+    data.ood = Batch{};
     data.description = o.data_file + " (" + std::to_string(data.test.inputs.size(0)) + " inputs)";
   }
   const bool has_targets = data.test.targets.defined();
@@ -114,6 +115,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
     auto mean = predictive.add("test", eval.predict_chains(model, data.test), has_targets ? data.test.targets : none, tau);
     if (o.per_sample) per_sample.push_back(mean);
     if (data.val.size() > 0) predictive.add("val", eval.predict_chains(model, data.val), data.val.targets, tau);
+    if (data.ood.size() > 0) predictive.add("ood", eval.predict_chains(model, data.ood), data.ood.targets, tau);
     predictive.end_sample();
   }
   std::map<std::string, double> out;
@@ -123,6 +125,8 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
       add_prefixed(out, split + "_",
                    eval.metrics(predictive.summary(split), split == "test" ? data.test : data.val, tau,
                                 predictive.log_density_sum(split), predictive.count()));
+  if (predictive.has("ood"))
+    for (const auto& [k, v] : ood_metrics(predictive.summary("test"), predictive.summary("ood"))) out[k] = v;
   out["samples"] = static_cast<double>(predictive.count());
   if (!o.predictive_out.empty())
     write_predictive(o.predictive_out, predictive.summary("test"), data, predictive.count(), per_sample);

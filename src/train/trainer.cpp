@@ -109,6 +109,7 @@ void TrainingRun::collect_sample() {
                 model_.trace_values(ConvergenceTrace::kWeights));
   current_test_ = predictive_.add("test", test, data_.test.targets, tau);
   if (data_.val.size() > 0) predictive_.add("val", eval_.predict_chains(model_, data_.val), data_.val.targets, tau);
+  if (data_.ood.size() > 0) predictive_.add("ood", eval_.predict_chains(model_, data_.ood), data_.ood.targets, tau);
   predictive_.end_sample();
   if (cfg_.output.save_samples) dir_.save_sample(model_, predictive_.count(), state_scalars());
 }
@@ -147,6 +148,7 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
     add_prefixed(row, "test_", current);
     if (data_.val.size() > 0) add_prefixed(row, "val_", eval_.metrics(eval_.predict(model_, data_.val), data_.val, tau));
   }
+  for (const auto& [k, v] : ood_row(samples)) row[k] = v;
   row["samples"] = static_cast<double>(samples);
   for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
   for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
@@ -154,6 +156,25 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
   const double session = session_seconds();
   row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
   return row;
+}
+
+// OOD detection (data.ood) by the averaged predictive once there are samples, else by the current
+// iterate, whose chains are its members (a deep ensemble with chains: K and an optimizer).
+Metrics TrainingRun::ood_row(int64_t samples) {
+  if (data_.ood.size() == 0) return {};
+  Metrics m;
+  if (samples > 0 && predictive_.has("ood")) {
+    m = ood_metrics(predictive_.summary("test"), predictive_.summary("ood"));
+  } else {
+    PosteriorPredictive current;
+    current.add("test", eval_.predict_chains(model_, data_.test), data_.test.targets, 1.0);
+    current.add("ood", eval_.predict_chains(model_, data_.ood), data_.ood.targets, 1.0);
+    current.end_sample();
+    m = ood_metrics(current.summary("test"), current.summary("ood"));
+    samples = 1;
+  }
+  if (samples * model_.chains() <= 1) m["ood_auroc_mi"] = m["ood_aupr_mi"] = NAN;  // one member: MI ≡ 0
+  return m;
 }
 
 void TrainingRun::checkpoint(bool force) {
