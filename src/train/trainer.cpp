@@ -123,6 +123,18 @@ void TrainingRun::evaluate(bool sample_fresh) {
   console_.evaluation(last_, s_.prior->log_values());
 }
 
+namespace {
+
+// The current iterate's predictive over its chains as members (mean, expected entropy / variance).
+PredictiveSummary members_of(const Evaluator& eval, Model& model, const Batch& split) {
+  PosteriorPredictive members;
+  members.add("x", eval.predict_chains(model, split), split.targets, tau_of(model));
+  members.end_sample();
+  return members.summary("x");
+}
+
+}  // namespace
+
 // One metrics row: the averaged predictive (samplers, after burn-in) or the current iterate
 // (optimizers) on test and validation, the current sample on test, the hyperparameters and the
 // sampler's diagnostics.
@@ -144,6 +156,9 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
         add_prefixed(row, split + "_",
                      eval_.metrics(predictive_.summary(split), split == "test" ? data_.test : data_.val, tau,
                                    predictive_.log_density_sum(split), samples));
+  } else if (!s_.sampler->is_sampler() && model_.chains() > 1) {  // a deep ensemble: its members are the chains
+    add_prefixed(row, "test_", eval_.metrics(members_of(eval_, model_, data_.test), data_.test, tau));
+    if (data_.val.size() > 0) add_prefixed(row, "val_", eval_.metrics(members_of(eval_, model_, data_.val), data_.val, tau));
   } else if (!s_.sampler->is_sampler()) {
     add_prefixed(row, "test_", current);
     if (data_.val.size() > 0) add_prefixed(row, "val_", eval_.metrics(eval_.predict(model_, data_.val), data_.val, tau));
