@@ -4,25 +4,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/error_text.h"
+
 namespace sgmcmc {
 namespace {
-
-// The first line of a c10::Error (the rest is a C++ or TorchScript backtrace).
-std::string first_line(const std::string& what) {
-  std::istringstream in(what);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// The last non-empty line (a TorchScript interpreter error ends with the Python-style error line).
-std::string last_line(const std::string& what) {
-  std::istringstream in(what);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.find_first_not_of(" \t") != std::string::npos) last = line.substr(line.find_first_not_of(" \t"));
-  return last;
-}
 
 torch::jit::Module load_module(const std::string& path, const std::string& where) {
   if (path.empty()) throw std::invalid_argument(where + ".path: required for model.name: torchscript");
@@ -35,12 +20,6 @@ torch::jit::Module load_module(const std::string& path, const std::string& where
                                 "': not a TorchScript archive (save one with torch.jit.script(model).save(path)): " +
                                 first_line(e.what_without_backtrace()));
   }
-}
-
-std::string shape_text(const torch::Tensor& t) {
-  std::ostringstream s;
-  s << t.sizes();
-  return s.str();
 }
 
 }  // namespace

@@ -9,22 +9,10 @@
 #include <stdexcept>
 
 #include "data/splits.h"
+#include "util/error_text.h"
 
 namespace sgmcmc {
 namespace {
-
-std::string first_line(const std::string& what) {
-  std::istringstream in(what);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-std::string shape_text(const torch::Tensor& t) {
-  std::ostringstream s;
-  s << t.sizes();
-  return s.str();
-}
 
 class TensorFile {
  public:
