@@ -16,6 +16,12 @@
                                                 other varying keys (<name>_vs_param.png), and the
                                                 learning curves of every run's first seed
                                                 (<name>_curves.png)
+  scripts/plot.py uncertainty PREDICTIVE.pt... --out FIGDIR [--label NAME...]
+                                                from `sgmcmc predict RUN --predictive P.pt` (needs
+                                                python3-torch): reliability diagram (15 equal-width
+                                                bins, top label, ECE in the legend), confidence
+                                                histogram, and, with data.ood in the run's config,
+                                                predictive-entropy histograms in- vs out-of-distribution
 """
 import math
 import argparse
@@ -264,6 +270,60 @@ def plot_sweep(d, out, param, metric, test, curve_x):
     return [f1, f2]
 
 
+def _reliability(probs, targets, bins=15):
+    conf, pred = probs.max(1)
+    correct = (pred == targets).double()
+    edges = [i / bins for i in range(bins + 1)]
+    xs, accs, counts, ece = [], [], [], 0.0
+    for b in range(bins):
+        lo, hi = edges[b], edges[b + 1]
+        m = (conf > lo) & (conf <= hi) if b else (conf >= lo) & (conf <= hi)
+        n = int(m.sum())
+        if n:
+            acc, c = float(correct[m].mean()), float(conf[m].double().mean())
+            ece += n / len(conf) * abs(acc - c)
+            xs.append(c); accs.append(acc); counts.append(n)
+    return xs, accs, counts, ece, conf
+
+
+def _entropy(p):
+    import torch
+    p = p.double()
+    return -(p * torch.where(p > 0, p.log(), torch.zeros_like(p))).sum(1)
+
+
+def plot_uncertainty(files, out, labels):
+    import torch
+    os.makedirs(out, exist_ok=True)
+    labels = labels or [os.path.basename(os.path.dirname(os.path.abspath(f))) or f for f in files]
+    preds = [torch.load(f) for f in files]
+    made = []
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2))
+    ax.plot([0, 1], [0, 1], "k:", lw=1)
+    for p, label in zip(preds, labels):
+        if "probs" not in p or "targets" not in p:
+            print(f"plot.py: {label}: no probs/targets (a classification run's predictive.pt)", file=sys.stderr)
+            continue
+        xs, accs, counts, ece, conf = _reliability(p["probs"], p["targets"])
+        ax.plot(xs, accs, "o-", ms=3, label=f"{label} (ECE {ece:.3f})")
+        bx.hist(conf.numpy(), bins=30, range=(0, 1), histtype="step", label=label)
+    ax.set(xlabel="confidence (top label)", ylabel="accuracy", title="reliability", xlim=(0, 1), ylim=(0, 1))
+    bx.set(xlabel="confidence", ylabel="test points", title="confidence histogram", yscale="log")
+    ax.legend(fontsize=7); bx.legend(fontsize=7)
+    fig.tight_layout()
+    f = os.path.join(out, "reliability.png"); fig.savefig(f, dpi=120); plt.close(fig); made.append(f)
+    with_ood = [(p, l) for p, l in zip(preds, labels) if "ood_probs" in p]
+    if with_ood:
+        fig, axs = plt.subplots(1, len(with_ood), figsize=(4.5 * len(with_ood), 3.8), squeeze=False)
+        for a, (p, label) in zip(axs[0], with_ood):
+            a.hist(_entropy(p["probs"]).numpy(), bins=40, alpha=0.6, density=True, label="test (in)")
+            a.hist(_entropy(p["ood_probs"]).numpy(), bins=40, alpha=0.6, density=True, label="OOD")
+            a.set(xlabel="predictive entropy (nats)", title=label); a.legend(fontsize=7)
+        fig.tight_layout()
+        f = os.path.join(out, "entropy_ood.png"); fig.savefig(f, dpi=120); plt.close(fig); made.append(f)
+    return made
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -277,12 +337,16 @@ def main():
     w = sub.add_parser("sweep"); w.add_argument("dir"); w.add_argument("--out")
     w.add_argument("--param", default="sampler.lr"); w.add_argument("--metric"); w.add_argument("--test")
     w.add_argument("--x", default="step")
+    u = sub.add_parser("uncertainty"); u.add_argument("files", nargs="+"); u.add_argument("--out", required=True)
+    u.add_argument("--label", action="append")
     a = ap.parse_args()
     if a.cmd == "simulate":
         made = plot_simulate(a.dir, a.out or a.dir)
     elif a.cmd == "curves":
         ylim = tuple(float(v) for v in a.ylim.split(",")) if a.ylim else None
         made = plot_curves(a.group, a.out, a.metric, a.x, a.dotted, ylim, a.logx)
+    elif a.cmd == "uncertainty":
+        made = plot_uncertainty(a.files, a.out, a.label)
     elif a.cmd == "sweep":
         made = plot_sweep(a.dir, a.out or a.dir, a.param, a.metric, a.test, a.x)
     else:

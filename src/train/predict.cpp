@@ -65,8 +65,10 @@ Batch read_predict_inputs(const std::string& path, const Dataset& data) {
   return b;
 }
 
-void write_predictive(const std::string& path, const PredictiveSummary& s, const Dataset& data, int64_t samples,
+void write_predictive(const std::string& path, const PosteriorPredictive& predictive, const Dataset& data,
                       const std::vector<torch::Tensor>& per_sample) {
+  const PredictiveSummary s = predictive.summary("test");
+  const int64_t samples = predictive.count();
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
   const double scale = data.standardized_targets ? data.target_scale : 1.0;
   const double shift = data.standardized_targets ? data.target_mean : 0.0;
@@ -74,6 +76,13 @@ void write_predictive(const std::string& path, const PredictiveSummary& s, const
   dict.insert(cls ? "probs" : "mean", (cls ? s.mean : s.mean * scale + shift).to(torch::kFloat32).cpu());
   if (!cls && s.variance.defined()) dict.insert("variance", (s.variance * scale * scale).to(torch::kFloat32).cpu());
   if (cls && s.expected_entropy.defined()) dict.insert("expected_entropy", s.expected_entropy.to(torch::kFloat32).cpu());
+  if (data.test.targets.defined() && data.test.size() > 0)
+    dict.insert("targets", cls ? data.test.targets.cpu() : (data.test.targets.to(torch::kFloat64) * scale + shift).to(torch::kFloat32).cpu());
+  if (cls && predictive.has("ood")) {  // data.ood: the OOD set's predictive, for entropy histograms
+    const PredictiveSummary o = predictive.summary("ood");
+    dict.insert("ood_probs", o.mean.to(torch::kFloat32).cpu());
+    if (o.expected_entropy.defined()) dict.insert("ood_expected_entropy", o.expected_entropy.to(torch::kFloat32).cpu());
+  }
   dict.insert("samples", samples);
   if (!per_sample.empty()) {
     auto all = torch::stack(per_sample).to(torch::kFloat32).cpu();
@@ -129,7 +138,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
     for (const auto& [k, v] : ood_metrics(predictive.summary("test"), predictive.summary("ood"))) out[k] = v;
   out["samples"] = static_cast<double>(predictive.count());
   if (!o.predictive_out.empty())
-    write_predictive(o.predictive_out, predictive.summary("test"), data, predictive.count(), per_sample);
+    write_predictive(o.predictive_out, predictive, data, per_sample);
   if (!o.out_json.empty()) write_predict_json(o.out_json, data, out);
   if (!o.quiet) {
     std::cout << data.description << "\n";

@@ -59,9 +59,10 @@ struct PredictOptions {
   // --data FILE.pt: a torch.save dict with "x" (and optionally "y"), or "x_test" (and "y_test");
   // the inputs reach the model as they are. Its predictive replaces the test split's.
   std::string data_file;
-  // predictive.pt ("" = none): {"probs" [n, K] | "mean" [n] and "variance" [n], "samples": S,
-  // "per_sample": [S, n, K] | [S, n] with `per_sample`}, a dict Python's torch.load opens. Regression
-  // outputs in the data's original units.
+  // predictive.pt ("" = none): {"probs" [n, K] and "expected_entropy" [n] | "mean" [n] and
+  // "variance" [n], "targets" [n] when known, "ood_probs" (and "ood_expected_entropy") with data.ood,
+  // "samples": S, "per_sample": [S, n, K] | [S, n] with `per_sample`}, a dict Python's torch.load
+  // opens. Regression outputs in the data's original units.
   std::string predictive_out;
   bool per_sample = false;
   bool quiet = false;
