@@ -168,3 +168,26 @@ TEST(Trainer, ParallelChains) {
   }
   EXPECT_THROW(tiny_config(dir + "/data", {"chains=0"}), std::invalid_argument);
 }
+
+// A deep ensemble is an optimizer with `chains: K` (issue 22). K = 1 reproduces the plain optimizer
+// run (the same tolerances as ParallelChains above: batched vs plain GEMM round-off only); K = 3
+// reports the members' mutual information, which one member cannot have.
+TEST(Trainer, DeepEnsembleOfOptimizers) {
+  auto dir = test_util::temp_dir("trainer_ensemble");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  const std::string sgdm = "{name: sgd-momentum, lr: 1.0e-4, momentum: 0.9}";
+  RunOptions a;
+  a.quiet = true;
+  a.out_dir = dir + "/plain";
+  auto plain = run_training(tiny_config(dir + "/data", {"train.burn_in=0", "prior.hyperprior=none"}, sgdm), a);
+  a.out_dir = dir + "/one";
+  auto one = run_training(tiny_config(dir + "/data", {"train.burn_in=0", "prior.hyperprior=none", "chains=1"}, sgdm), a);
+  EXPECT_EQ(plain.values.at("test_error"), one.values.at("test_error"));
+  EXPECT_NEAR(plain.values.at("test_nll"), one.values.at("test_nll"), 1e-3);
+  EXPECT_EQ(plain.values.count("test_mi"), 0u);
+  a.out_dir = dir + "/three";
+  auto three = run_training(tiny_config(dir + "/data", {"train.burn_in=0", "prior.hyperprior=none", "chains=3"}, sgdm), a);
+  EXPECT_EQ(three.values.at("chains"), 3);
+  EXPECT_GT(three.values.at("test_mi"), 0);
+  EXPECT_LT(three.values.at("test_error"), 0.05);
+}
