@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "data/splits.h"
+#include "util/atomic_file.h"
 #include "util/error_text.h"
 
 namespace sgmcmc {
@@ -50,13 +51,16 @@ class TensorFile {
     if (!torch::isfinite(y).all().item<bool>()) fail(key, "has non-finite values");
     return y.reshape({y.size(0)}).to(torch::kFloat32).contiguous();
   }
-  Batch split(const std::string& name, Task task) const {
-    Batch b{inputs("x_" + name), targets("y_" + name, task)};
+  Batch split(const std::string& x_key, const std::string& y_key, Task task, bool targets_required = true) const {
+    Batch b{inputs(x_key), {}};
+    if (!targets_required && !has(y_key)) return b;
+    b.targets = targets(y_key, task);
     if (b.inputs.size(0) != b.targets.size(0))
-      fail("y_" + name, std::to_string(b.targets.size(0)) + " targets for " + std::to_string(b.inputs.size(0)) +
-                            " inputs in x_" + name);
+      fail(y_key, std::to_string(b.targets.size(0)) + " targets for " + std::to_string(b.inputs.size(0)) + " inputs in " +
+                      x_key);
     return b;
   }
+  Batch split(const std::string& name, Task task) const { return split("x_" + name, "y_" + name, task); }
 
  private:
   std::string path_;
@@ -108,6 +112,20 @@ std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
   return out;
 }
 
+Batch read_tensor_split(const std::map<std::string, torch::Tensor>& dict, const std::string& path,
+                        const std::string& x_key, const std::string& y_key, Task task, bool targets_required) {
+  return TensorFile(path, dict).split(x_key, y_key, task, targets_required);
+}
+
+void write_pickle_file(const std::string& path, const c10::IValue& value) {
+  const std::vector<char> bytes = torch::pickle_save(value);
+  replace_file_atomic(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error(tmp + ": write failed");
+  });
+}
+
 Dataset load_tensors_dataset(const TensorsOptions& o, int64_t val_size, uint64_t seed, const std::string& where) {
   if (!std::filesystem::is_regular_file(o.path)) throw std::invalid_argument(where + ".path: '" + o.path + "': no such file");
   const TensorFile f(o.path, read_tensor_dict(o.path));
@@ -123,11 +141,9 @@ Dataset load_tensors_dataset(const TensorsOptions& o, int64_t val_size, uint64_t
     ds.val = val;
   }
   const auto trailing = ds.train.inputs.sizes().slice(1);
-  for (const auto* s : {"test", "val"}) {
-    const Batch& b = std::string(s) == "test" ? ds.test : ds.val;
-    if (b.size() > 0 && b.inputs.sizes().slice(1) != trailing)
-      f.fail(std::string("x_") + s, "shape " + shape_text(b.inputs) + " does not match x_train's " + shape_text(ds.train.inputs));
-  }
+  for (const auto& [key, b] : {std::pair<const char*, const Batch*>{"x_test", &ds.test}, {"x_val", &ds.val}})
+    if (b->size() > 0 && b->inputs.sizes().slice(1) != trailing)
+      f.fail(key, "shape " + shape_text(b->inputs) + " does not match x_train's " + shape_text(ds.train.inputs));
   if (ds.train.size() == 0) f.fail("x_train", "is empty");
   int64_t features = 1;
   for (auto d : trailing) features *= d;

@@ -39,4 +39,12 @@ Dataset load_tensors_dataset(const TensorsOptions& options, int64_t val_size, ui
 // "<path>: ..." when the file is missing or is not such a dict.
 std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path);
 
+// One split of such a dict, `x_key` and `y_key`, with the checks above; without `y_key` in the dict
+// the targets stay undefined unless `targets_required`.
+Batch read_tensor_split(const std::map<std::string, torch::Tensor>& dict, const std::string& path,
+                        const std::string& x_key, const std::string& y_key, Task task, bool targets_required = true);
+
+// Writes `value` with torch::pickle_save (the format Python's torch.load reads), atomically.
+void write_pickle_file(const std::string& path, const c10::IValue& value);
+
 }  // namespace sgmcmc

@@ -2,11 +2,10 @@
 
 #include <torch/serialize.h>
 
-#include <fstream>
+#include <exception>
 #include <stdexcept>
 
 #include "data/tensors.h"
-#include "util/atomic_file.h"
 
 namespace sgmcmc {
 
@@ -37,36 +36,21 @@ void save_parameter_file(const std::string& path, Model& model, const std::map<s
   for (const auto& [key, x] : scalars)
     if (!dict.contains(key))
       dict.insert(key, key == "step" ? c10::IValue(static_cast<int64_t>(x)) : c10::IValue(x));
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-  replace_file_atomic(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error(tmp + ": write failed");
-  });
+  write_pickle_file(path, c10::IValue(dict));
 }
-
-namespace {
-
-bool is_archive(const std::string& path) {
-  try {
-    torch::serialize::InputArchive ar;
-    ar.load_from(path, torch::kCPU);
-    return true;
-  } catch (const c10::Error&) {
-    return false;
-  }
-}
-
-}  // namespace
 
 void load_parameter_file(const std::string& path, Model& model, const torch::Device& device) {
   std::map<std::string, torch::Tensor> dict;
   try {
     dict = read_tensor_dict(path);
   } catch (const std::invalid_argument&) {
-    if (!is_archive(path)) throw;
-    torch::serialize::InputArchive ar;  // a run made before the dict format
-    ar.load_from(path, device);
+    const auto not_a_dict = std::current_exception();
+    torch::serialize::InputArchive ar;  // a run made before the dict format?
+    try {
+      ar.load_from(path, device);
+    } catch (const c10::Error&) {
+      std::rethrow_exception(not_a_dict);  // neither: the dict reader's message
+    }
     return load_model(ar, model, "", path);
   }
   torch::NoGradGuard no_grad;

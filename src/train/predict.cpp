@@ -3,10 +3,7 @@
 // the training run; optionally the predictive itself as predictive.pt.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-
-#include <torch/serialize.h>
 
 #include "data/tensors.h"
 #include "train/evaluator.h"
@@ -14,7 +11,7 @@
 #include "train/posterior_predictive.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
-#include "util/atomic_file.h"
+#include "util/error_text.h"
 #include "util/json_file.h"
 
 namespace fs = std::filesystem;
@@ -43,25 +40,18 @@ void write_predict_json(const std::string& path, const Dataset& data, const std:
   write_json_file(path, j);
 }
 
-// The split of a --data file: "x"/"y", else "x_test"/"y_test" (targets optional), checked like the
-// tensors format's.
+// The split of a --data file: "x"/"y", else "x_test"/"y_test" (targets optional), with the tensors
+// format's checks, and inputs shaped like the run's.
 Batch read_predict_inputs(const std::string& path, const Dataset& data) {
   const auto dict = read_tensor_dict(path);
-  const std::string x_key = dict.count("x") ? "x" : "x_test", y_key = dict.count("x") ? "y" : "y_test";
-  auto it = dict.find(x_key);
-  if (it == dict.end()) throw std::invalid_argument(path + ": x: missing (expected x, optionally y; or x_test, y_test)");
-  if (!it->second.is_floating_point()) throw std::invalid_argument(path + ": " + x_key + ": expected a floating-point tensor");
-  Batch b{it->second.to(torch::kFloat32).contiguous(), {}};
+  const bool plain = dict.count("x") > 0;
+  if (!plain && !dict.count("x_test"))
+    throw std::invalid_argument(path + ": x: missing (expected x, optionally y; or x_test, y_test)");
+  const std::string x_key = plain ? "x" : "x_test";
+  Batch b = read_tensor_split(dict, path, x_key, plain ? "y" : "y_test", data.task, /*targets_required=*/false);
   if (b.inputs.sizes().slice(1) != data.train.inputs.sizes().slice(1))
-    throw std::invalid_argument(path + ": " + x_key + ": inputs of shape " + c10::str(b.inputs.sizes()) +
-                                " do not match the run's training inputs " + c10::str(data.train.inputs.sizes()));
-  auto y = dict.find(y_key);
-  if (y != dict.end()) {
-    b.targets = data.task == Task::kClassification ? y->second.to(torch::kInt64) : y->second.reshape({-1}).to(torch::kFloat32);
-    if (b.targets.size(0) != b.inputs.size(0))
-      throw std::invalid_argument(path + ": " + y_key + ": " + std::to_string(b.targets.size(0)) + " targets for " +
-                                  std::to_string(b.inputs.size(0)) + " inputs");
-  }
+    throw std::invalid_argument(path + ": " + x_key + ": inputs of shape " + shape_text(b.inputs) +
+                                " do not match the run's training inputs " + shape_text(data.train.inputs));
   return b;
 }
 
@@ -88,11 +78,7 @@ void write_predictive(const std::string& path, const PosteriorPredictive& predic
     auto all = torch::stack(per_sample).to(torch::kFloat32).cpu();
     dict.insert("per_sample", cls ? all : all * scale + shift);
   }
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-  replace_file_atomic(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  });
+  write_pickle_file(path, c10::IValue(dict));
 }
 
 }  // namespace

@@ -146,24 +146,33 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
   row["lr"] = s_.sampler->lr();
   row["train_loss"] = loss_.take_mean();
   const double tau = tau_of(model_);
-  if (!sample_fresh) current_test_ = eval_.predict(model_, data_.test);
+  const int64_t samples = predictive_.count();
+  // Without samples, the current iterate's chains are its members (a deep ensemble for an optimizer
+  // with chains: K); their spread is needed for an ensemble's metrics and for OOD detection.
+  PredictiveSummary now;
+  if (samples == 0 && (model_.chains() > 1 || data_.ood.size() > 0)) {
+    now = members_of(eval_, model_, data_.test);
+    current_test_ = now.mean;
+  } else if (!sample_fresh) {
+    current_test_ = eval_.predict(model_, data_.test);
+  }
+  if (!now.mean.defined()) now.mean = current_test_;
   const Metrics current = eval_.metrics(current_test_, data_.test, tau);
   add_prefixed(row, "sample_test_", current);
-  const int64_t samples = predictive_.count();
   if (samples > 0) {
     for (const std::string split : {"test", "val"})
       if (predictive_.has(split))
         add_prefixed(row, split + "_",
                      eval_.metrics(predictive_.summary(split), split == "test" ? data_.test : data_.val, tau,
                                    predictive_.log_density_sum(split), samples));
-  } else if (!s_.sampler->is_sampler() && model_.chains() > 1) {  // a deep ensemble: its members are the chains
-    add_prefixed(row, "test_", eval_.metrics(members_of(eval_, model_, data_.test), data_.test, tau));
-    if (data_.val.size() > 0) add_prefixed(row, "val_", eval_.metrics(members_of(eval_, model_, data_.val), data_.val, tau));
-  } else if (!s_.sampler->is_sampler()) {
-    add_prefixed(row, "test_", current);
-    if (data_.val.size() > 0) add_prefixed(row, "val_", eval_.metrics(eval_.predict(model_, data_.val), data_.val, tau));
   }
-  for (const auto& [k, v] : ood_row(samples)) row[k] = v;
+  if (samples == 0 && !s_.sampler->is_sampler()) {
+    add_prefixed(row, "test_", model_.chains() > 1 ? eval_.metrics(now, data_.test, tau) : current);
+    if (data_.val.size() > 0)
+      add_prefixed(row, "val_", model_.chains() > 1 ? eval_.metrics(members_of(eval_, model_, data_.val), data_.val, tau)
+                                                    : eval_.metrics(eval_.predict(model_, data_.val), data_.val, tau));
+  }
+  for (const auto& [k, v] : ood_row(samples, now)) row[k] = v;
   row["samples"] = static_cast<double>(samples);
   for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
   for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
@@ -174,18 +183,14 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
 }
 
 // OOD detection (data.ood) by the averaged predictive once there are samples, else by the current
-// iterate, whose chains are its members (a deep ensemble with chains: K and an optimizer).
-Metrics TrainingRun::ood_row(int64_t samples) {
+// iterate (`current_test`: its members' predictive on test).
+Metrics TrainingRun::ood_row(int64_t samples, const PredictiveSummary& current_test) {
   if (data_.ood.size() == 0) return {};
   Metrics m;
   if (samples > 0 && predictive_.has("ood")) {
     m = ood_metrics(predictive_.summary("test"), predictive_.summary("ood"));
   } else {
-    PosteriorPredictive current;
-    current.add("test", eval_.predict_chains(model_, data_.test), data_.test.targets, 1.0);
-    current.add("ood", eval_.predict_chains(model_, data_.ood), data_.ood.targets, 1.0);
-    current.end_sample();
-    m = ood_metrics(current.summary("test"), current.summary("ood"));
+    m = ood_metrics(current_test, members_of(eval_, model_, data_.ood));
     samples = 1;
   }
   if (samples * model_.chains() <= 1) m["ood_auroc_mi"] = m["ood_aupr_mi"] = NAN;  // one member: MI ≡ 0

@@ -53,7 +53,7 @@ class TrainingRun {
   double session_seconds() const;
   // The scalars saved with a sample or final.pt: step, the prior precisions, τ.
   std::map<std::string, double> state_scalars() const;
-  Metrics ood_row(int64_t samples);
+  Metrics ood_row(int64_t samples, const PredictiveSummary& current_test);
 
   RunSetup s_;
   ExperimentConfig& cfg_;
