@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "metrics/reliability.h"
 #include "runtime/cpu.h"
 #include "train/training_run.h"
 #include "util/signals.h"
@@ -218,7 +219,18 @@ RunSummary TrainingRun::finish(Stop stop, int signal) {
   if (stop == Stop::kStepLimit) checkpoint(/*force=*/false);
   if (stop == Stop::kFinished && last_.empty()) evaluate(false);  // resumed at the very end
   dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
+  if (eval_.classification())
+    write_reliability_svg(dir_.file("reliability.svg").string(), reported_test_prediction(), data_.test.targets,
+                          cfg_.name + ": " + cfg_.sampler_name() + ", test set");
   return write_summary(stop == Stop::kFinished, nlohmann::ordered_json::object());
+}
+
+// The test prediction the run reports: the averaged predictive (samplers, after burn-in), else the
+// current iterate (its members' mean for an ensemble).
+torch::Tensor TrainingRun::reported_test_prediction() {
+  if (predictive_.count() > 0 && predictive_.has("test")) return predictive_.mean("test");
+  if (model_.chains() > 1) return members_of(eval_, model_, data_.test).mean;
+  return eval_.predict(model_, data_.test);
 }
 
 std::map<std::string, double> TrainingRun::state_scalars() const {
