@@ -257,6 +257,52 @@ TEST(GaussianTarget, SghmcEuler) {
   check("sghmc euler", st, momentum_cov(false, a, eta, 2 * eta * a), 0.0);
 }
 
+// Stochastic HMC (004): N_l = 5 merged-kick leapfrog steps, then r ← αr + sqrt(1 − α²)ξ. The step
+// maps differ by phase, so the centre is the stationary covariance of the period-N_l linear system
+// (Lyapunov on the cycle map, propagated through the phases), averaged over the phases at which θ is
+// recorded. The N(0, I) gradient noise heats the chain (no β̂): the centre includes it exactly.
+TEST(GaussianTarget, StochasticHmc) {
+  const double eta = 0.1, C = 1.0;
+  const int64_t nl = 5;
+  const double alpha = std::exp(-eta * nl * C);
+  auto A = precision();
+  auto I = torch::eye(2, torch::kFloat64);
+  // z = (θ, r). Inside: r' = r − η(Aθ + n), θ' = θ + ηr'. Boundary: r' = αr − c(Aθ + n) + sw.
+  auto step_map = [&](bool boundary) {
+    const double keep = boundary ? alpha : 1.0, c = boundary ? (alpha + 1) * eta / 2 : eta;
+    auto M = torch::zeros({4, 4}, torch::kFloat64);
+    M.index_put_({Slice(2, 4), Slice(0, 2)}, -A * c);
+    M.index_put_({Slice(2, 4), Slice(2, 4)}, I * keep);
+    M.index_put_({Slice(0, 2), Slice(0, 2)}, I - A * (eta * c));
+    M.index_put_({Slice(0, 2), Slice(2, 4)}, I * (eta * keep));
+    const double var = c * c + (boundary ? 1 - alpha * alpha : 0.0);  // of the r noise; θ's is η times it
+    auto Q = torch::zeros({4, 4}, torch::kFloat64);
+    Q.index_put_({Slice(0, 2), Slice(0, 2)}, I * (eta * eta * var));
+    Q.index_put_({Slice(0, 2), Slice(2, 4)}, I * (eta * var));
+    Q.index_put_({Slice(2, 4), Slice(0, 2)}, I * (eta * var));
+    Q.index_put_({Slice(2, 4), Slice(2, 4)}, I * var);
+    return std::make_pair(M, Q);
+  };
+  // The cycle map from just before a boundary step: M_cyc, Q_cyc; then Σ before the boundary.
+  auto Mc = torch::eye(4, torch::kFloat64), Qc = torch::zeros({4, 4}, torch::kFloat64);
+  for (int64_t k = 0; k < nl; ++k) {
+    auto [M, Q] = step_map(k == 0);
+    Mc = M.matmul(Mc);
+    Qc = M.matmul(Qc).matmul(M.t()) + Q;
+  }
+  auto S = lyapunov_full(Mc, Qc);
+  auto centre = torch::zeros({2, 2}, torch::kFloat64);
+  for (int64_t k = 0; k < nl; ++k) {
+    auto [M, Q] = step_map(k == 0);
+    S = M.matmul(S).matmul(M.t()) + Q;  // after step k: the θ recorded then
+    centre += S.index({Slice(0, 2), Slice(0, 2)}) / static_cast<double>(nl);
+  }
+  auto theta = initial_theta();
+  auto s = make("stochastic-hmc", {theta}, {{"lr", "0.1"}, {"leapfrog_steps", "5"}, {"friction", "1"}});
+  auto st = run(*s, theta, kBurn, kSteps);
+  check("stochastic-hmc", st, centre, 0.0);
+}
+
 TEST(GaussianTarget, SghmcEulerConstantBetaHat) {
   // β̂ = η V/2 = 0.005 is the exact gradient-noise term (V = 1).
   const double eta = 0.01, a = 0.1, bh = 0.005;

@@ -150,6 +150,8 @@ TEST(SweepSpec, MalformedFilesGiveOneLineErrorsNamingFileAndKey) {
   std::string file = sweep_file(dir, "base: base.yaml\ngrid: {sampler.lr: [1, 1]}\n");
   auto spec = load_sweep(file);
   EXPECT_NE(error_of([&] { expand(spec); }).find("same name"), std::string::npos);
+  // The top-level config keys are allowed as sweep keys: chains (a deep ensemble, K chains).
+  EXPECT_EQ(load_sweep(sweep_file(dir, "base: base.yaml\nset: {chains: 5}\ngrid: {sampler.lr: [1]}\n")).parts.size(), 1u);
 }
 
 // Selection uses the validation metric and reports that point's test metric: point lr=1 has the

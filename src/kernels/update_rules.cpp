@@ -74,6 +74,18 @@ void sghmc_naive_update(torch::Tensor& theta, torch::Tensor& v, const torch::Ten
   theta.add_(v);
 }
 
+void stochastic_hmc_update(torch::Tensor& theta, torch::Tensor& r, const torch::Tensor& grad,
+                           const torch::Tensor& noise, double lr, double alpha, double temperature, bool boundary) {
+  if (boundary) {
+    r.add_(grad, -0.5 * lr);
+    r.mul_(alpha).add_(noise, std::sqrt(std::max(0.0, (1 - alpha * alpha) * temperature)));
+    r.add_(grad, -0.5 * lr);
+  } else {
+    r.add_(grad, -lr);
+  }
+  theta.add_(r, lr);
+}
+
 void sgnht_euler_update(torch::Tensor& theta, torch::Tensor& p, const torch::Tensor& grad,
                         const torch::Tensor& noise, double h, double xi, double diffusion,
                         double temperature) {

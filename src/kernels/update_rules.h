@@ -53,6 +53,12 @@ void ema_variance_update(torch::Tensor& mean, torch::Tensor& var, const torch::T
 void sghmc_naive_update(torch::Tensor& theta, torch::Tensor& v, const torch::Tensor& grad,
                         double lr);
 
+// Stochastic HMC (004; samplers/stochastic_hmc.h), one gradient g, step η, unit mass:
+//   boundary:  r ← r − (η/2)g;  r ← α r + sqrt((1 − α²)T)·noise;  r ← r − (η/2)g;  θ ← θ + ηr
+//   otherwise: r ← r − ηg;  θ ← θ + ηr           (`noise` is not read)
+void stochastic_hmc_update(torch::Tensor& theta, torch::Tensor& r, const torch::Tensor& grad,
+                           const torch::Tensor& noise, double lr, double alpha, double temperature, bool boundary);
+
 // ---------------------------------------------------------------------------------------------
 // SGNHT (Ding et al. 2014; 001 Alg. 3), momentum and position part for one parameter tensor, with
 // the global scalar thermostat ξ passed as a double (the ξ update needs pᵀp over all tensors):

@@ -11,6 +11,7 @@
 #include "samplers/sghmc_naive.h"
 #include "samplers/sgld.h"
 #include "samplers/sgnht.h"
+#include "samplers/stochastic_hmc.h"
 
 namespace sgmcmc {
 namespace {
@@ -58,6 +59,16 @@ HmcOptions parse_hmc_options(const OptionMap& o) {
   HmcOptions opt;
   opt.lr(o.get_double("lr", opt.lr()))
       .leapfrog_steps(o.get_int("leapfrog_steps", opt.leapfrog_steps()))
+      .temperature(o.get_double("temperature", opt.temperature()));
+  opt.validate();
+  return opt;
+}
+
+StochasticHmcOptions parse_stochastic_hmc_options(const OptionMap& o) {
+  StochasticHmcOptions opt;
+  opt.lr(o.get_double("lr", opt.lr()))
+      .leapfrog_steps(o.get_int("leapfrog_steps", opt.leapfrog_steps()))
+      .friction(o.get_double("friction", opt.friction()))
       .temperature(o.get_double("temperature", opt.temperature()));
   opt.validate();
   return opt;
@@ -175,6 +186,9 @@ const std::vector<SamplerEntry>& sampler_registry() {
                         {"lr", "resample_every", "temperature"}, parse_sghmc_naive_options),
       entry<Hmc>("hmc", true, "exact HMC, leapfrog + Metropolis-Hastings on full gradients (needs a closure)",
                  {"lr", "leapfrog_steps", "temperature"}, parse_hmc_options),
+      entry<StochasticHmc>("stochastic-hmc", true,
+                           "stochastic HMC: N_l minibatch leapfrog steps, partial momentum refresh (Franzese et al. 2022)",
+                           {"lr", "leapfrog_steps", "friction", "temperature"}, parse_stochastic_hmc_options),
       entry<Sgnht>("sgnht", true, "SG Nose-Hoover thermostat, scalar thermostat (Ding et al. 2014)",
                    {"lr", "diffusion", "integrator", "temperature", "xi_init"}, parse_sgnht_options),
       entry<Msgnht>("msgnht", true, "multivariate SGNHT, euler|ssi (Li, Chen, Fan & Carin 2016)",

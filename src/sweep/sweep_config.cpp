@@ -63,9 +63,9 @@ std::vector<std::string> list_of(const YAML::Node& n, const Ctx& c, const std::s
 }
 
 void check_dotted(const std::string& key, const Ctx& c, const std::string& where) {
-  static const std::regex re(R"(^(seed|name|device|[a-z_]+\.[A-Za-z0-9_]+)$)");
+  static const std::regex re(R"(^(seed|name|device|chains|[a-z_]+\.[A-Za-z0-9_]+)$)");
   if (!std::regex_match(key, re))
-    c.fail(where + "." + key, "expected a config key (block.key, or seed/name/device)");
+    c.fail(where + "." + key, "expected a config key (block.key, or seed/name/device/chains)");
 }
 
 KeyValues key_lists(const YAML::Node& n, const Ctx& c, const std::string& where) {
