@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/launch_ranks.h"
 #include "config/experiment_config.h"
 #include "data/kfold.h"
 #include "train/trainer.h"
@@ -115,6 +116,8 @@ cxxopts::Options train_options() {
       ("stop-after", "stop after this many steps, with a checkpoint (for testing --resume)",
        cxxopts::value<int64_t>())
       ("q,quiet", "no per-evaluation lines or progress")
+      ("nproc", "start N local ranks of this command (RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT; "
+                "see docs/distributed.md) and wait for them", cxxopts::value<int>())
       ("h,help", "show this help");
   options.parse_positional({"config"});
   return options;
@@ -129,6 +132,20 @@ ExperimentConfig resume_config(const cxxopts::ParseResult& r, const std::vector<
   std::string cfg = (std::filesystem::path(ro.out_dir) / "config.yaml").string();
   if (!std::filesystem::exists(cfg)) throw std::invalid_argument(ro.out_dir + ": not a run directory (no config.yaml)");
   return load_config(cfg, sets);
+}
+
+// The train command's arguments (argv[0] = "train") without --nproc N / --nproc=N.
+std::vector<std::string> without_nproc(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
+  }
+  return out;
 }
 
 void print_result(const RunSummary& s) {
@@ -151,6 +168,7 @@ int cmd_train(int argc, char** argv) {
       return 0;
     }
     reject_extra(r);
+    if (r.count("nproc")) return launch_local_ranks(r["nproc"].as<int>(), without_nproc(argc, argv));
     std::vector<std::string> sets;
     if (r.count("set")) sets = assignments(r["set"].as<std::vector<std::string>>());
     RunOptions ro;
@@ -159,7 +177,7 @@ int cmd_train(int argc, char** argv) {
     if (r.count("stop-after")) ro.stop_after_steps = r["stop-after"].as<int64_t>();
     if (r.count("resume")) {
       RunSummary s = run_training(resume_config(r, sets, ro), ro);
-      if (!ro.quiet) print_result(s);
+      if (!ro.quiet && s.rank == 0) print_result(s);
       return 0;
     }
     if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
@@ -171,7 +189,7 @@ int cmd_train(int argc, char** argv) {
       return run_all_folds(r["config"].as<std::string>(), sets, config, ro);
     }
     RunSummary s = run_training(config, ro);
-    if (!ro.quiet) print_result(s);
+    if (!ro.quiet && s.rank == 0) print_result(s);
     return 0;
   });
 }

@@ -1,0 +1,365 @@
+// Distributed runs over c10d (src/distributed): the launch contract, the config block, and 2-rank
+// runs of the built sgmcmc binary as child processes of this test (FileStore rendezvous in a
+// temporary directory, so no port is involved, and --nproc over TCPStore on 127.0.0.1). Skipped
+// when the build has no c10d.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "data/tensors.h"
+#include "distributed/distributed_run.h"
+#include "distributed/process_group.h"
+#include "metrics/convergence.h"
+#include "proc_util.h"
+#include "tiny_idx.h"
+
+using namespace sgmcmc;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+EnvLookup lookup_in(const Env& env) {
+  return [env](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+// Starts SGMCMC_BINARY with `args` and `env` added to this process's environment (the launch
+// variables of an outer launcher removed); stdout / stderr to `log`.out / .err.
+pid_t spawn_with_env(const std::vector<std::string>& args, const Env& env, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS",
+                          "SLURM_PROCID", "TORCHELASTIC_USE_AGENT_STORE"})
+      unsetenv(v);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+    int out = open((log + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open((log + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<std::string> copy = args;
+    std::string bin = SGMCMC_BINARY;
+    std::vector<char*> argv = {bin.data()};
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits for every child, killing all of them once `deadline_s` has passed (a hung test fails, it
+// does not hang); exit statuses in order (128 + signal when killed).
+std::vector<int> wait_all(const std::vector<pid_t>& pids, double deadline_s = 120) {
+  std::vector<int> status(pids.size(), -1);
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t left = pids.size();
+  while (left > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      int st = 0;
+      if (status[i] < 0 && waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+        status[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        --left;
+      }
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > deadline_s)
+      for (size_t i = 0; i < pids.size(); ++i)
+        if (status[i] < 0) kill(pids[i], SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return status;
+}
+
+struct Fixture {
+  std::string dir, config;
+  int runs = 0;
+};
+
+// A tiny classification problem and a config for it (sghmc, 60 steps of 50 examples, Gibbs steps,
+// samples from step 20, evaluations every 20 steps).
+Fixture make_fixture(const std::string& name, const std::string& sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}") {
+  Fixture f;
+  f.dir = test_util::temp_dir(name);
+  test_util::write_tiny_idx_dir(f.dir + "/data");
+  f.config = f.dir + "/dist.yaml";
+  std::ofstream(f.config) << "name: dist\nseed: 5\ndata: {dir: " << f.dir << "/data, val_size: 100}\n"
+                          << "model: {name: mlp, hidden: [20], activation: relu}\n"
+                          << "prior: {precision: 1, hyperprior: gamma, gibbs_every_steps: 10}\n"
+                          << "sampler: " << sampler << "\n"
+                          << "train: {steps: 60, burn_in_steps: 20, thin: 5, batch_size: 50, eval_every_steps: 20, "
+                             "threads: 1}\n"
+                          << "output: {progress: false}\n"
+                          << "distributed: {timeout_s: 30}\n";
+  return f;
+}
+
+// `sgmcmc train CONFIG --out OUT args...` on `world` ranks (FileStore rendezvous); exit statuses.
+std::vector<int> train_ranks(Fixture& f, const std::string& out, int world, std::vector<std::string> args,
+                             bool resume = false) {
+  const std::string store = f.dir + "/store-" + std::to_string(f.runs++);
+  std::vector<std::string> all = {"train"};
+  if (resume) {
+    all.insert(all.end(), {"--resume", out});
+  } else {
+    all.insert(all.end(), {f.config, "--out", out});
+  }
+  all.insert(all.end(), {"-q", "--set", "distributed.init=file://" + store});
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) {
+    Env env;
+    if (world > 1) env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(world)}};
+    pids.push_back(spawn_with_env(all, env, out + ".rank" + std::to_string(r)));
+  }
+  return wait_all(pids);
+}
+
+nlohmann::json summary_of(const std::string& run) {
+  return nlohmann::json::parse(test_util::read_text(run + "/summary.json"));
+}
+
+std::string stderr_of(const std::string& out, int rank = 0) {
+  return test_util::read_text(out + ".rank" + std::to_string(rank) + ".err");
+}
+
+#define SKIP_WITHOUT_C10D() \
+  if (!c10d_available()) GTEST_SKIP() << "built without c10d (SGMCMC_DISTRIBUTED off)"
+
+}  // namespace
+
+TEST(LaunchEnv, TorchrunVariables) {
+  auto e = read_launch_env(lookup_in({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"},
+                                      {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29400"},
+                                      {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"GLOO_SOCKET_IFNAME", "eth1,eth2"}}));
+  EXPECT_TRUE(e.distributed());
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_EQ(e.master_addr, "node7");
+  EXPECT_EQ(e.master_port, 29400);
+  EXPECT_TRUE(e.agent_store);
+  EXPECT_EQ(e.socket_ifname, "eth1");
+}
+
+TEST(LaunchEnv, SlurmVariablesNeedMasterAddr) {
+  const Env slurm = {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_LOCALID", "1"}};
+  EXPECT_FALSE(read_launch_env(lookup_in(slurm)).distributed());  // an allocation alone is no launch
+  Env with_master = slurm;
+  with_master["MASTER_ADDR"] = "10.0.0.1";
+  auto e = read_launch_env(lookup_in(with_master));
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.world_size, 3);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.master_port, 29500);
+  EXPECT_FALSE(e.agent_store);
+}
+
+TEST(LaunchEnv, NothingOrWorldSizeOneIsOneProcess) {
+  EXPECT_FALSE(read_launch_env(lookup_in({})).distributed());
+  EXPECT_FALSE(read_launch_env(lookup_in({{"WORLD_SIZE", "1"}, {"RANK", "0"}})).distributed());
+  auto comm = join_process_group(LaunchEnv{}, DistributedOptions{});
+  EXPECT_EQ(comm->world_size(), 1);
+  EXPECT_FALSE(comm->distributed());
+}
+
+TEST(LaunchEnv, BadVariablesNameThemselves) {
+  auto err = [](const Env& env, bool master = true) {
+    try {
+      read_launch_env(lookup_in(env), master);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err({{"WORLD_SIZE", "2"}, {"RANK", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}}).find("RANK"),
+            std::string::npos);
+  EXPECT_NE(err({{"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}}).find("RANK: not set"),
+            std::string::npos);
+  EXPECT_NE(err({{"WORLD_SIZE", "x"}}).find("WORLD_SIZE"), std::string::npos);
+  EXPECT_NE(err({{"WORLD_SIZE", "2"}, {"RANK", "0"}}).find("MASTER_ADDR"), std::string::npos);
+  EXPECT_NE(err({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "a"}}).find("MASTER_PORT"), std::string::npos);
+  EXPECT_EQ(err({{"WORLD_SIZE", "2"}, {"RANK", "0"}}, /*master=*/false), "");  // FileStore: no MASTER_*
+}
+
+TEST(DistributedConfig, BlockIsCheckedAndOptional) {
+  auto parse = [](const std::string& block) {
+    return build_config(parse_raw_config("sampler: {name: sgld}\n" + block, "d.yaml"));
+  };
+  EXPECT_EQ(parse("").distributed.mode, "chains");
+  EXPECT_EQ(to_yaml(parse("")).find("distributed"), std::string::npos);  // single-process configs unchanged
+  auto c = parse("distributed: {mode: data, init: file:///tmp/x, timeout_s: 5}\n");
+  EXPECT_TRUE(c.distributed.data_parallel());
+  EXPECT_EQ(c.distributed.file_store_path(), "/tmp/x");
+  EXPECT_NE(to_yaml(c).find("distributed"), std::string::npos);
+  auto err = [&](const std::string& block) {
+    try {
+      parse(block);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err("distributed: {mdoe: data}\n").find("distributed.mdoe: unknown key"), std::string::npos);
+  EXPECT_NE(err("distributed: {mode: both}\n").find("distributed.mode"), std::string::npos);
+  EXPECT_NE(err("distributed: {init: tcp://x}\n").find("distributed.init"), std::string::npos);
+  EXPECT_NE(err("distributed: {timeout_s: 0}\n").find("distributed.timeout_s"), std::string::npos);
+  c = parse("train: {batch_size: 51}\ndistributed: {mode: data}\n");
+  EXPECT_NO_THROW(check_distributed_config(c, 1));
+  try {
+    check_distributed_config(c, 2);
+    ADD_FAILURE() << "an odd batch split over 2 ranks was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("train.batch_size"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RankSeed, RankZeroKeepsTheSeedOthersDiffer) {
+  EXPECT_EQ(rank_seed(5, 0), 5u);
+  EXPECT_NE(rank_seed(5, 1), 5u);
+  EXPECT_NE(rank_seed(5, 1), rank_seed(5, 2));
+  EXPECT_EQ(rank_seed(5, 1), rank_seed(5, 1));
+  EXPECT_LT(rank_seed(5, 3), 1ULL << 63);
+}
+
+// (a) distributed.mode: data on 2 ranks × 25 examples = one process × 50 examples: the same
+// trajectory up to the order of the gradient's floating-point sum (sghmc with Gibbs steps, and sgld).
+TEST(DistributedRun, DataModeEqualsOneProcess) {
+  SKIP_WITHOUT_C10D();
+  for (const std::string sampler : {"sghmc", "sgld"}) {
+    Fixture f = make_fixture("dist_data_" + sampler, sampler == "sgld" ? "{name: sgld, lr: 2.0e-4}" : "{name: sghmc, lr: 1.0e-4, alpha: 0.1}");
+    const std::vector<std::string> set = {"--set", "distributed.mode=data"};
+    const std::string one = f.dir + "/one-" + sampler, two = f.dir + "/two-" + sampler;
+    ASSERT_EQ(train_ranks(f, one, 1, set), std::vector<int>({0})) << stderr_of(one);
+    ASSERT_EQ(train_ranks(f, two, 2, set), std::vector<int>({0, 0})) << stderr_of(two) << stderr_of(two, 1);
+    auto a = read_tensor_dict(one + "/final.pt"), b = read_tensor_dict(two + "/final.pt");
+    for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+      EXPECT_TRUE(torch::allclose(a.at(k), b.at(k), 1e-5, 1e-6))
+          << sampler << " " << k << " max |Δ| " << (a.at(k) - b.at(k)).abs().max().item<double>();
+    }
+    auto sa = summary_of(one), sb = summary_of(two);
+    EXPECT_NEAR(sa["test_nll"].get<double>(), sb["test_nll"].get<double>(), 1e-5) << sampler;
+    EXPECT_EQ(sb["world_size"].get<double>(), 2);
+    EXPECT_EQ(sb["distributed_mode"], "data");
+    EXPECT_FALSE(sa.contains("world_size"));
+    EXPECT_TRUE(fs::exists(two + "/checkpoint.rank-0.pt") && fs::exists(two + "/checkpoint.rank-1.pt"));
+    EXPECT_FALSE(fs::exists(two + "/final.rank-1.pt"));  // the parameters are rank 0's to write
+  }
+}
+
+// (b) distributed.mode: chains: rank 0 runs the single-process chain (seed 5); rank 0's summary
+// reports the predictive averaged over both ranks' samples (what `sgmcmc predict` computes from the
+// samples of both ranks) and R̂ / ESS over both ranks' traces.
+TEST(DistributedRun, ChainsModeAveragesEveryRanksChains) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_chains");
+  const std::vector<std::string> set = {"--set", "output.save_samples=true"};
+  const std::string one = f.dir + "/one", two = f.dir + "/two";
+  ASSERT_EQ(train_ranks(f, one, 1, set), std::vector<int>({0})) << stderr_of(one);
+  ASSERT_EQ(train_ranks(f, two, 2, set), std::vector<int>({0, 0})) << stderr_of(two) << stderr_of(two, 1);
+  auto sa = summary_of(one), sb = summary_of(two);
+  EXPECT_EQ(sb["world_size"].get<double>(), 2);
+  EXPECT_EQ(sb["chains_all_ranks"].get<double>(), 2);
+  EXPECT_EQ(sb["distributed_mode"], "chains");
+  // Rank 0's own chain is the single-process chain.
+  EXPECT_DOUBLE_EQ(sa["sample_test_nll"].get<double>(), sb["sample_test_nll"].get<double>());
+  auto fa = read_tensor_dict(one + "/final.pt"), fb = read_tensor_dict(two + "/final.pt");
+  EXPECT_TRUE(torch::equal(fa.at("fc1.weight"), fb.at("fc1.weight")));
+  EXPECT_FALSE(torch::equal(fb.at("fc1.weight"), read_tensor_dict(two + "/final.rank-1.pt").at("fc1.weight")));
+  // The averaged predictive covers both ranks: predict over both ranks' samples gives the same numbers.
+  EXPECT_NE(sa["test_nll"].get<double>(), sb["test_nll"].get<double>());
+  std::vector<pid_t> p = {spawn_with_env({"predict", two, "-q", "--out", two + "/predict.json"}, {}, two + ".predict")};
+  ASSERT_EQ(wait_all(p), std::vector<int>({0})) << test_util::read_text(two + ".predict.err");
+  auto pj = nlohmann::json::parse(test_util::read_text(two + "/predict.json"));
+  EXPECT_EQ(pj["samples"].get<double>(), 2 * sb["samples"].get<double>());
+  for (const char* k : {"test_nll", "test_error", "val_nll"})
+    EXPECT_NEAR(pj[k].get<double>(), sb[k].get<double>(), 1e-6) << k;
+  // R̂ over both ranks' traces, side by side ([S, 2]).
+  auto trace = [](const std::string& file) {
+    torch::serialize::InputArchive ar;
+    ar.load_from(file);
+    torch::Tensor t;
+    ar.read("trace_ll", t, true);
+    return t;
+  };
+  auto ll = torch::cat({trace(two + "/checkpoint.rank-0.pt"), trace(two + "/checkpoint.rank-1.pt")}, 1);
+  ASSERT_EQ(ll.size(1), 2);
+  EXPECT_NEAR(sb["rhat_test_loglik"].get<double>(), split_rhat(ll), 1e-9);
+  EXPECT_NEAR(sb["ess_test_loglik"].get<double>(), effective_sample_size(ll), 1e-6);
+}
+
+// (c) A checkpoint written by 2 processes is resumed by 2 (and continues every rank), never by 1;
+// the resumed run equals the uninterrupted one.
+TEST(DistributedRun, ResumeNeedsTheSameWorldSize) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_resume");
+  const std::vector<std::string> set = {"--set", "distributed.mode=data"};
+  const std::string whole = f.dir + "/whole", part = f.dir + "/part";
+  ASSERT_EQ(train_ranks(f, whole, 2, set), std::vector<int>({0, 0})) << stderr_of(whole);
+  auto stop = set;
+  stop.insert(stop.end(), {"--stop-after", "30"});
+  ASSERT_EQ(train_ranks(f, part, 2, stop), std::vector<int>({0, 0})) << stderr_of(part);
+  ASSERT_EQ(train_ranks(f, part, 1, {}, /*resume=*/true), std::vector<int>({2}));
+  EXPECT_NE(stderr_of(part).find("written by 2 process(es) and this run has world size 1"), std::string::npos)
+      << stderr_of(part);
+  ASSERT_EQ(train_ranks(f, part, 2, {}, /*resume=*/true), std::vector<int>({0, 0})) << stderr_of(part);
+  auto a = read_tensor_dict(whole + "/final.pt"), b = read_tensor_dict(part + "/final.pt");
+  for (const char* k : {"fc1.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(a.at(k), b.at(k))) << k;
+  EXPECT_EQ(test_util::count_lines(part + "/metrics.csv"), test_util::count_lines(whole + "/metrics.csv"));
+  // A single-process checkpoint is not resumed by 2 processes either.
+  const std::string single = f.dir + "/single";
+  ASSERT_EQ(train_ranks(f, single, 1, {"--stop-after", "20"}), std::vector<int>({0}));
+  EXPECT_EQ(train_ranks(f, single, 2, {}, /*resume=*/true), std::vector<int>({2, 2}));
+  EXPECT_NE(stderr_of(single, 1).find("written by 1 process(es) and this run has world size 2"), std::string::npos)
+      << stderr_of(single, 1);
+}
+
+// (d) Without WORLD_SIZE (or with WORLD_SIZE=1) nothing changes: the same files, the same numbers.
+TEST(DistributedRun, WorldSizeOneChangesNothing) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_none");
+  const std::string plain = f.dir + "/plain", one = f.dir + "/one";
+  std::vector<pid_t> p = {spawn_with_env({"train", f.config, "--out", plain, "-q"}, {}, plain + ".rank0"),
+                          spawn_with_env({"train", f.config, "--out", one, "-q"}, {{"WORLD_SIZE", "1"}, {"RANK", "0"}},
+                                         one + ".rank0")};
+  ASSERT_EQ(wait_all(p), std::vector<int>({0, 0})) << stderr_of(plain) << stderr_of(one);
+  for (const auto& d : {plain, one}) {
+    EXPECT_TRUE(fs::exists(d + "/checkpoint.pt"));
+    EXPECT_FALSE(fs::exists(d + "/checkpoint.rank-0.pt"));
+    EXPECT_FALSE(summary_of(d).contains("world_size"));
+  }
+  EXPECT_EQ(summary_of(plain)["test_nll"], summary_of(one)["test_nll"]);
+  auto a = read_tensor_dict(plain + "/final.pt"), b = read_tensor_dict(one + "/final.pt");
+  EXPECT_TRUE(torch::equal(a.at("fc1.weight"), b.at("fc1.weight")));
+}
+
+// `sgmcmc train --nproc 2` starts both ranks itself (TCPStore on 127.0.0.1, a free port).
+TEST(DistributedRun, NprocLaunchesLocalRanks) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_nproc");
+  const std::string out = f.dir + "/run";
+  std::vector<pid_t> p = {spawn_with_env({"train", f.config, "--out", out, "--nproc", "2"}, {}, out + ".rank0")};
+  ASSERT_EQ(wait_all(p), std::vector<int>({0})) << stderr_of(out);
+  EXPECT_EQ(summary_of(out)["world_size"].get<double>(), 2);
+  EXPECT_TRUE(fs::exists(out + "/checkpoint.rank-1.pt"));
+  // Printed once (rank 0), not once per rank.
+  const std::string printed = test_util::read_text(out + ".rank0.out");
+  EXPECT_EQ(printed.find("run directory:"), printed.rfind("run directory:")) << printed;
+  // A failing rank fails the launch: bad input on every rank is exit status 2.
+  p = {spawn_with_env({"train", f.config, "--out", out, "--nproc", "2"}, {}, out + ".again")};
+  EXPECT_EQ(wait_all(p), std::vector<int>({2}));
+  EXPECT_NE(test_util::read_text(out + ".again.err").find("run directory exists"), std::string::npos);
+}
