@@ -363,3 +363,74 @@ TEST(DistributedRun, NprocLaunchesLocalRanks) {
   EXPECT_EQ(wait_all(p), std::vector<int>({2}));
   EXPECT_NE(test_util::read_text(out + ".again.err").find("run directory exists"), std::string::npos);
 }
+
+namespace {
+
+// Starts `world` ranks of a long data-mode run (200 steps, an evaluation and checkpoint every 20)
+// into `out`; returns their pids once rank 0 has written 3 metrics rows.
+std::vector<pid_t> start_long_run(Fixture& f, const std::string& out, const std::vector<std::string>& extra) {
+  const std::string store = f.dir + "/store-" + std::to_string(f.runs++);
+  std::vector<std::string> args = {"train", f.config, "--out", out, "-q", "--set", "distributed.init=file://" + store,
+                                   "--set", "distributed.mode=data", "--set", "train.steps=200"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r)
+    pids.push_back(spawn_with_env(args, {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}}, out + ".rank" + std::to_string(r)));
+  return pids;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// A rank killed mid-run: rank 0 stops at once with one line naming it, the checkpoints are whole,
+// and resuming both ranks reproduces the uninterrupted run.
+TEST(DistributedFaults, KilledRankStopsTheOthersAndResumeReproduces) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_kill");
+  const std::string whole = f.dir + "/whole", cut = f.dir + "/cut";
+  auto pids = start_long_run(f, whole, {});
+  ASSERT_EQ(wait_all(pids), std::vector<int>({0, 0})) << stderr_of(whole);
+  pids = start_long_run(f, cut, {});
+  ASSERT_TRUE(test_util::wait_for_lines(pids[0], cut + "/metrics.csv", 4)) << stderr_of(cut);
+  kill(pids[1], SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto status = wait_all(pids);
+  EXPECT_LT(seconds_since(t0), 10.0);  // a closed connection is noticed at the next collective
+  EXPECT_EQ(status[0], 1);
+  EXPECT_EQ(status[1], 128 + SIGKILL);
+  const std::string err = stderr_of(cut);
+  EXPECT_NE(err.find("distributed: rank 0: lost rank 1 (pid " + std::to_string(pids[1])), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(train_ranks(f, cut, 2, {}, /*resume=*/true), std::vector<int>({0, 0})) << stderr_of(cut) << stderr_of(cut, 1);
+  auto a = read_tensor_dict(whole + "/final.pt"), b = read_tensor_dict(cut + "/final.pt");
+  for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(a.at(k), b.at(k))) << k;
+  EXPECT_EQ(test_util::read_text(whole + "/metrics.csv").substr(0, 200), test_util::read_text(cut + "/metrics.csv").substr(0, 200));
+}
+
+// A rank that stops answering (SIGSTOP) makes the others fail after distributed.timeout_s.
+TEST(DistributedFaults, HungRankTimesOut) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_hang");
+  const std::string out = f.dir + "/run";
+  auto pids = start_long_run(f, out, {"--set", "distributed.timeout_s=2"});
+  ASSERT_TRUE(test_util::wait_for_lines(pids[0], out + "/metrics.csv", 3)) << stderr_of(out);
+  kill(pids[1], SIGSTOP);
+  const auto t0 = std::chrono::steady_clock::now();
+  int st = 0;
+  bool exited = false;
+  while (!(exited = waitpid(pids[0], &st, WNOHANG) == pids[0]) && seconds_since(t0) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double waited = seconds_since(t0);
+  kill(pids[1], SIGKILL);
+  if (!exited) kill(pids[0], SIGKILL);
+  wait_all(exited ? std::vector<pid_t>{pids[1]} : pids);
+  ASSERT_TRUE(exited) << "rank 0 still running 60 s after rank 1 stopped";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << stderr_of(out);
+  EXPECT_GT(waited, 1.5);
+  EXPECT_LT(waited, 20.0);
+  EXPECT_NE(stderr_of(out).find("lost rank 1"), std::string::npos) << stderr_of(out);
+  EXPECT_NE(stderr_of(out).find("distributed.timeout_s = 2 s"), std::string::npos) << stderr_of(out);
+}

@@ -1,6 +1,10 @@
 #include "distributed/distributed_run.h"
 
+#include <algorithm>
+#include <climits>
 #include <filesystem>
+#include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "distributed/process_group.h"
@@ -57,6 +61,37 @@ int DistributedRun::agree_on_signal(int signal) {
   return 0;
 }
 
+namespace {
+
+// The step a checkpoint file is at (its "counters" entry, train/checkpoint.cpp), -1 when absent or
+// unreadable.
+int64_t checkpoint_step(const std::string& file) {
+  if (!fs::exists(file)) return -1;
+  try {
+    torch::serialize::InputArchive ar;
+    ar.load_from(file);
+    torch::Tensor counters;
+    ar.read("counters", counters, true);
+    return counters[0].item<int64_t>();
+  } catch (const c10::Error&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+std::string DistributedRun::agreed_checkpoint(const std::string& latest, const std::string& previous) {
+  if (!active()) return latest;
+  const int64_t mine[2] = {checkpoint_step(latest), checkpoint_step(previous)};
+  const auto all = comm_->all_gather(torch::tensor({mine[0], mine[1]}, torch::kInt64));
+  int64_t target = INT64_MAX;
+  for (const auto& a : all) target = std::min(target, std::max(a[0].item<int64_t>(), a[1].item<int64_t>()));
+  if (target >= 0 && mine[0] == target) return latest;
+  if (target >= 0 && mine[1] == target) return previous;
+  throw std::invalid_argument(latest + ": no checkpoint of step " + std::to_string(target) +
+                              " (the latest step every rank has) on rank " + std::to_string(rank()));
+}
+
 void DistributedRun::check_same_step(int64_t step, const std::string& file) {
   if (!active()) return;
   const auto all = comm_->all_gather(torch::tensor({step}, torch::kInt64));
@@ -106,12 +141,16 @@ void check_distributed_config(const ExperimentConfig& c, int world_size) {
 }
 
 void check_resume_world_size(const std::string& run_dir, int world_size) {
-  int rank_files = 0;
+  // The ranks with a checkpoint: checkpoint.rank-R.pt or checkpoint.rank-R.prev.pt.
+  static const std::regex rank_file(R"(checkpoint\.rank-([0-9]+)(\.prev)?\.pt)");
+  std::set<std::string> ranks;
+  std::smatch m;
   if (fs::is_directory(run_dir))
     for (const auto& f : fs::directory_iterator(run_dir)) {
       const std::string name = f.path().filename().string();
-      if (name.rfind("checkpoint.rank-", 0) == 0 && f.path().extension() == ".pt") ++rank_files;
+      if (std::regex_match(name, m, rank_file)) ranks.insert(m[1].str());
     }
+  const int rank_files = static_cast<int>(ranks.size());
   const bool single = fs::exists(fs::path(run_dir) / "checkpoint.pt");
   const int written = rank_files > 0 ? rank_files : single ? 1 : 0;
   if (written == 0 || written == world_size) return;

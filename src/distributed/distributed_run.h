@@ -57,6 +57,10 @@ class DistributedRun {
   void check_in_sync(const std::vector<torch::Tensor>& params, int64_t step);
   // The first non-zero pending signal of any rank (every rank stops after the same step).
   int agree_on_signal(int signal);
+  // The checkpoint to resume from: `latest`, or with several ranks the latest of `latest` and
+  // `previous` whose step every rank has (a rank lost between the ranks' writes of one checkpoint
+  // leaves the others one checkpoint ahead). std::invalid_argument when there is none.
+  std::string agreed_checkpoint(const std::string& latest, const std::string& previous);
   // Throws std::invalid_argument when the ranks' checkpoints are at different steps.
   void check_same_step(int64_t step, const std::string& file);
   void barrier() { comm_->barrier(); }

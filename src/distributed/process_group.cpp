@@ -1,6 +1,11 @@
 #include "distributed/process_group.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -73,18 +78,37 @@ namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-[[noreturn]] void rethrow_distributed(const std::string& what_failed, int rank, double timeout_s) {
+std::string host_name() {
+  char buf[256] = {0};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("?");
+}
+
+// False when `pid` has exited, is a zombie or is stopped (SIGSTOP): it will not answer.
+bool process_running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return kill(pid, 0) == 0;
+  const auto close = line.rfind(')');
+  const char state = close + 2 < line.size() ? line[close + 2] : '?';
+  return state != 'Z' && state != 'X' && state != 'T' && state != 't';
+}
+
+// Rethrows the exception being handled as one line: who failed, doing what, the rank(s) lost when
+// known ("lost rank 1 (pid ... on host)"), and the first line of c10d's message.
+[[noreturn]] void rethrow_distributed(const std::string& what, int rank, double timeout_s, const std::string& lost = "") {
+  std::string cause;
   try {
     throw;
   } catch (const c10::Error& e) {
-    throw std::runtime_error("distributed: rank " + std::to_string(rank) + ": " + what_failed +
-                             " failed (another rank died or stopped, or none answered within distributed.timeout_s = " +
-                             std::to_string(static_cast<int64_t>(timeout_s)) + " s): " +
-                             first_line(e.what_without_backtrace()));
+    cause = first_line(e.what_without_backtrace());
   } catch (const std::exception& e) {
-    throw std::runtime_error("distributed: rank " + std::to_string(rank) + ": " + what_failed + " failed: " +
-                             first_line(e.what()));
+    cause = first_line(e.what());
   }
+  const std::string who = "distributed: rank " + std::to_string(rank) + ": ";
+  const std::string limit = "distributed.timeout_s = " + std::to_string(static_cast<int64_t>(timeout_s)) + " s";
+  if (!lost.empty()) throw std::runtime_error(who + "lost rank " + lost + " during " + what + " (" + limit + "): " + cause);
+  throw std::runtime_error(who + what + " failed (a rank died or stopped, or none answered within " + limit +
+                           "): " + cause);
 }
 
 class GlooCommunicator final : public Communicator {
@@ -109,7 +133,7 @@ class GlooCommunicator final : public Communicator {
       std::vector<torch::Tensor> flat_parts;
       for (auto* t : ts) flat_parts.push_back(t->detach().reshape({-1}));
       std::vector<torch::Tensor> buf = {torch::cat(flat_parts).cpu().contiguous()};
-      run("all-reduce", [&] { return pg_->allreduce(buf); });
+      run("an all-reduce", [&] { return pg_->allreduce(buf); });
       int64_t off = 0;
       for (auto* t : ts) {
         const int64_t n = t->numel();
@@ -123,7 +147,7 @@ class GlooCommunicator final : public Communicator {
     std::vector<torch::Tensor> in = {t.detach().cpu().contiguous()};
     std::vector<std::vector<torch::Tensor>> out(1);
     for (int r = 0; r < world_size(); ++r) out[0].push_back(torch::empty_like(in[0]));
-    run("all-gather", [&] { return pg_->allgather(out, in); });
+    run("an all-gather", [&] { return pg_->allgather(out, in); });
     for (auto& x : out[0]) x = x.to(t.device());
     return out[0];
   }
@@ -132,12 +156,12 @@ class GlooCommunicator final : public Communicator {
     std::vector<torch::Tensor> buf = {t.detach().cpu().contiguous()};
     ::c10d::BroadcastOptions opts;
     opts.rootRank = root;
-    run("broadcast", [&] { return pg_->broadcast(buf, opts); });
+    run("a broadcast", [&] { return pg_->broadcast(buf, opts); });
     t.detach().copy_(buf[0]);
   }
 
   void barrier() override {
-    run("barrier", [&] { return pg_->barrier(); });
+    run("a barrier", [&] { return pg_->barrier(); });
   }
 
  private:
@@ -160,6 +184,7 @@ class GlooCommunicator final : public Communicator {
     auto opts = ::c10d::ProcessGroupGloo::Options::create(timeout);
     opts->devices.push_back(make_device());
     pg_ = c10::make_intrusive<::c10d::ProcessGroupGloo>(prefixed, env_.rank, env_.world_size, opts);
+    exchange_processes(*prefixed);
   }
 
   std::shared_ptr<::gloo::transport::Device> make_device() const {
@@ -174,13 +199,46 @@ class GlooCommunicator final : public Communicator {
     try {
       start()->wait();
     } catch (...) {
-      rethrow_distributed(what, env_.rank, timeout_s_);
+      rethrow_distributed(what, env_.rank, timeout_s_, lost_ranks());
     }
   }
+
+  // After a failed collective: the ranks that are gone. With two ranks it is the other one; with
+  // more, the ranks on this host whose process has exited or is stopped (from the host name and pid
+  // each rank published when it joined). "" when none can be named.
+  std::string lost_ranks() const {
+    std::string lost;
+    for (int r = 0; r < world_size(); ++r) {
+      if (r == env_.rank || r >= static_cast<int>(procs_.size())) continue;
+      const bool gone = world_size() == 2 || (procs_[r].host == procs_[env_.rank].host && !process_running(procs_[r].pid));
+      if (gone)
+        lost += (lost.empty() ? "" : ", ") + std::to_string(r) + " (pid " + std::to_string(procs_[r].pid) + " on " +
+                procs_[r].host + ")";
+    }
+    return lost;
+  }
+
+  // Publishes this rank's host and pid in the store and reads every rank's (after the group is up).
+  void exchange_processes(::c10d::Store& store) {
+    const std::string mine = host_name() + " " + std::to_string(getpid());
+    store.set("proc/" + std::to_string(env_.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+    for (int r = 0; r < world_size(); ++r) {
+      const auto v = store.get("proc/" + std::to_string(r));
+      const std::string text(v.begin(), v.end());
+      const auto sp = text.rfind(' ');
+      procs_.push_back({text.substr(0, sp), static_cast<pid_t>(std::stol(text.substr(sp + 1)))});
+    }
+  }
+
+  struct Proc {
+    std::string host;
+    pid_t pid;
+  };
 
   LaunchEnv env_;
   double timeout_s_;
   c10::intrusive_ptr<::c10d::ProcessGroupGloo> pg_;
+  std::vector<Proc> procs_;
 };
 
 }  // namespace

@@ -34,8 +34,7 @@ void TrainingRun::save_checkpoint() const {
   dir_.write_checkpoint([&](const std::string& tmp) { ar.save_to(tmp); });
 }
 
-void TrainingRun::load_checkpoint() {
-  const std::string file = dir_.checkpoint_path().string();
+void TrainingRun::load_checkpoint(const std::string& file) {
   torch::serialize::InputArchive ar;
   try {
     ar.load_from(file, s_.dm.device);

@@ -27,7 +27,7 @@ RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string
   d.dir_ = !out_dir.empty() ? fs::path(out_dir) : !config_dir.empty() ? fs::path(config_dir) : fs::path(default_run_dir(name));
   const fs::path& dir = d.dir_;
   if (resume) {
-    if (!fs::exists(d.checkpoint_path()))
+    if (!fs::exists(d.checkpoint_path()) && !(world_size > 1 && fs::exists(d.previous_checkpoint_path())))
       throw std::invalid_argument(dir.string() + ": cannot resume, no " + d.checkpoint_path().filename().string() +
                                   " in the run directory");
   } else if (fs::exists(dir) && !(fs::is_directory(dir) && fs::is_empty(dir))) {
@@ -59,6 +59,7 @@ void RunDirectory::write_summary(const nlohmann::ordered_json& summary) const {
 }
 
 void RunDirectory::write_checkpoint(const std::function<void(const std::string&)>& write) const {
+  if (world_ > 1 && fs::exists(checkpoint_path())) fs::rename(checkpoint_path(), previous_checkpoint_path());
   replace_file_atomic(checkpoint_path().string(), write);
 }
 

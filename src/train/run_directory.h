@@ -31,6 +31,11 @@ class RunDirectory {
   std::filesystem::path checkpoint_path() const {
     return dir_ / (world_ > 1 ? "checkpoint.rank-" + std::to_string(rank_) + ".pt" : std::string("checkpoint.pt"));
   }
+  // Distributed runs keep the checkpoint before the latest (a rank may be lost between the ranks'
+  // writes of one checkpoint; resuming takes the latest step every rank has).
+  std::filesystem::path previous_checkpoint_path() const {
+    return dir_ / ("checkpoint.rank-" + std::to_string(rank_) + ".prev.pt");
+  }
   bool writes_run_files() const { return rank_ == 0; }
   std::filesystem::path file(const std::string& name) const { return dir_ / name; }
 

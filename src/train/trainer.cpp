@@ -60,8 +60,10 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
                console_.clear();
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
              }) {
-  if (opt_.resume) load_checkpoint();
-  if (opt_.resume) dist_.check_same_step(step_, dir_.checkpoint_path().string());
+  if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
+    load_checkpoint(dist_.agreed_checkpoint(dir_.checkpoint_path().string(), dir_.previous_checkpoint_path().string()));
+    dist_.check_same_step(step_, dir_.checkpoint_path().string());
+  }
   // The resolved config (every consumer's defaults filled in), by rank 0 once every rank has checked
   // the directory and before any rank writes into it.
   dist_.barrier();

@@ -49,7 +49,7 @@ class TrainingRun {
 
   // checkpoint.cpp
   void save_checkpoint() const;
-  void load_checkpoint();
+  void load_checkpoint(const std::string& file);
   // summary.json from the latest evaluation; `status` adds keys ("diverged", "interrupted").
   RunSummary write_summary(bool finished, const nlohmann::ordered_json& status) const;
   std::map<std::string, double> summary_values() const;
