@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compat.h"
 #include "data/tensors.h"
 #include "distributed/distributed_run.h"
 #include "distributed/process_group.h"
@@ -258,6 +259,40 @@ TEST(DistributedRun, DataModeEqualsOneProcess) {
     EXPECT_TRUE(fs::exists(two + "/checkpoint.rank-0.pt") && fs::exists(two + "/checkpoint.rank-1.pt"));
     EXPECT_FALSE(fs::exists(two + "/final.rank-1.pt"));  // the parameters are rank 0's to write
   }
+}
+
+// (a, BPMF) The same for Bayesian PMF with Gibbs steps for λ and τ: the minibatch of ratings split
+// over the ranks, U and V as one process computes them.
+TEST(DistributedRun, DataModeEqualsOneProcessBpmf) {
+  SKIP_WITHOUT_C10D();
+  Fixture f = make_fixture("dist_bpmf");
+  {  // a rank-2 40×30 matrix around 3, ~60 % observed, as ratings.dat
+    auto g = compat::make_generator(torch::kCPU, 7);
+    auto full = torch::mm(at::randn({40, 2}, g, torch::kFloat32), at::randn({2, 30}, g, torch::kFloat32)) * 0.5 + 3.0;
+    full = full.clamp(0.5, 5.0);
+    auto keep = at::rand({40, 30}, g, torch::kFloat32) < 0.6;
+    std::ofstream out(f.dir + "/ratings.dat");
+    for (int64_t u = 0; u < 40; ++u)
+      for (int64_t i = 0; i < 30; ++i)
+        if (keep[u][i].item<bool>()) out << u + 1 << "::" << i + 1 << "::" << full[u][i].item<float>() << "::0\n";
+  }
+  f.config = f.dir + "/bpmf.yaml";
+  std::ofstream(f.config) << "name: bpmf\nseed: 3\ndata: {format: ratings, path: " << f.dir << "/ratings.dat, fold: 1}\n"
+                          << "model: {name: bpmf, dim: 4, tau: 4, sample_tau: true}\n"
+                          << "prior: {groups: model, gibbs_every_steps: 20}\n"
+                          << "sampler: {name: sghmc, lr: 1.0e-4, alpha: 0.1}\n"
+                          << "train: {steps: 100, batch_size: 100, burn_in_steps: 50, thin: 5, eval_every_steps: 50, "
+                             "threads: 1}\n"
+                          << "distributed: {mode: data, timeout_s: 30}\n";
+  const std::string one = f.dir + "/one", two = f.dir + "/two";
+  ASSERT_EQ(train_ranks(f, one, 1, {}), std::vector<int>({0})) << stderr_of(one);
+  ASSERT_EQ(train_ranks(f, two, 2, {}), std::vector<int>({0, 0})) << stderr_of(two) << stderr_of(two, 1);
+  auto a = read_tensor_dict(one + "/final.pt"), b = read_tensor_dict(two + "/final.pt");
+  ASSERT_GT(a.count("U"), 0u);
+  for (const auto& [k, t] : a)
+    if (t.is_floating_point())
+      EXPECT_TRUE(torch::allclose(t, b.at(k), 1e-5, 1e-6)) << k << " max |Δ| " << (t - b.at(k)).abs().max().item<double>();
+  EXPECT_NEAR(summary_of(one)["test_rmse"].get<double>(), summary_of(two)["test_rmse"].get<double>(), 1e-6);
 }
 
 // (b) distributed.mode: chains: rank 0 runs the single-process chain (seed 5); rank 0's summary
