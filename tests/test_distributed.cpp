@@ -336,30 +336,28 @@ TEST(DistributedRun, ChainsModeAveragesEveryRanksChains) {
   EXPECT_NEAR(sb["ess_test_loglik"].get<double>(), effective_sample_size(ll), 1e-6);
 }
 
-// (c) A checkpoint written by 2 processes is resumed by 2 (and continues every rank), never by 1;
-// the resumed run equals the uninterrupted one.
+// (c) A world size other than the checkpoint's is refused, naming both (the resume itself:
+// DistributedFaults below).
 TEST(DistributedRun, ResumeNeedsTheSameWorldSize) {
-  SKIP_WITHOUT_C10D();
-  Fixture f = make_fixture("dist_resume");
-  const std::vector<std::string> set = {"--set", "distributed.mode=data"};
-  const std::string whole = f.dir + "/whole", part = f.dir + "/part";
-  ASSERT_EQ(train_ranks(f, whole, 2, set), std::vector<int>({0, 0})) << stderr_of(whole);
-  auto stop = set;
-  stop.insert(stop.end(), {"--stop-after", "30"});
-  ASSERT_EQ(train_ranks(f, part, 2, stop), std::vector<int>({0, 0})) << stderr_of(part);
-  ASSERT_EQ(train_ranks(f, part, 1, {}, /*resume=*/true), std::vector<int>({2}));
-  EXPECT_NE(stderr_of(part).find("written by 2 process(es) and this run has world size 1"), std::string::npos)
-      << stderr_of(part);
-  ASSERT_EQ(train_ranks(f, part, 2, {}, /*resume=*/true), std::vector<int>({0, 0})) << stderr_of(part);
-  auto a = read_tensor_dict(whole + "/final.pt"), b = read_tensor_dict(part + "/final.pt");
-  for (const char* k : {"fc1.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(a.at(k), b.at(k))) << k;
-  EXPECT_EQ(test_util::count_lines(part + "/metrics.csv"), test_util::count_lines(whole + "/metrics.csv"));
-  // A single-process checkpoint is not resumed by 2 processes either.
-  const std::string single = f.dir + "/single";
-  ASSERT_EQ(train_ranks(f, single, 1, {"--stop-after", "20"}), std::vector<int>({0}));
-  EXPECT_EQ(train_ranks(f, single, 2, {}, /*resume=*/true), std::vector<int>({2, 2}));
-  EXPECT_NE(stderr_of(single, 1).find("written by 1 process(es) and this run has world size 2"), std::string::npos)
-      << stderr_of(single, 1);
+  const std::string dir = test_util::temp_dir("dist_world");
+  auto refusal = [&](int world) {
+    try {
+      check_resume_world_size(dir, world);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::ofstream(dir + "/checkpoint.pt") << "x";
+  EXPECT_EQ(refusal(1), "");
+  EXPECT_NE(refusal(2).find("written by 1 process(es) and this run has world size 2"), std::string::npos) << refusal(2);
+  fs::remove(dir + "/checkpoint.pt");
+  for (const char* f : {"checkpoint.rank-0.pt", "checkpoint.rank-0.prev.pt", "checkpoint.rank-1.prev.pt",
+                        "checkpoint.rank-2.pt.tmp"})
+    std::ofstream(dir + "/" + f) << "x";
+  EXPECT_EQ(refusal(2), "");  // rank 1 lost its latest checkpoint before it was replaced: still 2 ranks
+  EXPECT_NE(refusal(1).find("written by 2 process(es) and this run has world size 1"), std::string::npos) << refusal(1);
+  EXPECT_NE(refusal(3).find("world size 3"), std::string::npos);
 }
 
 // (d) Without WORLD_SIZE (or with WORLD_SIZE=1) nothing changes: the same files, the same numbers.
@@ -401,12 +399,12 @@ TEST(DistributedRun, NprocLaunchesLocalRanks) {
 
 namespace {
 
-// Starts `world` ranks of a long data-mode run (200 steps, an evaluation and checkpoint every 20)
+// Starts `world` ranks of a long data-mode run (120 steps, an evaluation and checkpoint every 20)
 // into `out`; returns their pids once rank 0 has written 3 metrics rows.
 std::vector<pid_t> start_long_run(Fixture& f, const std::string& out, const std::vector<std::string>& extra) {
   const std::string store = f.dir + "/store-" + std::to_string(f.runs++);
   std::vector<std::string> args = {"train", f.config, "--out", out, "-q", "--set", "distributed.init=file://" + store,
-                                   "--set", "distributed.mode=data", "--set", "train.steps=200"};
+                                   "--set", "distributed.mode=data", "--set", "train.steps=120"};
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r)
@@ -421,11 +419,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 // A rank killed mid-run: rank 0 stops at once with one line naming it, the checkpoints are whole,
-// and resuming both ranks reproduces the uninterrupted run.
+// and resuming both ranks reproduces the uninterrupted run; so does a run stopped by --stop-after,
+// which one process may not resume.
 TEST(DistributedFaults, KilledRankStopsTheOthersAndResumeReproduces) {
   SKIP_WITHOUT_C10D();
   Fixture f = make_fixture("dist_kill");
-  const std::string whole = f.dir + "/whole", cut = f.dir + "/cut";
+  const std::string whole = f.dir + "/whole", cut = f.dir + "/cut", part = f.dir + "/part";
   auto pids = start_long_run(f, whole, {});
   ASSERT_EQ(wait_all(pids), std::vector<int>({0, 0})) << stderr_of(whole);
   pids = start_long_run(f, cut, {});
@@ -440,9 +439,21 @@ TEST(DistributedFaults, KilledRankStopsTheOthersAndResumeReproduces) {
   EXPECT_NE(err.find("distributed: rank 0: lost rank 1 (pid " + std::to_string(pids[1])), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_EQ(train_ranks(f, cut, 2, {}, /*resume=*/true), std::vector<int>({0, 0})) << stderr_of(cut) << stderr_of(cut, 1);
-  auto a = read_tensor_dict(whole + "/final.pt"), b = read_tensor_dict(cut + "/final.pt");
-  for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(a.at(k), b.at(k))) << k;
-  EXPECT_EQ(test_util::read_text(whole + "/metrics.csv").substr(0, 200), test_util::read_text(cut + "/metrics.csv").substr(0, 200));
+
+  pids = start_long_run(f, part, {"--stop-after", "60"});
+  ASSERT_EQ(wait_all(pids), std::vector<int>({0, 0})) << stderr_of(part);
+  ASSERT_EQ(train_ranks(f, part, 1, {}, /*resume=*/true), std::vector<int>({2}));
+  EXPECT_NE(stderr_of(part).find("written by 2 process(es) and this run has world size 1"), std::string::npos)
+      << stderr_of(part);
+  ASSERT_EQ(train_ranks(f, part, 2, {}, /*resume=*/true), std::vector<int>({0, 0})) << stderr_of(part);
+
+  auto a = read_tensor_dict(whole + "/final.pt");
+  for (const auto& run : {cut, part}) {
+    auto b = read_tensor_dict(run + "/final.pt");
+    for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
+      EXPECT_TRUE(torch::equal(a.at(k), b.at(k))) << run << " " << k;
+    EXPECT_EQ(test_util::count_lines(whole + "/metrics.csv"), test_util::count_lines(run + "/metrics.csv")) << run;
+  }
 }
 
 // A rank that stops answering (SIGSTOP) makes the others fail after distributed.timeout_s.
