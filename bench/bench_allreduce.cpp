@@ -34,5 +34,17 @@ int main(int argc, char** argv) {
     const double med = us[us.size() / 2], mb = 4.0 * (n + 1) / 1e6;
     if (comm->rank() == 0) std::printf("%12lld %10.3f %12.1f %8.2f\n", static_cast<long long>(n), mb, med, mb / 1e3 / (med / 1e6));
   }
+  // Back to back, no barrier between: what a loop with one small collective per step sees.
+  for (const bool gather : {false, true}) {
+    auto x = torch::zeros({1}, torch::kInt64);
+    std::vector<torch::Tensor> v = {x};
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps * 10; ++i) {
+      if (gather) comm->all_gather(x);
+      else comm->all_reduce_sum(v);
+    }
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / (reps * 10);
+    if (comm->rank() == 0) std::printf("back-to-back %s of one int64: %.1f us\n", gather ? "all-gather" : "all-reduce", us);
+  }
   return 0;
 }

@@ -53,8 +53,9 @@ void DistributedRun::check_in_sync(const std::vector<torch::Tensor>& params, int
                              std::to_string(all[0][0].item<double>()) + " on rank 0)");
 }
 
-int DistributedRun::agree_on_signal(int signal) {
+int DistributedRun::agree_on_signal(int signal, int64_t step) {
   if (!active()) return signal;
+  if (step % kSignalEvery != 0) return 0;  // the flag stays pending until the next agreement
   const auto all = comm_->all_gather(torch::tensor({static_cast<int64_t>(signal)}, torch::kInt64));
   for (const auto& s : all)
     if (s.item<int64_t>() != 0) return static_cast<int>(s.item<int64_t>());

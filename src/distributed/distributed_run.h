@@ -55,8 +55,10 @@ class DistributedRun {
   void reduce_gradient(const std::vector<torch::Tensor>& params, torch::Tensor& batch_nll);
   // Data mode: throws std::runtime_error naming the ranks whose parameters differ from rank 0's.
   void check_in_sync(const std::vector<torch::Tensor>& params, int64_t step);
-  // The first non-zero pending signal of any rank (every rank stops after the same step).
-  int agree_on_signal(int signal);
+  // The first non-zero pending signal of any rank, agreed every kSignalEvery steps (a collective of
+  // ~0.1 ms on loopback; 0 between), so every rank stops after the same step.
+  static constexpr int64_t kSignalEvery = 10;
+  int agree_on_signal(int signal, int64_t step);
   // The checkpoint to resume from: `latest`, or with several ranks the latest of `latest` and
   // `previous` whose step every rank has (a rank lost between the ranks' writes of one checkpoint
   // leaves the others one checkpoint ahead). std::invalid_argument when there is none.

@@ -93,7 +93,7 @@ RunSummary TrainingRun::run() {
       evaluate(sampled);
       checkpoint(/*force=*/false);
     }
-    signal = dist_.agree_on_signal(signals::pending());  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
+    signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
     console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
   }
   return finish(stop, signal);
