@@ -70,14 +70,16 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
                                          "wall_seconds"};
   std::map<std::string, std::vector<double>> per_fold;
   bool finished = true;
+  int rank = 0;  // a distributed run: rank 0 writes the aggregate
   for (int64_t k = 0; k < folds; ++k) {
     auto all = sets;
     all.push_back("data.fold=" + std::to_string(k));
     RunOptions fo = ro;
     fo.out_dir = (dir / ("fold" + std::to_string(k))).string();
-    if (!ro.quiet) std::cout << "== fold " << k << "/" << folds << " -> " << fo.out_dir << std::endl;
+    if (!ro.quiet && rank == 0) std::cout << "== fold " << k << "/" << folds << " -> " << fo.out_dir << std::endl;
     RunSummary s = run_training(load_config(config_path, all), fo);
     finished = finished && s.finished;
+    rank = s.rank;
     for (const auto& key : keys) {
       auto it = s.values.find(key);
       per_fold[key].push_back(it == s.values.end() ? NAN : it->second);
@@ -92,6 +94,7 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
     js[key + "_std"] = m.std;
     js[key + "_folds"] = v;
   }
+  if (rank != 0) return 0;
   std::filesystem::create_directories(dir);
   write_json_file((dir / "summary.json").string(), js);
   auto rm = mean_std(per_fold["test_rmse"]);
