@@ -428,7 +428,9 @@ TEST(DistributedFaults, KilledRankStopsTheOthersAndResumeReproduces) {
   auto pids = start_long_run(f, whole, {});
   ASSERT_EQ(wait_all(pids), std::vector<int>({0, 0})) << stderr_of(whole);
   pids = start_long_run(f, cut, {});
-  ASSERT_TRUE(test_util::wait_for_lines(pids[0], cut + "/metrics.csv", 4)) << stderr_of(cut);
+  ASSERT_TRUE(test_util::wait_for_lines(pids[0], cut + "/metrics.csv", 3)) << stderr_of(cut);
+  // Rank 0 has evaluated step 40, so rank 1 has written its step-20 checkpoint and is within a step
+  // of rank 0 (the gradient all-reduce keeps them in step): 80 steps remain.
   kill(pids[1], SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
   const auto status = wait_all(pids);
