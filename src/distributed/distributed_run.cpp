@@ -16,6 +16,10 @@ namespace sgmcmc {
 DistributedRun::DistributedRun(CommunicatorPtr comm, DistributedOptions options)
     : comm_(std::move(comm)), options_(std::move(options)) {}
 
+std::string DistributedRun::device_for(const std::string& device) const {
+  return active() && device == "cuda" ? "cuda:" + std::to_string(comm_->local_rank()) : device;
+}
+
 torch::Tensor DistributedRun::shard(const torch::Tensor& idx) const {
   if (!data_parallel()) return idx;
   const int64_t share = idx.size(0) / world_size();

@@ -49,6 +49,9 @@ class DistributedRun {
   bool writes_run_files() const { return rank() == 0; }
   bool writes_parameters() const { return !data_parallel() || rank() == 0; }
 
+  // The device this rank runs on: `device` "cuda" becomes "cuda:LOCAL_RANK" with several ranks
+  // (one GPU per rank of a machine); any other device, or one process, as it is.
+  std::string device_for(const std::string& device) const;
   // Data mode: this rank's share of the global minibatch indices [n]; otherwise `idx`.
   torch::Tensor shard(const torch::Tensor& idx) const;
   // Data mode: Σ over ranks of every defined .grad of `params` and of `batch_nll`, in place.

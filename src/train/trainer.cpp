@@ -33,7 +33,11 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
                                            dist.rank(), dist.world_size());
   config.output.dir = dir.path().string();
   const auto seed = dist.chains_across_ranks() ? std::optional<uint64_t>(rank_seed(config.seed, dist.rank())) : std::nullopt;
-  TrainingRun run(make_run_setup(std::move(config), seed), std::move(dir), o, start, std::move(dist));
+  const std::string device = config.device;
+  config.device = dist.device_for(device);  // LOCAL_RANK picks the GPU
+  RunSetup setup = make_run_setup(std::move(config), seed);
+  setup.config.device = device;  // config.yaml keeps the config's device
+  TrainingRun run(std::move(setup), std::move(dir), o, start, std::move(dist));
   return run.run();
 }
 
