@@ -9,6 +9,9 @@
                                                 one curve per group: the mean over its runs (seeds,
                                                 folds) with a min–max band; --dotted adds a second
                                                 metric (e.g. sample_test_error) dotted
+  scripts/plot.py traces --group LABEL=GLOB... --out FILE.png [--metrics lambda.fc1.weight,train_loss,...]
+                                                one panel per metric (λ on a log scale), one line per
+                                                group (mean over its runs, min–max band)
   scripts/plot.py sweep SWEEP_DIR --out FIGDIR [--param sampler.lr] [--metric val_error] [--test test_error]
                                                 from `sgmcmc sweep`'s summary.csv: per part, the
                                                 validation and test metric (mean ± std over seeds)
@@ -135,8 +138,8 @@ def group_curve(dirs, metric, xkey):
     return xs, [sum(v) / len(v) for v in ys], [min(v) for v in ys], [max(v) for v in ys]
 
 
-def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False):
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+def _draw_groups(ax, groups, metric, xkey, dotted=None):
+    """One line per LABEL=GLOB group on `ax`: the mean of `metric` over its runs, min–max band."""
     for i, spec in enumerate(groups):
         label, _, pattern = spec.partition("=")
         dirs = sorted(d for d in glob.glob(pattern) if os.path.exists(os.path.join(d, "metrics.csv")))
@@ -152,6 +155,11 @@ def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False):
             xs2, mean2, _, _ = group_curve(dirs, dotted, xkey)
             if xs2 and mean2 != mean:
                 ax.plot(xs2, mean2, color=color, linestyle=":", linewidth=1)
+
+
+def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False):
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    _draw_groups(ax, groups, metric, xkey, dotted)
     ax.set_xlabel(xkey); ax.set_ylabel(metric + (f" (dotted: {dotted})" if dotted else ""))
     if ylim:
         ax.set_ylim(*ylim)
@@ -160,6 +168,25 @@ def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False):
     ax.grid(alpha=0.3); ax.legend(fontsize=8); fig.tight_layout()
     fig.savefig(out, dpi=120); plt.close(fig)
     return [out]
+
+
+def plot_traces(groups, out, metrics, xkey):
+    """One panel per metric (a λ column, train_loss, sample_test_error, val_nll, ...), log scale for λ."""
+    cols = 2 if len(metrics) > 1 else 1
+    rows = (len(metrics) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        _draw_groups(ax, groups, metric, xkey)
+        if metric.startswith("lambda."):
+            ax.set_yscale("log")
+        ax.set_xlabel(xkey); ax.set_title(metric, fontsize=10); ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout(); fig.savefig(out, dpi=110); plt.close(fig)
+    return [out]
+
+
 def _float(v):
     try:
         return float(v)
@@ -334,6 +361,9 @@ def main():
     c.add_argument("--out", required=True); c.add_argument("--metric", default="test_error")
     c.add_argument("--x", default="epoch"); c.add_argument("--dotted"); c.add_argument("--ylim")
     c.add_argument("--logx", action="store_true")
+    t = sub.add_parser("traces"); t.add_argument("--group", action="append", required=True, help="LABEL=GLOB")
+    t.add_argument("--out", required=True); t.add_argument("--x", default="epoch")
+    t.add_argument("--metrics", default="lambda.fc1.weight,train_loss,sample_test_error,val_nll")
     w = sub.add_parser("sweep"); w.add_argument("dir"); w.add_argument("--out")
     w.add_argument("--param", default="sampler.lr"); w.add_argument("--metric"); w.add_argument("--test")
     w.add_argument("--x", default="step")
@@ -345,6 +375,8 @@ def main():
     elif a.cmd == "curves":
         ylim = tuple(float(v) for v in a.ylim.split(",")) if a.ylim else None
         made = plot_curves(a.group, a.out, a.metric, a.x, a.dotted, ylim, a.logx)
+    elif a.cmd == "traces":
+        made = plot_traces(a.group, a.out, a.metrics.split(","), a.x)
     elif a.cmd == "uncertainty":
         made = plot_uncertainty(a.files, a.out, a.label)
     elif a.cmd == "sweep":

@@ -109,6 +109,22 @@ TEST(Config, TypeAndRangeErrors) {
   EXPECT_NE(m.find("did you mean 'gamma'"), std::string::npos) << m;
   m = error_of([&] { load_config(path, {"data.val_size=-3"}); });
   EXPECT_NE(m.find("data.val_size: must be >= 0"), std::string::npos) << m;
+  m = error_of([&] { load_config(path, {"prior.gibbs_start_steps=-2"}); });
+  EXPECT_NE(m.find("prior.gibbs_start_steps: must be >= 0, got -2"), std::string::npos) << m;
+  m = error_of([&] { load_config(path, {"prior.init=scale"}); });
+  EXPECT_NE(m.find("prior.init"), std::string::npos) << m;
+  // lr_scaling: per_datum only where the step is lr times the gradient.
+  m = error_of([&] { load_config(path, {"sampler.name=psgld", "sampler.lr_scaling=per_datum"}); });
+  EXPECT_NE(m.find(path + ": sampler.lr_scaling: per_datum is defined for sgld, sghmc, sgd and sgd-momentum"),
+            std::string::npos) << m;
+  m = error_of([&] { load_config(path, {"sampler.lr_scaling=per_batch"}); });
+  EXPECT_NE(m.find("sampler.lr_scaling"), std::string::npos) << m;
+  EXPECT_EQ(load_config(path, {"sampler.lr_scaling=per_datum"}).lr_scaling, "per_datum");
+  EXPECT_EQ(load_config(path).lr_scaling, "total");
+  // A cold posterior with a learned λ diverges; with a fixed λ it is allowed.
+  m = error_of([&] { load_config(path, {"sampler.temperature=0.3"}); });
+  EXPECT_NE(m.find(path + ": sampler.temperature: T = 0.3 < 1 with prior.hyperprior: gamma"), std::string::npos) << m;
+  EXPECT_EQ(load_config(path, {"sampler.temperature=0.3", "prior.hyperprior=none"}).prior.hyperprior, "none");
   auto bad = write_config("syntax", "train: {epochs: [1, 2\n");
   m = error_of([&] { load_config(bad); });
   EXPECT_NE(m.find(bad + ": YAML syntax error"), std::string::npos) << m;
@@ -247,13 +263,15 @@ TEST(ConfigDeclarations, SamplerKeysAreWhatTheParserReads) {
     auto p = torch::zeros({3}, torch::requires_grad());
     e.make({ParamGroup({p})}, built, compat::make_generator(torch::kCPU, 1));
     EXPECT_EQ(built.read_keys(), as_set(e.keys)) << e.name;
-    // make_sampler: the same, plus `name` (checked, not read by the sampler).
+    // make_sampler: the same, plus `name` and `lr_scaling` (checked, read by the config, not the sampler).
     OptionMap named("sampler");
     named.set("name", e.name);
     make_sampler(e.name, {ParamGroup({p})}, named, compat::make_generator(torch::kCPU, 1));
     auto keys = as_set(e.keys);
     EXPECT_EQ(named.read_keys(), keys) << e.name;
-    EXPECT_EQ(as_set(sampler_keys(e)), (keys.insert("name"), keys)) << e.name;
+    keys.insert("name");
+    keys.insert("lr_scaling");
+    EXPECT_EQ(as_set(sampler_keys(e)), keys) << e.name;
   }
 }
 

@@ -56,6 +56,28 @@ TEST(Prior, FixedPrecisionIsNotResampled) {
   EXPECT_EQ(prior.precisions()[0], 2.5);
 }
 
+// prior.init: init_scale gives λ_g = n_g/‖θ_g‖² exactly; prior_draw draws λ_g ~ Gamma(α, β) from the
+// generator handed in (the same draw as sample_gamma on an identically seeded generator).
+TEST(Prior, InitialPrecisions) {
+  auto w1 = torch::full({4, 5}, 0.5), w2 = torch::tensor({3.0f, 4.0f});
+  auto gen = compat::make_generator(torch::kCPU, 11);
+  GaussianPrior scaled({{"w1", {w1}}, {"w2", {w2}}}, 1.0, true, 2.0, 3.0);
+  scaled.initialize("init_scale", gen);
+  EXPECT_DOUBLE_EQ(scaled.precisions()[0], 20 / 5.0);  // 20 entries, ‖θ‖² = 20·0.25
+  EXPECT_DOUBLE_EQ(scaled.precisions()[1], 2 / 25.0);
+  GaussianPrior kept({{"w1", {w1}}}, 1.5, true, 2.0, 3.0);
+  kept.initialize("precision", gen);
+  EXPECT_EQ(kept.precisions()[0], 1.5);
+
+  GaussianPrior drawn({{"w1", {w1}}, {"w2", {w2}}}, 1.0, true, 2.0, 3.0);
+  auto g1 = compat::make_generator(torch::kCPU, 21), g2 = compat::make_generator(torch::kCPU, 21);
+  drawn.initialize("prior_draw", g1);
+  auto expect = sample_gamma(torch::full({2}, 2.0, torch::kFloat64), torch::full({2}, 3.0, torch::kFloat64), g2);
+  EXPECT_DOUBLE_EQ(drawn.precisions()[0], expect[0].item<double>());
+  EXPECT_DOUBLE_EQ(drawn.precisions()[1], expect[1].item<double>());
+  EXPECT_NE(drawn.precisions()[0], drawn.precisions()[1]);
+}
+
 TEST(Prior, SameSeedSameDraws) {
   auto w = torch::ones({3});
   GaussianPrior p1({{"w", {w}}}, 1, true, 1, 1), p2({{"w", {w}}}, 1, true, 1, 1);

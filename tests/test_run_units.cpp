@@ -13,6 +13,7 @@
 #include "proc_util.h"
 #include "config/experiment_config.h"
 #include "metrics/predictive_metrics.h"
+#include "metrics/reliability.h"
 #include "train/convergence_trace.h"
 #include "train/divergence_guard.h"
 #include "train/evaluator.h"
@@ -249,6 +250,29 @@ TEST(PredictiveMetrics, CalibrationOnAHandCheckedExample) {
   auto h = [](double q) { return -(q * std::log(q) + (1 - q) * std::log(1 - q)); };
   EXPECT_NEAR(m.at("entropy"), (2 * h(0.9) + h(0.6) + h(0.55)) / 4, 1e-12);
   EXPECT_EQ(m.count("mi"), 0u);  // a point prediction has no epistemic part
+}
+
+// The bins behind that ECE, and the reliability diagram drawn from them: one accuracy bar and one
+// histogram bar per non-empty bin (3 here), the ECE in the header.
+TEST(PredictiveMetrics, CalibrationBinsAndReliabilityDiagram) {
+  auto p = torch::tensor({{0.9, 0.1}, {0.1, 0.9}, {0.6, 0.4}, {0.45, 0.55}}, torch::kFloat64);
+  auto y = torch::tensor({0, 0, 0, 0}, torch::kInt64);
+  const CalibrationBins b = calibration_bins(p, y);
+  ASSERT_EQ(b.count.size(0), 15);
+  EXPECT_EQ(b.count[13].item<double>(), 2);
+  EXPECT_EQ(b.correct[13].item<double>(), 1);
+  EXPECT_NEAR(b.confidence[13].item<double>(), 1.8, 1e-12);
+  EXPECT_EQ(b.count[9].item<double>(), 1);
+  EXPECT_EQ(b.count[8].item<double>(), 1);
+  EXPECT_EQ(b.correct[8].item<double>(), 0);
+  EXPECT_EQ(b.count.sum().item<double>(), 4);
+  const std::string svg = reliability_svg(b, "demo <run>");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("ECE 0.4375 (15 bins, n = 4)"), std::string::npos) << svg;  // (0.8 + 0.4 + 0.55)/4
+  EXPECT_NE(svg.find("demo &lt;run&gt;"), std::string::npos);
+  size_t bars = 0;
+  for (size_t at = svg.find("fill:#4878cf"); at != std::string::npos; at = svg.find("fill:#4878cf", at + 1)) ++bars;
+  EXPECT_EQ(bars, 3u);
 }
 
 TEST(PredictiveMetrics, MutualInformationOfDisagreeingMembers) {

@@ -73,7 +73,7 @@ TEST(Trainer, SgldLearnsTinyProblem) {
   EXPECT_LT(s.values.at("val_error"), 0.05);
   EXPECT_EQ(s.values.at("samples"), 20);   // epochs 11..30, one per epoch
   EXPECT_EQ(s.values.at("steps"), 300);
-  for (const char* f : {"config.yaml", "metrics.csv", "summary.json", "checkpoint.pt", "final.pt"})
+  for (const char* f : {"config.yaml", "metrics.csv", "summary.json", "checkpoint.pt", "final.pt", "reliability.svg"})
     EXPECT_TRUE(fs::exists(fs::path(ro.out_dir) / f)) << f;
   auto summary = slurp(fs::path(ro.out_dir) / "summary.json");
   for (const char* k : {"\"test_error\"", "\"test_nll\"", "\"val_error\"", "\"samples\"", "\"steps\"",
@@ -115,6 +115,62 @@ TEST(Trainer, ResumeEqualsUninterrupted) {
   // final.pt: a dict of tensors (torch.save's format, train/model_io.h).
   const auto fa = read_tensor_dict(dir + "/a/final.pt"), fb = read_tensor_dict(dir + "/b/final.pt");
   for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(fa.at(k), fb.at(k))) << k;
+}
+
+namespace {
+// Column `name` of a metrics.csv, one value per row.
+std::vector<double> metrics_column(const fs::path& p, const std::string& name) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  std::stringstream hs(line);
+  size_t col = 0, i = 0;
+  bool found = false;
+  for (std::string c; std::getline(hs, c, ','); ++i)
+    if (c == name) col = i, found = true;
+  EXPECT_TRUE(found) << name;
+  std::vector<double> out;
+  while (std::getline(in, line)) {
+    std::stringstream ls(line);
+    std::string v;
+    for (size_t j = 0; j <= col; ++j) std::getline(ls, v, ',');
+    out.push_back(std::stod(v));
+  }
+  return out;
+}
+}  // namespace
+
+// sampler.lr_scaling: per_datum with lr = η·N is the paper's parametrisation with lr = η, bit for bit
+// (N = 500 training examples; 0.5/500 rounds to the same double as 1.0e-3).
+TEST(Trainer, PerDatumStepIsThePaperStepTimesN) {
+  auto dir = test_util::temp_dir("trainer_per_datum");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions a;
+  a.out_dir = dir + "/a";
+  a.quiet = true;
+  run_training(tiny_config(dir + "/data", {"train.epochs=12"}), a);
+  RunOptions b = a;
+  b.out_dir = dir + "/b";
+  run_training(tiny_config(dir + "/data", {"train.epochs=12", "sampler.lr=0.5", "sampler.lr_scaling=per_datum"}), b);
+  EXPECT_EQ(metrics_without_timing(dir + "/a/metrics.csv"), metrics_without_timing(dir + "/b/metrics.csv"));
+  EXPECT_DOUBLE_EQ(metrics_column(dir + "/b/metrics.csv", "lr").front(), 1e-3);
+}
+
+// prior.gibbs_start_epochs: λ stays at its initial value until the warm-up ends (epoch 10 of 30,
+// evaluations every 5 epochs), then the Gibbs steps move it; prior.init: init_scale starts it at
+// n/‖θ‖² of the initial weights (fan-in uniform init of 256 inputs: θ² averages 1/(3·256), λ ≈ 768).
+TEST(Trainer, GibbsWarmupAndInitialPrecision) {
+  auto dir = test_util::temp_dir("trainer_gibbs_start");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions a;
+  a.out_dir = dir + "/a";
+  a.quiet = true;
+  run_training(tiny_config(dir + "/data", {"prior.gibbs_start_epochs=10", "prior.init=init_scale"}), a);
+  auto lambda = metrics_column(dir + "/a/metrics.csv", "lambda.fc1.weight");
+  ASSERT_EQ(lambda.size(), 6u);                     // epochs 5, 10, ..., 30
+  EXPECT_NEAR(lambda[0], 768, 768 * 0.05);           // 5120 weights: the sample mean of θ² is within ~2 %
+  EXPECT_EQ(lambda[1], lambda[0]);                   // epoch 10: the warm-up's last step, no Gibbs step yet
+  for (size_t i = 2; i < lambda.size(); ++i) EXPECT_NE(lambda[i], lambda[0]) << i;
 }
 
 TEST(Trainer, RunDirectoryNeverOverwrittenWithoutFlag) {

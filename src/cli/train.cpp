@@ -158,6 +158,8 @@ void print_result(const RunSummary& s) {
     auto it = s.values.find(k);
     if (it != s.values.end() && std::isfinite(it->second)) std::cout << "  " << k << ": " << it->second << "\n";
   }
+  const auto svg = std::filesystem::path(s.run_dir) / "reliability.svg";
+  if (std::filesystem::exists(svg)) std::cout << "  reliability diagram: " << svg.string() << "\n";
 }
 
 }  // namespace

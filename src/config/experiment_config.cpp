@@ -167,8 +167,10 @@ namespace {
 // checks it). The data block's format-specific keys are declared in data/load.cpp (data_formats()).
 const std::vector<std::string> kDataKeys = {"format",    "dir", "val_size",    "train_limit", "test_limit",
                                             "normalize", "ood", "ood_classes", "ood_dir"};
-const std::vector<std::string> kPriorKeys = {"precision", "hyperprior", "alpha", "beta",
-                                             "gibbs_every_epochs", "gibbs_every_steps", "groups"};
+const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior",         "alpha",
+                                             "beta",              "init",               "gibbs_every_epochs",
+                                             "gibbs_every_steps", "gibbs_start_epochs", "gibbs_start_steps",
+                                             "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "threads",
                                              "fused", "tf32", "graph"};
@@ -295,6 +297,13 @@ void read_prior(const OptionMap& p, PriorConfig& prior) {
   check_nonneg_int(p.context() + ".gibbs_every_epochs", prior.gibbs_every_epochs);
   prior.gibbs_every_steps = p.get_int("gibbs_every_steps", 0);
   check_nonneg_int(p.context() + ".gibbs_every_steps", prior.gibbs_every_steps);
+  prior.gibbs_start_epochs = p.get_int("gibbs_start_epochs", 0);
+  check_nonneg_int(p.context() + ".gibbs_start_epochs", prior.gibbs_start_epochs);
+  prior.gibbs_start_steps = p.get_int("gibbs_start_steps", -1);
+  if (prior.gibbs_start_steps < -1)
+    throw std::invalid_argument(p.context() + ".gibbs_start_steps: must be >= 0, got " +
+                                std::to_string(prior.gibbs_start_steps));
+  prior.init = p.get_choice("init", "precision", {"precision", "prior_draw", "init_scale"});
   prior.groups = p.get_string("groups", "per_tensor");
   prior.group_patterns.clear();
   if (prior.groups == "per_tensor" || prior.groups == "single" || prior.groups == "model") return;
@@ -357,6 +366,14 @@ ModelOptions check_plugin_values(const Plugins& p, std::map<std::string, OptionM
   return model;
 }
 
+std::string read_lr_scaling(const OptionMap& sampler, const SamplerEntry& entry) {
+  const std::string scaling = sampler.get_choice("lr_scaling", "total", {"total", "per_datum"});
+  if (scaling == "per_datum" && !entry.lr_per_datum)
+    throw std::invalid_argument(sampler.context() + ".lr_scaling: per_datum is defined for sgld, sghmc, sgd and "
+                                "sgd-momentum (a step of lr times the gradient), not for " + entry.name);
+  return scaling;
+}
+
 // Phase 2, last: checks across fields and blocks, once every single value is known to be valid.
 void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, const Plugins& p,
                         const OptionMap& train_block) {
@@ -369,6 +386,12 @@ void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, co
     fail(src, "chains: parallel chains are available for model.name: mlp only (got " + model.name + ")");
   if (c.chains > 0 && model.mlp.sample_noise)
     fail(src, "model.noise_prior: gamma is not available with parallel chains (use fixed)");
+  // exp(−U/T) with a Gamma hyperprior on λ: in directions the data do not constrain, θ's scale is
+  // T/λ, the Gibbs step answers λ/T, and λ grows geometrically (the tempered joint is improper in λ).
+  if (c.prior.hyperprior == "gamma" && c.sampler.has("temperature") && c.sampler.get_double("temperature", 1) < 1)
+    fail(src, "sampler.temperature: T = " + c.sampler.get_string("temperature", "") +
+                  " < 1 with prior.hyperprior: gamma has no stationary distribution (λ grows without bound; "
+                  "docs/uncertainty.md); fix λ with prior.hyperprior: none");
   if (c.chains > 1 && (p.sampler->name == "sgnht" || p.sampler->name == "hmc"))
     fail(src, "chains: sampler " + p.sampler->name +
                   " couples all parameters (one thermostat / one accept step); use an elementwise "
@@ -396,6 +419,7 @@ ExperimentConfig build_config(RawConfig raw) {
   read_output(b["output"], c.output);
   c.distributed = parse_distributed_options(b["distributed"]);
   const ModelOptions model = check_plugin_values(plugins, b, src);
+  c.lr_scaling = read_lr_scaling(b["sampler"], *plugins.sampler);
   c.model = b["model"];
   c.sampler = b["sampler"];
   c.schedule = b["schedule"];

@@ -66,6 +66,12 @@ struct PriorConfig {
   double alpha = 1.0, beta = 1.0;  // Gamma(α, β) hyperprior (rate β)
   int64_t gibbs_every_epochs = 1;  // Gibbs step for the λ's every E epochs ...
   int64_t gibbs_every_steps = 0;   // ... or every K steps (takes precedence when > 0)
+  int64_t gibbs_start_epochs = 0;  // a warm-up: no Gibbs step in the first E epochs (λ at its initial value) ...
+  int64_t gibbs_start_steps = -1;  // ... or the first K steps (>= 0 takes precedence)
+  // The initial λ_g: precision (prior.precision for every group) | prior_draw (a draw from the
+  // Gamma(α, β) hyperprior per group) | init_scale (n_g / ‖θ_g‖² at initialisation: the precision
+  // under which the initial weights are typical).
+  std::string init = "precision";
   std::string groups = "per_tensor";  // per_tensor (App. H.1) | single | model (the model's prior_groups())
                                       // | patterns (group_patterns, from a mapping prior.groups: {name: glob})
   // prior.groups: {conv: "*conv*.weight", biases: "*.bias", rest: "*"}: (group, pattern) in order;
@@ -106,6 +112,10 @@ struct ExperimentConfig {
   OptionMap model{"model"};
   PriorConfig prior;
   OptionMap sampler{"sampler"};
+  // sampler.lr_scaling: total (the papers': lr multiplies ∇Ũ = (N/n)Σ∇ℓ + ∇prior) | per_datum (the
+  // step is lr/N, i.e. lr multiplies the mean per-datum gradient, so a config carries over to another
+  // N). For the samplers with SamplerEntry::lr_per_datum.
+  std::string lr_scaling = "total";
   OptionMap schedule{"schedule"};
   TrainConfig train;
   OutputConfig output;

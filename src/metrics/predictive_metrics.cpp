@@ -6,27 +6,22 @@ namespace sgmcmc {
 
 namespace {
 
-constexpr int64_t kCalibrationBins = 15;
 constexpr double kZ50 = 0.6744897501960817;  // Φ⁻¹(0.75)
 constexpr double kZ90 = 1.6448536269514722;  // Φ⁻¹(0.95)
 
 void classification_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, std::map<std::string, double>& m) {
   auto p = pr.mean.to(torch::kFloat64);
   auto pred = p.argmax(1);
-  auto conf = p.amax(1);
-  auto correct = pred.eq(targets).to(torch::kFloat64);
   const double n = static_cast<double>(p.size(0));
   m["error"] = pred.ne(targets).to(torch::kFloat64).mean().item<double>();
   auto py = p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300);
   m["nll"] = -py.log().mean().item<double>();
   auto onehot = torch::zeros_like(p).scatter_(1, targets.unsqueeze(1), 1.0);
   m["brier"] = (p - onehot).square().sum(1).mean().item<double>();
-  auto bin = (conf * kCalibrationBins).floor().clamp(0, kCalibrationBins - 1).to(torch::kInt64);
-  auto zeros = torch::zeros({kCalibrationBins}, p.options());
-  auto count = zeros.index_add(0, bin, torch::ones_like(conf));
-  auto gap = (zeros.index_add(0, bin, correct) - zeros.index_add(0, bin, conf)).abs();  // |Σ acc − Σ conf| per bin
+  const CalibrationBins b = calibration_bins(p, targets);
+  auto gap = (b.correct - b.confidence).abs();  // |Σ acc − Σ conf| per bin
   m["ece"] = gap.sum().item<double>() / n;
-  m["mce"] = (gap / count.clamp_min(1)).masked_select(count.gt(0)).max().item<double>();
+  m["mce"] = (gap / b.count.clamp_min(1)).masked_select(b.count.gt(0)).max().item<double>();
   auto h = entropy_of(p);
   m["entropy"] = h.mean().item<double>();
   if (pr.expected_entropy.defined()) m["mi"] = (h - pr.expected_entropy.to(torch::kFloat64)).mean().item<double>();
@@ -49,6 +44,16 @@ void regression_metrics(const PredictiveSummary& pr, const torch::Tensor& target
 }
 
 }  // namespace
+
+CalibrationBins calibration_bins(const torch::Tensor& probs, const torch::Tensor& targets, int64_t bins) {
+  auto p = probs.to(torch::kFloat64);
+  auto conf = p.amax(1);
+  auto correct = p.argmax(1).eq(targets).to(torch::kFloat64);
+  auto bin = (conf * bins).floor().clamp(0, bins - 1).to(torch::kInt64);
+  auto zeros = torch::zeros({bins}, p.options());
+  return {zeros.index_add(0, bin, torch::ones_like(conf)), zeros.index_add(0, bin, correct),
+          zeros.index_add(0, bin, conf)};
+}
 
 double auroc(const torch::Tensor& pos, const torch::Tensor& neg) {
   const int64_t np = pos.numel(), nn = neg.numel();

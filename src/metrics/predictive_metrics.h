@@ -47,6 +47,13 @@ std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction
 // Scores: the entropy H(p̄) (keys ood_auroc_entropy, ood_aupr_entropy) and, when both have several
 // members (expected_entropy), the mutual information H(p̄) − E_m H(p_m) (ood_auroc_mi, ood_aupr_mi;
 // NaN otherwise). Empty when either predictive is undefined.
+// Top-label calibration bins (equal width on [0, 1], conf = max_k p_k): per bin the count, the sum
+// of correct indicators and the sum of confidences (float64, [bins]). ECE = Σ|correct − confidence|/n.
+struct CalibrationBins {
+  torch::Tensor count, correct, confidence;
+};
+CalibrationBins calibration_bins(const torch::Tensor& probs, const torch::Tensor& targets, int64_t bins = 15);
+
 std::map<std::string, double> ood_metrics(const PredictiveSummary& in, const PredictiveSummary& ood);
 double auroc(const torch::Tensor& positive_scores, const torch::Tensor& negative_scores);
 double average_precision(const torch::Tensor& positive_scores, const torch::Tensor& negative_scores);

@@ -50,11 +50,9 @@ void GaussianPrior::add_grad() const {
     }
 }
 
-void GaussianPrior::gibbs_step(at::Generator& gen) {
-  if (!learn_ || groups_.empty()) return;
+torch::Tensor GaussianPrior::squared_norms() const {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> sq;
-  std::vector<double> shape;
   for (const auto& g : groups_) {
     torch::Tensor s;
     for (const auto& p : g.params) {
@@ -62,17 +60,39 @@ void GaussianPrior::gibbs_step(at::Generator& gen) {
       s = s.defined() ? s + t : t;
     }
     sq.push_back(s.defined() ? s : torch::zeros({}, torch::kFloat64));
-    shape.push_back(alpha_ + 0.5 * static_cast<double>(g.numel()));
   }
   for (auto& t : sq) t = t.to(sq.front().device());
-  auto sq_t = torch::stack(sq).cpu();  // one host transfer for all groups
+  return torch::stack(sq).cpu();  // one host transfer for all groups
+}
+
+void GaussianPrior::set_from_draw(const std::vector<double>& shape, const torch::Tensor& rate, at::Generator& gen) {
   // Gamma draws on the generator's device (a CUDA generator draws on the GPU).
   auto dev = gen.device();
-  auto shape_t = torch::tensor(shape, torch::kFloat64).to(dev);
-  auto rate_t = (sq_t * 0.5 + beta_).to(dev);
-  auto draw = sample_gamma(shape_t, rate_t, gen).cpu();
+  auto draw = sample_gamma(torch::tensor(shape, torch::kFloat64).to(dev), rate.to(dev), gen).cpu();
   auto acc = draw.accessor<double, 1>();
   for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = std::max(acc[g], 1e-300);
+  sync_device_lambda();
+}
+
+void GaussianPrior::gibbs_step(at::Generator& gen) {
+  if (!learn_ || groups_.empty()) return;
+  std::vector<double> shape;
+  for (const auto& g : groups_) shape.push_back(alpha_ + 0.5 * static_cast<double>(g.numel()));
+  set_from_draw(shape, squared_norms() * 0.5 + beta_, gen);
+}
+
+void GaussianPrior::initialize(const std::string& how, at::Generator& gen) {
+  if (groups_.empty() || how == "precision") return;
+  if (how == "prior_draw") {
+    set_from_draw(std::vector<double>(groups_.size(), alpha_),
+                  torch::full({static_cast<int64_t>(groups_.size())}, beta_, torch::kFloat64), gen);
+    return;
+  }
+  if (how != "init_scale") throw std::invalid_argument("prior.init: unknown '" + how + "'");
+  auto sq = squared_norms();
+  auto acc = sq.accessor<double, 1>();
+  for (size_t g = 0; g < groups_.size(); ++g)
+    lambda_[g] = acc[g] > 0 ? static_cast<double>(groups_[g].numel()) / acc[g] : lambda_[g];
   sync_device_lambda();
 }
 

@@ -36,6 +36,10 @@ class GaussianPrior {
   void add_grad() const;
   // Resamples every λ_g from its conditional (no-op if not learned). One host sync.
   void gibbs_step(at::Generator& gen);
+  // The initial λ's (prior.init): "precision" keeps the constructor's value; "prior_draw" draws each
+  // λ_g from the hyperprior Gamma(α, β) (from `gen`); "init_scale" sets λ_g = n_g / ‖θ_g‖² at the
+  // current θ (a group of zeros keeps its λ). Call before the first step.
+  void initialize(const std::string& how, at::Generator& gen);
 
   const std::vector<PriorGroup>& groups() const { return groups_; }
   const std::vector<double>& precisions() const { return lambda_; }
@@ -48,6 +52,9 @@ class GaussianPrior {
 
  private:
   void sync_device_lambda();  // lambda_dev_ := lambda_
+  torch::Tensor squared_norms() const;  // ‖θ_g‖² per group, float64 on the CPU (one host transfer)
+  // λ_g := a draw from Gamma(shape_g, rate_g), drawn on `gen`'s device.
+  void set_from_draw(const std::vector<double>& shape, const torch::Tensor& rate, at::Generator& gen);
 
   std::vector<PriorGroup> groups_;
   std::vector<double> lambda_;

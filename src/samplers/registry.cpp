@@ -153,19 +153,24 @@ SamplerEntry entry(std::string name, bool is_sampler, std::string summary, std::
   return e;
 }
 
+SamplerEntry per_datum(SamplerEntry e) {
+  e.lr_per_datum = true;
+  return e;
+}
+
 }  // namespace
 
 const std::vector<SamplerEntry>& sampler_registry() {
   // The keys of each sampler's `sampler:` block besides `name`: exactly what its parse_*_options
   // reads (tests/test_config.cpp checks this against the parsers).
   static const std::vector<SamplerEntry> registry = {
-      entry<Sgld>("sgld", true, "stochastic gradient Langevin dynamics (Welling & Teh 2011)",
-                  {"lr", "temperature"}, parse_sgld_options),
+      per_datum(entry<Sgld>("sgld", true, "stochastic gradient Langevin dynamics (Welling & Teh 2011)",
+                  {"lr", "temperature"}, parse_sgld_options)),
       entry<Psgld>("psgld", true, "preconditioned SGLD, RMSprop preconditioner (Li et al. 2016)",
                    {"lr", "temperature", "alpha", "eps"}, parse_psgld_options),
-      entry<Sghmc>("sghmc", true, "stochastic gradient HMC with friction, euler|ssi (Chen, Fox & Guestrin 2014)",
+      per_datum(entry<Sghmc>("sghmc", true, "stochastic gradient HMC with friction, euler|ssi (Chen, Fox & Guestrin 2014)",
                    {"lr", "alpha", "noise_estimate", "beta_hat", "fisher_decay", "integrator", "temperature"},
-                   parse_sghmc_options),
+                   parse_sghmc_options)),
       entry<SghmcNaive>("sghmc-naive", true, "naive SGHMC without friction (negative control; Chen et al. 2014 §3.1)",
                         {"lr", "resample_every", "temperature"}, parse_sghmc_naive_options),
       entry<Hmc>("hmc", true, "exact HMC, leapfrog + Metropolis-Hastings on full gradients (needs a closure)",
@@ -178,9 +183,9 @@ const std::vector<SamplerEntry>& sampler_registry() {
                    {"lr", "sigma", "eps", "data_size", "friction", "burnin", "anneal_a", "anneal_gamma",
                     "precond_term", "integrator", "temperature"},
                    parse_santa_options),
-      entry<Sgd>("sgd", false, "stochastic gradient descent", {"lr"}, parse_sgd_options),
-      entry<SgdMomentum>("sgd-momentum", false, "SGD with (Nesterov) momentum", {"lr", "momentum", "nesterov"},
-                         parse_sgd_momentum_options),
+      per_datum(entry<Sgd>("sgd", false, "stochastic gradient descent", {"lr"}, parse_sgd_options)),
+      per_datum(entry<SgdMomentum>("sgd-momentum", false, "SGD with (Nesterov) momentum",
+                                   {"lr", "momentum", "nesterov"}, parse_sgd_momentum_options)),
       entry<Rmsprop>("rmsprop", false, "RMSprop (Tieleman & Hinton 2012)", {"lr", "alpha", "eps"},
                      parse_rmsprop_options),
       entry<Adam>("adam", false, "Adam (Kingma & Ba 2015)", {"lr", "beta1", "beta2", "eps"}, parse_adam_options),
@@ -201,7 +206,7 @@ const SamplerEntry& find_sampler(const std::string& name, const OptionMap& optio
 }
 
 std::vector<std::string> sampler_keys(const SamplerEntry& entry) {
-  std::vector<std::string> keys = {"name"};
+  std::vector<std::string> keys = {"name", "lr_scaling"};
   keys.insert(keys.end(), entry.keys.begin(), entry.keys.end());
   return keys;
 }

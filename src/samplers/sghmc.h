@@ -28,6 +28,12 @@
 // empirical-Fisher diagonal. It is an approximation: successive gradients are taken at different θ,
 // so V̂ also contains the variation of the true gradient along the trajectory (an overestimate
 // of O(η) when the chain moves slowly), and it is noisy; the clamp at 0 keeps the noise real.
+//
+// Step-size parametrisation (the trainer's sampler.lr_scaling; this class always receives η):
+//   total (000's, the default): lr = η, the step on ∇Ũ = (N/n)Σ_batch∇ℓ_i + ∇(−log p(θ)).
+//   per_datum: lr = η·N. Then v ← (1−α)v − lr·(mean_batch ∇ℓ_i + ∇(−log p)/N) + N(0, 2α·lr·T/N):
+//   the drift is SGD-momentum's with learning rate lr and momentum 1−α on the mean loss, the same
+//   for every N, and the noise variance shrinks as 1/N. App. H.1's η = 2e-6 at N = 50,000 is lr = 0.1.
 #pragma once
 
 #include <torch/arg.h>

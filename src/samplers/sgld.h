@@ -3,6 +3,9 @@
 // M. Welling and Y. W. Teh, "Bayesian learning via stochastic gradient Langevin dynamics",
 // ICML 2011; step-size form as in C. Chen, "Large-scale Bayesian learning with SG-MCMC" (001),
 // Algorithm 1. Welling & Teh's step ε equals 2η here.
+// Step-size parametrisation (the trainer's sampler.lr_scaling; this class always receives η):
+// total (the default): lr = η on ∇Ũ = (N/n)Σ_batch∇ℓ_i + ∇(−log p(θ)); per_datum: lr = η·N, a step
+// of lr on the mean per-datum loss (as SGD's learning rate), with noise variance 2·lr·T/N.
 #pragma once
 
 #include <torch/arg.h>

@@ -25,6 +25,7 @@ RunPlan make_run_plan(const ExperimentConfig& cfg, int64_t train_size, bool coll
   p.thin = cfg.train.thin > 0 ? cfg.train.thin : spe;
   p.eval_every = cfg.train.eval_every_steps > 0 ? cfg.train.eval_every_steps : cfg.train.eval_every * spe;
   p.gibbs_every = cfg.prior.gibbs_every_steps > 0 ? cfg.prior.gibbs_every_steps : cfg.prior.gibbs_every_epochs * spe;
+  p.gibbs_start = cfg.prior.gibbs_start_steps >= 0 ? cfg.prior.gibbs_start_steps : cfg.prior.gibbs_start_epochs * spe;
   return p;
 }
 

@@ -17,13 +17,14 @@ struct RunPlan {
   int64_t thin = 1;             // steps between averaged samples
   int64_t eval_every = 1;       // steps between evaluations
   int64_t gibbs_every = 0;      // steps between Gibbs steps (0 = never)
+  int64_t gibbs_start = 0;      // Gibbs steps only after this many steps (prior.gibbs_start_*: a warm-up)
   bool collects_samples = true; // samplers average a posterior predictive; optimizers do not
 
   // N/n: the minibatch likelihood's scale in Ũ = (N/n)·nll(batch) + prior.
   double grad_scale() const { return static_cast<double>(train_size) / static_cast<double>(batch_size); }
   double epoch(int64_t step) const { return static_cast<double>(step) / static_cast<double>(steps_per_epoch); }
 
-  bool gibbs_due(int64_t step) const { return gibbs_every > 0 && step % gibbs_every == 0; }
+  bool gibbs_due(int64_t step) const { return gibbs_every > 0 && step > gibbs_start && step % gibbs_every == 0; }
   bool sample_due(int64_t step) const {
     return collects_samples && step > burn_in_steps && (step - burn_in_steps) % thin == 0;
   }

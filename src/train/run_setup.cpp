@@ -74,7 +74,10 @@ RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_s
   s.prior = std::make_unique<GaussianPrior>(std::move(groups), cfg.prior.precision,
                                             is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha,
                                             cfg.prior.beta);
+  s.prior->initialize(cfg.prior.init, s.gen_cpu);
   s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);
+  // lr_scaling: per_datum: the configured lr is per datum, the sampler's step is lr/N.
+  if (cfg.lr_scaling == "per_datum") s.sampler->set_lr(s.sampler->lr() / static_cast<double>(s.plan.train_size));
   s.schedule = with_source(cfg.source, [&] {
     auto schedule = make_schedule(cfg.schedule, s.sampler->lr(), s.plan.total_steps, s.plan.steps_per_epoch);
     cfg.schedule.check_all_used();

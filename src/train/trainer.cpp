@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "metrics/reliability.h"
 #include "runtime/cpu.h"
 #include "train/training_run.h"
 #include "util/signals.h"
@@ -247,7 +248,22 @@ RunSummary TrainingRun::finish(Stop stop, int signal) {
   if (stop == Stop::kStepLimit) checkpoint(/*force=*/false);
   if (stop == Stop::kFinished && last_.empty()) evaluate(false);  // resumed at the very end
   if (dist_.writes_parameters()) dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
+  if (eval_.classification() && (dir_.writes_run_files() || dist_.chains_across_ranks())) {
+    const torch::Tensor reported = reported_test_prediction();  // chains mode: a collective, on every rank
+    if (dir_.writes_run_files())
+      write_reliability_svg(dir_.file("reliability.svg").string(), reported, data_.test.targets,
+                            cfg_.name + ": " + cfg_.sampler_name() + ", test set");
+  }
   return write_summary(stop == Stop::kFinished, nlohmann::ordered_json::object());
+}
+
+// The test prediction the run reports: the averaged predictive (samplers, after burn-in), else the
+// current iterate (its members' mean for an ensemble).
+torch::Tensor TrainingRun::reported_test_prediction() {
+  if (predictive_.count() > 0 && predictive_.has("test"))  // every rank's chains in chains mode
+    return (dist_.chains_across_ranks() ? predictive_.all_ranks(dist_.comm()) : predictive_).mean("test");
+  if (model_.chains() > 1) return members_of(eval_, model_, data_.test).mean;
+  return eval_.predict(model_, data_.test);
 }
 
 std::map<std::string, double> TrainingRun::state_scalars() const {

@@ -57,6 +57,7 @@ class TrainingRun {
   // The scalars saved with a sample or final.pt: step, the prior precisions, τ.
   std::map<std::string, double> state_scalars() const;
   Metrics ood_row(int64_t samples, const PredictiveSummary& current_test, const PosteriorPredictive& predictive);
+  torch::Tensor reported_test_prediction();
 
   RunSetup s_;
   DistributedRun dist_;
