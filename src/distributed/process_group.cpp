@@ -168,8 +168,14 @@ class GlooCommunicator final : public Communicator {
   void join(const DistributedOptions& o) {
     const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
     c10::intrusive_ptr<::c10d::Store> store;
+    // A process that joins again (k-fold: one run per fold) must not meet the keys or the file of
+    // the previous group, which other ranks may still be leaving: each group of a process gets its
+    // own key prefix and FileStore file (every rank counts its groups alike).
+    static int generation = 0;
+    const std::string gen = std::to_string(generation++);
     if (!o.file_store_path().empty()) {
-      store = c10::make_intrusive<::c10d::FileStore>(o.file_store_path(), env_.world_size);
+      const std::string path = gen == "0" ? o.file_store_path() : o.file_store_path() + "." + gen;
+      store = c10::make_intrusive<::c10d::FileStore>(path, env_.world_size);
     } else {
       ::c10d::TCPStoreOptions so;
       so.port = static_cast<std::uint16_t>(env_.master_port);
@@ -180,7 +186,7 @@ class GlooCommunicator final : public Communicator {
       store = c10::make_intrusive<::c10d::TCPStore>(env_.master_addr, so);
     }
     store->setTimeout(timeout);
-    auto prefixed = c10::make_intrusive<::c10d::PrefixStore>("sgmcmc", store);
+    auto prefixed = c10::make_intrusive<::c10d::PrefixStore>("sgmcmc/" + gen, store);
     auto opts = ::c10d::ProcessGroupGloo::Options::create(timeout);
     opts->devices.push_back(make_device());
     pg_ = c10::make_intrusive<::c10d::ProcessGroupGloo>(prefixed, env_.rank, env_.world_size, opts);
