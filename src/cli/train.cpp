@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/launch_ranks.h"
 #include "config/experiment_config.h"
 #include "data/kfold.h"
 #include "train/trainer.h"
@@ -69,14 +70,16 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
                                          "wall_seconds"};
   std::map<std::string, std::vector<double>> per_fold;
   bool finished = true;
+  int rank = 0;  // a distributed run: rank 0 writes the aggregate
   for (int64_t k = 0; k < folds; ++k) {
     auto all = sets;
     all.push_back("data.fold=" + std::to_string(k));
     RunOptions fo = ro;
     fo.out_dir = (dir / ("fold" + std::to_string(k))).string();
-    if (!ro.quiet) std::cout << "== fold " << k << "/" << folds << " -> " << fo.out_dir << std::endl;
+    if (!ro.quiet && rank == 0) std::cout << "== fold " << k << "/" << folds << " -> " << fo.out_dir << std::endl;
     RunSummary s = run_training(load_config(config_path, all), fo);
     finished = finished && s.finished;
+    rank = s.rank;
     for (const auto& key : keys) {
       auto it = s.values.find(key);
       per_fold[key].push_back(it == s.values.end() ? NAN : it->second);
@@ -91,6 +94,7 @@ int run_all_folds(const std::string& config_path, const std::vector<std::string>
     js[key + "_std"] = m.std;
     js[key + "_folds"] = v;
   }
+  if (rank != 0) return 0;
   std::filesystem::create_directories(dir);
   write_json_file((dir / "summary.json").string(), js);
   auto rm = mean_std(per_fold["test_rmse"]);
@@ -115,6 +119,8 @@ cxxopts::Options train_options() {
       ("stop-after", "stop after this many steps, with a checkpoint (for testing --resume)",
        cxxopts::value<int64_t>())
       ("q,quiet", "no per-evaluation lines or progress")
+      ("nproc", "start N local ranks of this command (RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT; "
+                "see docs/distributed.md) and wait for them", cxxopts::value<int>())
       ("h,help", "show this help");
   options.parse_positional({"config"});
   return options;
@@ -129,6 +135,20 @@ ExperimentConfig resume_config(const cxxopts::ParseResult& r, const std::vector<
   std::string cfg = (std::filesystem::path(ro.out_dir) / "config.yaml").string();
   if (!std::filesystem::exists(cfg)) throw std::invalid_argument(ro.out_dir + ": not a run directory (no config.yaml)");
   return load_config(cfg, sets);
+}
+
+// The train command's arguments (argv[0] = "train") without --nproc N / --nproc=N.
+std::vector<std::string> without_nproc(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
+  }
+  return out;
 }
 
 void print_result(const RunSummary& s) {
@@ -153,6 +173,7 @@ int cmd_train(int argc, char** argv) {
       return 0;
     }
     reject_extra(r);
+    if (r.count("nproc")) return launch_local_ranks(r["nproc"].as<int>(), without_nproc(argc, argv));
     std::vector<std::string> sets;
     if (r.count("set")) sets = assignments(r["set"].as<std::vector<std::string>>());
     RunOptions ro;
@@ -161,7 +182,7 @@ int cmd_train(int argc, char** argv) {
     if (r.count("stop-after")) ro.stop_after_steps = r["stop-after"].as<int64_t>();
     if (r.count("resume")) {
       RunSummary s = run_training(resume_config(r, sets, ro), ro);
-      if (!ro.quiet) print_result(s);
+      if (!ro.quiet && s.rank == 0) print_result(s);
       return 0;
     }
     if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
@@ -173,7 +194,7 @@ int cmd_train(int argc, char** argv) {
       return run_all_folds(r["config"].as<std::string>(), sets, config, ro);
     }
     RunSummary s = run_training(config, ro);
-    if (!ro.quiet) print_result(s);
+    if (!ro.quiet && s.rank == 0) print_result(s);
     return 0;
   });
 }

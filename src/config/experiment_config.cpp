@@ -15,7 +15,8 @@
 namespace sgmcmc {
 namespace {
 
-const std::vector<std::string> kBlocks = {"data", "model", "prior", "sampler", "schedule", "train", "output"};
+const std::vector<std::string> kBlocks = {"data",  "model", "prior",  "sampler",
+                                          "schedule", "train", "output", "distributed"};
 const std::vector<std::string> kTopLevel = {"name", "seed", "device", "chains"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
@@ -184,6 +185,7 @@ const std::vector<std::string>& typed_block_keys(const std::string& block) {
   if (block == "prior") return kPriorKeys;
   if (block == "train") return kTrainKeys;
   if (block == "output") return kOutputKeys;
+  if (block == "distributed") return distributed_keys();
   return none;
 }
 
@@ -221,6 +223,7 @@ Plugins check_keys(std::map<std::string, OptionMap>& b, const std::string& src) 
   b["schedule"].check_known(p.schedule->keys);
   b["train"].check_known(kTrainKeys);
   b["output"].check_known(kOutputKeys);
+  b["distributed"].check_known(distributed_keys());
   return p;
 }
 
@@ -414,6 +417,7 @@ ExperimentConfig build_config(RawConfig raw) {
   read_prior(b["prior"], c.prior);
   read_train(b["train"], c.train, src);
   read_output(b["output"], c.output);
+  c.distributed = parse_distributed_options(b["distributed"]);
   const ModelOptions model = check_plugin_values(plugins, b, src);
   c.lr_scaling = read_lr_scaling(b["sampler"], *plugins.sampler);
   c.model = b["model"];
@@ -425,6 +429,7 @@ ExperimentConfig build_config(RawConfig raw) {
   c.typed_blocks["prior"] = b["prior"];
   c.typed_blocks["train"] = b["train"];
   c.typed_blocks["output"] = b["output"];
+  c.typed_blocks["distributed"] = b["distributed"];
   return c;
 }
 
@@ -460,6 +465,8 @@ std::string to_yaml(const ExperimentConfig& c) {
   block("schedule", c.schedule);
   typed("train");
   typed("output");
+  if (auto it = c.typed_blocks.find("distributed"); it != c.typed_blocks.end() && !it->second.values().empty())
+    typed("distributed");  // only when the config has the block: single-process configs stay as they were
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

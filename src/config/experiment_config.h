@@ -13,6 +13,7 @@
 //   schedule: {type: constant | polynomial | step | cyclical, ...}   -> OptionMap (samplers/schedules)
 //   train:    {epochs: 800, burn_in: 50, batch_size: 500, ...}       -> TrainConfig
 //   output:   {dir: ..., save_samples: false, checkpoint: true}      -> OutputConfig
+//   distributed: {mode: chains | data, init: env, timeout_s: 300}   -> DistributedOptions
 // Only src/config/ includes yaml-cpp. YAML sequences become comma-separated strings ("100,100").
 //
 // build_config checks a config in three phases, so that the first error reported is the real one:
@@ -38,6 +39,7 @@
 #include "data/kfold.h"
 #include "data/ood.h"
 #include "data/tensors.h"
+#include "distributed/distributed_options.h"
 
 namespace sgmcmc {
 
@@ -117,7 +119,8 @@ struct ExperimentConfig {
   OptionMap schedule{"schedule"};
   TrainConfig train;
   OutputConfig output;
-  // The parsed blocks "" (top level), "prior", "train", "output" with their keys marked used (for to_yaml).
+  DistributedOptions distributed;  // used when launched with WORLD_SIZE > 1 (src/distributed)
+  // The parsed blocks "" (top level), "prior", "train", "output", "distributed" with their keys marked used (for to_yaml).
   std::map<std::string, OptionMap> typed_blocks;
 
   std::string sampler_name() const;

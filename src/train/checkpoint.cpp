@@ -30,11 +30,11 @@ void TrainingRun::save_checkpoint() const {
   batches_.save(ar);
   predictive_.save(ar);
   trace_.save(ar);
+  if (dist_.active()) ar.write("world_size", torch::tensor(static_cast<int64_t>(dist_.world_size())), true);
   dir_.write_checkpoint([&](const std::string& tmp) { ar.save_to(tmp); });
 }
 
-void TrainingRun::load_checkpoint() {
-  const std::string file = dir_.checkpoint_path().string();
+void TrainingRun::load_checkpoint(const std::string& file) {
   torch::serialize::InputArchive ar;
   try {
     ar.load_from(file, s_.dm.device);
@@ -42,6 +42,11 @@ void TrainingRun::load_checkpoint() {
     std::string what = ex.what_without_backtrace();
     throw std::invalid_argument(file + ": not a readable checkpoint (" + what.substr(0, what.find('\n')) + ")");
   }
+  torch::Tensor world;  // written by distributed runs only
+  const int64_t written_by = ar.try_read("world_size", world, true) ? world.item<int64_t>() : 1;
+  if (written_by != dist_.world_size())
+    throw std::invalid_argument(file + ": the checkpoint was written by " + std::to_string(written_by) +
+                                " process(es) and this run has world size " + std::to_string(dist_.world_size()));
   load_model(ar, model_, "model.", file);
   torch::serialize::InputArchive sa;
   ar.read("sampler", sa);
@@ -95,8 +100,12 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   v["chains"] = static_cast<double>(model_.chains());
   v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)
   for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
-  if (s_.sampler->is_sampler())
-    for (const auto& [k, x] : trace_.diagnostics()) v[k] = x;  // split-R̂ and ESS over the thinned samples
+  if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
+    for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
+  if (dist_.active()) {
+    v["world_size"] = dist_.world_size();
+    v["chains_all_ranks"] = static_cast<double>(std::max<int64_t>(model_.chains(), 1) * (dist_.data_parallel() ? 1 : dist_.world_size()));
+  }
   return v;
 }
 
@@ -104,6 +113,7 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   RunSummary summary;
   summary.run_dir = dir_.path().string();
   summary.finished = finished;
+  summary.rank = dist_.rank();
   summary.values = summary_values();
   nlohmann::ordered_json j = {{"name", cfg_.name},
                               {"sampler", cfg_.sampler_name()},
@@ -111,6 +121,7 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
                               {"runtime", runtime_description()},
                               {"seed", cfg_.seed},
                               {"finished", finished}};
+  if (dist_.active()) j["distributed_mode"] = cfg_.distributed.mode;
   for (const auto& [k, x] : status.items()) j[k] = x;
   for (const auto& [k, x] : summary.values) j[k] = x;  // non-finite numbers are written as null
   dir_.write_summary(j);

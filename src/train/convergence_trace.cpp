@@ -29,6 +29,17 @@ std::map<std::string, double> ConvergenceTrace::diagnostics() const {
   return v;
 }
 
+ConvergenceTrace ConvergenceTrace::all_ranks(Communicator& comm) const {
+  if (!comm.distributed() || loglik_.empty()) return *this;  // every rank has the same number of samples
+  auto side_by_side = [&](const std::vector<torch::Tensor>& per_sample) {
+    return torch::cat(comm.all_gather(torch::stack(per_sample)), /*dim=*/1).unbind(0);
+  };
+  ConvergenceTrace out;
+  out.loglik_ = side_by_side(loglik_);
+  out.weights_ = side_by_side(weights_);
+  return out;
+}
+
 void ConvergenceTrace::save(torch::serialize::OutputArchive& ar) const {
   if (!loglik_.empty()) ar.write("trace_ll", torch::stack(loglik_), true);
   if (!weights_.empty()) ar.write("trace_w", torch::stack(weights_), true);

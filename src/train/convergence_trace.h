@@ -9,6 +9,8 @@
 
 #include <torch/torch.h>
 
+#include "distributed/communicator.h"
+
 namespace sgmcmc {
 
 class ConvergenceTrace {
@@ -18,6 +20,8 @@ class ConvergenceTrace {
   // One sample: chain log-likelihoods [C] and traced weights [C, k] (copied to the CPU, float64).
   void record(const torch::Tensor& chain_loglik, const torch::Tensor& weights);
   size_t size() const { return loglik_.size(); }
+  // The traces of every rank's chains side by side (a collective: [S, W·C]; chains mode).
+  ConvergenceTrace all_ranks(Communicator& comm) const;
 
   // rhat_test_loglik, ess_test_loglik, rhat_weights_max, ess_weights_min; empty under 4 samples.
   std::map<std::string, double> diagnostics() const;

@@ -19,7 +19,7 @@ std::string csv_number(double v) {
 
 MetricsLog::MetricsLog(std::filesystem::path file, const std::string& headline, int64_t kept_rows)
     : file_(std::move(file)), headline_(headline), rows_(kept_rows) {
-  if (kept_rows <= 0) return;
+  if (kept_rows <= 0 || file_.empty()) return;
   std::ifstream in(file_);
   std::string line, kept, header;
   for (int64_t i = 0; i <= kept_rows && std::getline(in, line); ++i) {
@@ -50,6 +50,10 @@ void MetricsLog::write_header(const std::map<std::string, double>& row) {
 }
 
 void MetricsLog::append(const std::map<std::string, double>& row) {
+  if (file_.empty()) {  // a distributed run's ranks other than 0 count rows only
+    ++rows_;
+    return;
+  }
   if (columns_.empty()) write_header(row);
   std::string line;
   for (size_t i = 0; i < columns_.size(); ++i) {

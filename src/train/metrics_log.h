@@ -15,7 +15,8 @@ namespace sgmcmc {
 class MetricsLog {
  public:
   // `headline`: "error" or "rmse". With `kept_rows` > 0 (a resumed run), the file is cut to its
-  // header and that many rows, and its header gives the columns.
+  // header and that many rows, and its header gives the columns. An empty `file`: rows are counted,
+  // nothing is written.
   MetricsLog(std::filesystem::path file, const std::string& headline, int64_t kept_rows = 0);
 
   void append(const std::map<std::string, double>& row);

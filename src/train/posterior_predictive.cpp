@@ -1,5 +1,7 @@
 #include "train/posterior_predictive.h"
 
+#include <cmath>
+
 #include "metrics/predictive_metrics.h"
 
 namespace sgmcmc {
@@ -36,6 +38,29 @@ PredictiveSummary PosteriorPredictive::summary(const std::string& split) const {
   if (s.ent.defined()) p.expected_entropy = s.ent / count_;
   if (s.sq.defined()) p.variance = s.sq / count_ - p.mean.square() + s.noise / count_;
   return p;
+}
+
+PosteriorPredictive PosteriorPredictive::all_ranks(Communicator& comm) const {
+  if (!comm.distributed()) return *this;
+  const double w = comm.world_size();
+  PosteriorPredictive out(mixture_density_);
+  out.count_ = count_;
+  for (const auto& [split, s] : sums_) {  // the same splits, in the same order, on every rank
+    Sums& m = out.sums_[split];
+    m.complete = s.complete;
+    m.noise = s.noise;
+    std::vector<torch::Tensor> parts = {s.sum.clone(), torch::tensor(s.noise, torch::kFloat64)};
+    if (s.ent.defined()) parts.push_back(s.ent.clone());
+    if (s.sq.defined()) parts.push_back(s.sq.clone());
+    comm.all_reduce_sum(parts);
+    m.sum = parts[0] / w;
+    m.noise = parts[1].item<double>() / w;
+    size_t i = 2;
+    if (s.ent.defined()) m.ent = parts[i++] / w;
+    if (s.sq.defined()) m.sq = parts[i++] / w;
+    if (s.lse.defined()) m.lse = torch::logsumexp(torch::stack(comm.all_gather(s.lse)), 0) - std::log(w);
+  }
+  return out;
 }
 
 torch::Tensor PosteriorPredictive::mean(const std::string& split) const {

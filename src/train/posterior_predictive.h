@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "distributed/communicator.h"
 #include "metrics/predictive_metrics.h"
 
 namespace sgmcmc {
@@ -36,6 +37,9 @@ class PosteriorPredictive {
   torch::Tensor log_density_sum(const std::string& split) const;  // undefined without mixture densities
   // The mean with its expected entropy (classification) or predictive variance (regression).
   PredictiveSummary summary(const std::string& split) const;
+  // The predictive over the chains of every rank (distributed.mode: chains; a collective: every
+  // rank calls it with the same splits and count): sums averaged over ranks, lse by log-mean-exp.
+  PosteriorPredictive all_ranks(Communicator& comm) const;
 
   // Checkpoint entries "avg_", "lse_", "ent_", "sq_", "noise_<split>" (the count is the caller's: the
   // run's counters). A checkpoint of an earlier version without the last three resumes without

@@ -21,11 +21,22 @@ class RunDirectory {
  public:
   // `out_dir` (--out / --resume), else `config_dir` (output.dir), else runs/<name>-<timestamp>.
   // Resuming needs a checkpoint; otherwise a non-empty directory needs `overwrite`.
+  // With `world_size` > 1 (a distributed run) rank R's checkpoint is checkpoint.rank-R.pt, its
+  // samples and final parameters carry ".rank-R" on ranks R > 0, and rank 0 alone writes
+  // config.yaml and summary.json (the others' commit() waits for nothing and writes nothing).
   static RunDirectory prepare(const std::string& out_dir, const std::string& config_dir, const std::string& name,
-                              bool resume, bool overwrite);
+                              bool resume, bool overwrite, int rank = 0, int world_size = 1);
 
   const std::filesystem::path& path() const { return dir_; }
-  std::filesystem::path checkpoint_path() const { return dir_ / "checkpoint.pt"; }
+  std::filesystem::path checkpoint_path() const {
+    return dir_ / (world_ > 1 ? "checkpoint.rank-" + std::to_string(rank_) + ".pt" : std::string("checkpoint.pt"));
+  }
+  // Distributed runs keep the checkpoint before the latest (a rank may be lost between the ranks'
+  // writes of one checkpoint; resuming takes the latest step every rank has).
+  std::filesystem::path previous_checkpoint_path() const {
+    return dir_ / ("checkpoint.rank-" + std::to_string(rank_) + ".prev.pt");
+  }
+  bool writes_run_files() const { return rank_ == 0; }
   std::filesystem::path file(const std::string& name) const { return dir_ / name; }
 
   // Creates (or replaces) the directory; writes config.yaml and `files` (name -> contents).
@@ -42,6 +53,8 @@ class RunDirectory {
  private:
   std::filesystem::path dir_;
   bool replace_ = false;
+  int rank_ = 0, world_ = 1;
+  std::string rank_suffix() const { return rank_ > 0 ? ".rank-" + std::to_string(rank_) : ""; }
 };
 
 // runs/<name>-<YYYYmmdd-HHMMSS>.

@@ -44,26 +44,27 @@ SamplerPtr make_checked_sampler(RunSetup& s) {
 
 }  // namespace
 
-DataAndModel load_data_and_model(const ExperimentConfig& config) {
+DataAndModel load_data_and_model(const ExperimentConfig& config, std::optional<uint64_t> model_seed) {
   DataAndModel dm;
   dm.device = torch::Device(config.device);
   if (dm.device.is_cuda() && !compat::cuda_available())
     throw std::invalid_argument(config.source + ": device: cuda requested but no CUDA device is available");
   Dataset cpu = load_dataset(config.data, config.seed);
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
-  dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, config.seed, config.chains); });
+  dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, model_seed.value_or(config.seed), config.chains); });
   dm.model->to(dm.device);
   dm.data = cpu.to(dm.device);
   return dm;
 }
 
-RunSetup make_run_setup(ExperimentConfig config) {
+RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_seed) {
   RunSetup s;
   s.config = std::move(config);
   ExperimentConfig& cfg = s.config;
-  s.dm = load_data_and_model(cfg);
-  s.gen_dev = compat::make_generator(s.dm.device, cfg.seed * 2 + 1);
-  s.gen_cpu = compat::make_generator(torch::kCPU, cfg.seed * 2 + 2);
+  const uint64_t seed = chain_seed.value_or(cfg.seed);
+  s.dm = load_data_and_model(cfg, seed);
+  s.gen_dev = compat::make_generator(s.dm.device, seed * 2 + 1);
+  s.gen_cpu = compat::make_generator(torch::kCPU, seed * 2 + 2);
   for (const auto& p : s.dm.model->parameters()) s.params.push_back(p);
   s.sampler = make_checked_sampler(s);
   const bool is_sampler = s.sampler->is_sampler();

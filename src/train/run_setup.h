@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include <torch/torch.h>
 
@@ -24,7 +25,8 @@ struct DataAndModel {
 };
 
 // The data set and the model of a config, both on its device.
-DataAndModel load_data_and_model(const ExperimentConfig& config);
+// `model_seed` (default config.seed) initializes the model; the data always follows config.seed.
+DataAndModel load_data_and_model(const ExperimentConfig& config, std::optional<uint64_t> model_seed = std::nullopt);
 
 struct RunSetup {
   ExperimentConfig config;  // with the plug-ins' defaults marked read (for config.yaml)
@@ -39,6 +41,8 @@ struct RunSetup {
 };
 
 // Builds and checks every part (std::invalid_argument "<config file>: ..." on bad input).
-RunSetup make_run_setup(ExperimentConfig config);
+// `chain_seed` (default config.seed) seeds the model and the two generators, the data split always
+// config.seed: a distributed chains-mode rank's own chains over the same data (distributed/).
+RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_seed = std::nullopt);
 
 }  // namespace sgmcmc

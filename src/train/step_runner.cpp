@@ -47,6 +47,11 @@ torch::Tensor StepRunner::gradient() {
   batch_nll_ = model_.nll(batch_);
   auto u = batch_nll_ * scale_;
   u.backward();
+  if (reduce_) {
+    batch_nll_ = batch_nll_.detach();
+    reduce_(batch_nll_);
+    u = batch_nll_ * scale_;
+  }
   prior_.add_grad();
   return u.detach();
 }

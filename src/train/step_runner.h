@@ -48,6 +48,9 @@ class StepRunner {
 
   // One step on the training examples `idx`.
   void step(const torch::Tensor& idx);
+  // Called after the backward pass, before the prior's gradient, with the minibatch nll (detached):
+  // distributed.mode: data sums .grad and the nll over the ranks here (the hook of DistributedRun).
+  void set_gradient_reduction(std::function<void(torch::Tensor& batch_nll)> reduce) { reduce_ = std::move(reduce); }
   // The last minibatch's nll Σ (a device scalar).
   const torch::Tensor& batch_nll() const { return batch_nll_; }
   // graph_warmup_steps, graph_captures, graph_replays (empty without a graph).
@@ -71,6 +74,7 @@ class StepRunner {
   std::unique_ptr<StepGraph> graph_;
   torch::Tensor idx_static_;
   std::function<void()> graph_body_;
+  std::function<void(torch::Tensor&)> reduce_;
 };
 
 }  // namespace sgmcmc

@@ -27,14 +27,25 @@ double seconds_since(TrainingRun::Clock::time_point t0) {
 RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
   const auto start = TrainingRun::Clock::now();
   apply_runtime_settings(config.train);
-  RunDirectory dir = RunDirectory::prepare(opt.out_dir, config.output.dir, config.name, opt.resume, opt.overwrite);
+  DistributedRun dist = join_distributed(config, opt.resume ? opt.out_dir : std::string());
+  RunOptions o = opt;
+  o.quiet = opt.quiet || dist.rank() > 0;  // rank 0 prints
+  RunDirectory dir = RunDirectory::prepare(opt.out_dir, config.output.dir, config.name, opt.resume, opt.overwrite,
+                                           dist.rank(), dist.world_size());
   config.output.dir = dir.path().string();
-  TrainingRun run(make_run_setup(std::move(config)), std::move(dir), opt, start);
+  const auto seed = dist.chains_across_ranks() ? std::optional<uint64_t>(rank_seed(config.seed, dist.rank())) : std::nullopt;
+  const std::string device = config.device;
+  config.device = dist.device_for(device);  // LOCAL_RANK picks the GPU
+  RunSetup setup = make_run_setup(std::move(config), seed);
+  setup.config.device = device;  // config.yaml keeps the config's device
+  TrainingRun run(std::move(setup), std::move(dir), o, start, std::move(dist));
   return run.run();
 }
 
-TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start)
+TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start,
+                         DistributedRun dist)
     : s_(std::move(setup)),
+      dist_(std::move(dist)),
       cfg_(s_.config),
       model_(*s_.dm.model),
       data_(s_.dm.data),
@@ -54,9 +65,20 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
                console_.clear();
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
              }) {
-  if (opt_.resume) load_checkpoint();
-  dir_.commit(to_yaml(cfg_), data_.run_files);  // the resolved config: every consumer's defaults filled in
-  log_ = std::make_unique<MetricsLog>(dir_.file("metrics.csv"), eval_.headline(), opt_.resume ? rows_at_resume_ : 0);
+  if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
+    load_checkpoint(dist_.agreed_checkpoint(dir_.checkpoint_path().string(), dir_.previous_checkpoint_path().string()));
+    dist_.check_same_step(step_, dir_.checkpoint_path().string());
+  }
+  // The resolved config (every consumer's defaults filled in), by rank 0 once every rank has checked
+  // the directory and before any rank writes into it.
+  dist_.barrier();
+  if (dir_.writes_run_files()) dir_.commit(to_yaml(cfg_), data_.run_files);
+  dist_.barrier();
+  if (!dir_.writes_run_files()) dir_.commit(to_yaml(cfg_), data_.run_files);
+  log_ = std::make_unique<MetricsLog>(dir_.writes_run_files() ? dir_.file("metrics.csv") : std::filesystem::path(),
+                                      eval_.headline(), opt_.resume ? rows_at_resume_ : 0);
+  if (dist_.data_parallel())
+    steps_.set_gradient_reduction([this](torch::Tensor& nll) { dist_.reduce_gradient(s_.params, nll); });
   step_at_start_ = step_;
 }
 
@@ -76,7 +98,7 @@ RunSummary TrainingRun::run() {
       evaluate(sampled);
       checkpoint(/*force=*/false);
     }
-    signal = signals::pending();  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
+    signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
     console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
   }
   return finish(stop, signal);
@@ -90,7 +112,7 @@ TrainingRun::Stop TrainingRun::stop_reason(int signal) const {
 }
 
 void TrainingRun::step() {
-  auto idx = batches_.next();
+  auto idx = dist_.shard(batches_.next());
   s_.sampler->set_lr(s_.schedule->at(step_));
   steps_.step(idx);
   guard_.check_step_loss(step_ + 1, steps_.batch_nll(), s_.sampler->lr());
@@ -112,13 +134,19 @@ void TrainingRun::collect_sample() {
   if (data_.val.size() > 0) predictive_.add("val", eval_.predict_chains(model_, data_.val), data_.val.targets, tau);
   if (data_.ood.size() > 0) predictive_.add("ood", eval_.predict_chains(model_, data_.ood), data_.ood.targets, tau);
   predictive_.end_sample();
-  if (cfg_.output.save_samples) dir_.save_sample(model_, predictive_.count(), state_scalars());
+  if (cfg_.output.save_samples && dist_.writes_parameters()) dir_.save_sample(model_, predictive_.count(), state_scalars());
 }
 
 void TrainingRun::evaluate(bool sample_fresh) {
   guard_.check_state(step_, s_.sampler->lr());
+  dist_.check_in_sync(s_.params, step_);
   const auto t0 = Clock::now();
-  last_ = evaluation_row(sample_fresh);
+  if (dist_.chains_across_ranks()) {  // the predictive and R̂ / ESS over the chains of every rank
+    last_ = evaluation_row(sample_fresh, predictive_.all_ranks(dist_.comm()));
+    if (s_.sampler->is_sampler()) convergence_all_ranks_ = trace_.all_ranks(dist_.comm()).diagnostics();
+  } else {
+    last_ = evaluation_row(sample_fresh, predictive_);
+  }
   log_->append(last_);
   eval_seconds_ += seconds_since(t0);
   console_.evaluation(last_, s_.prior->log_values());
@@ -139,7 +167,7 @@ PredictiveSummary members_of(const Evaluator& eval, Model& model, const Batch& s
 // One metrics row: the averaged predictive (samplers, after burn-in) or the current iterate
 // (optimizers) on test and validation, the current sample on test, the hyperparameters and the
 // sampler's diagnostics.
-Metrics TrainingRun::evaluation_row(bool sample_fresh) {
+Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive& predictive) {
   Metrics row;
   row["epoch"] = s_.plan.epoch(step_);
   row["step"] = static_cast<double>(step_);
@@ -147,7 +175,7 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
   row["lr"] = s_.sampler->lr();
   row["train_loss"] = loss_.take_mean();
   const double tau = tau_of(model_);
-  const int64_t samples = predictive_.count();
+  const int64_t samples = predictive.count();
   // Without samples, the current iterate's chains are its members (a deep ensemble for an optimizer
   // with chains: K); their spread is needed for an ensemble's metrics and for OOD detection.
   PredictiveSummary now;
@@ -162,10 +190,10 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
   add_prefixed(row, "sample_test_", current);
   if (samples > 0) {
     for (const std::string split : {"test", "val"})
-      if (predictive_.has(split))
+      if (predictive.has(split))
         add_prefixed(row, split + "_",
-                     eval_.metrics(predictive_.summary(split), split == "test" ? data_.test : data_.val, tau,
-                                   predictive_.log_density_sum(split), samples));
+                     eval_.metrics(predictive.summary(split), split == "test" ? data_.test : data_.val, tau,
+                                   predictive.log_density_sum(split), samples));
   }
   if (samples == 0 && !s_.sampler->is_sampler()) {
     add_prefixed(row, "test_", model_.chains() > 1 ? eval_.metrics(now, data_.test, tau) : current);
@@ -173,7 +201,7 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
       add_prefixed(row, "val_", model_.chains() > 1 ? eval_.metrics(members_of(eval_, model_, data_.val), data_.val, tau)
                                                     : eval_.metrics(eval_.predict(model_, data_.val), data_.val, tau));
   }
-  for (const auto& [k, v] : ood_row(samples, now)) row[k] = v;
+  for (const auto& [k, v] : ood_row(samples, now, predictive)) row[k] = v;
   row["samples"] = static_cast<double>(samples);
   for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
   for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
@@ -185,11 +213,12 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh) {
 
 // OOD detection (data.ood) by the averaged predictive once there are samples, else by the current
 // iterate (`current_test`: its members' predictive on test).
-Metrics TrainingRun::ood_row(int64_t samples, const PredictiveSummary& current_test) {
+Metrics TrainingRun::ood_row(int64_t samples, const PredictiveSummary& current_test,
+                             const PosteriorPredictive& predictive) {
   if (data_.ood.size() == 0) return {};
   Metrics m;
-  if (samples > 0 && predictive_.has("ood")) {
-    m = ood_metrics(predictive_.summary("test"), predictive_.summary("ood"));
+  if (samples > 0 && predictive.has("ood")) {
+    m = ood_metrics(predictive.summary("test"), predictive.summary("ood"));
   } else {
     m = ood_metrics(current_test, members_of(eval_, model_, data_.ood));
     samples = 1;
@@ -218,17 +247,21 @@ RunSummary TrainingRun::finish(Stop stop, int signal) {
   }
   if (stop == Stop::kStepLimit) checkpoint(/*force=*/false);
   if (stop == Stop::kFinished && last_.empty()) evaluate(false);  // resumed at the very end
-  dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
-  if (eval_.classification())
-    write_reliability_svg(dir_.file("reliability.svg").string(), reported_test_prediction(), data_.test.targets,
-                          cfg_.name + ": " + cfg_.sampler_name() + ", test set");
+  if (dist_.writes_parameters()) dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
+  if (eval_.classification() && (dir_.writes_run_files() || dist_.chains_across_ranks())) {
+    const torch::Tensor reported = reported_test_prediction();  // chains mode: a collective, on every rank
+    if (dir_.writes_run_files())
+      write_reliability_svg(dir_.file("reliability.svg").string(), reported, data_.test.targets,
+                            cfg_.name + ": " + cfg_.sampler_name() + ", test set");
+  }
   return write_summary(stop == Stop::kFinished, nlohmann::ordered_json::object());
 }
 
 // The test prediction the run reports: the averaged predictive (samplers, after burn-in), else the
 // current iterate (its members' mean for an ensemble).
 torch::Tensor TrainingRun::reported_test_prediction() {
-  if (predictive_.count() > 0 && predictive_.has("test")) return predictive_.mean("test");
+  if (predictive_.count() > 0 && predictive_.has("test"))  // every rank's chains in chains mode
+    return (dist_.chains_across_ranks() ? predictive_.all_ranks(dist_.comm()) : predictive_).mean("test");
   if (model_.chains() > 1) return members_of(eval_, model_, data_.test).mean;
   return eval_.predict(model_, data_.test);
 }

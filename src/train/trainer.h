@@ -41,6 +41,7 @@ struct RunSummary {
   std::string run_dir;
   std::map<std::string, double> values;  // the numeric keys of summary.json
   bool finished = false;                 // false when stopped early by stop_after_steps
+  int rank = 0;                          // this process's rank in a distributed run (0: prints)
 };
 
 // Runs (or resumes) a training run. Throws std::invalid_argument for configuration/data errors and

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/distributed_run.h"
 #include "train/console.h"
 #include "train/convergence_trace.h"
 #include "train/divergence_guard.h"
@@ -29,7 +30,9 @@ class TrainingRun {
 
   // Loads the checkpoint when resuming, then creates the run directory: everything that can be
   // wrong with the inputs has been reported before it is touched.
-  TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start);
+  // `dist`: the process group of a distributed run (distributed/distributed_run.h); default: one process.
+  TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start,
+              DistributedRun dist = DistributedRun());
   RunSummary run();
 
  private:
@@ -40,23 +43,24 @@ class TrainingRun {
   void gibbs_step();
   void collect_sample();
   void evaluate(bool sample_fresh);
-  Metrics evaluation_row(bool sample_fresh);
+  Metrics evaluation_row(bool sample_fresh, const PosteriorPredictive& predictive);
   void checkpoint(bool force);
   RunSummary finish(Stop stop, int signal);
 
   // checkpoint.cpp
   void save_checkpoint() const;
-  void load_checkpoint();
+  void load_checkpoint(const std::string& file);
   // summary.json from the latest evaluation; `status` adds keys ("diverged", "interrupted").
   RunSummary write_summary(bool finished, const nlohmann::ordered_json& status) const;
   std::map<std::string, double> summary_values() const;
   double session_seconds() const;
   // The scalars saved with a sample or final.pt: step, the prior precisions, τ.
   std::map<std::string, double> state_scalars() const;
-  Metrics ood_row(int64_t samples, const PredictiveSummary& current_test);
+  Metrics ood_row(int64_t samples, const PredictiveSummary& current_test, const PosteriorPredictive& predictive);
   torch::Tensor reported_test_prediction();
 
   RunSetup s_;
+  DistributedRun dist_;
   ExperimentConfig& cfg_;
   Model& model_;
   const Dataset& data_;
@@ -76,6 +80,7 @@ class TrainingRun {
   double wall_before_ = 0, eval_seconds_ = 0;
   Metrics last_;                // the latest evaluation row
   torch::Tensor current_test_;  // the current sample's test prediction, when computed at a sample
+  std::map<std::string, double> convergence_all_ranks_;  // chains mode: R̂ / ESS over every rank's chains
 };
 
 }  // namespace sgmcmc
