@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -39,21 +40,44 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+// metrics.csv as its header's column names and its rows of fields (text).
+std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> read_metrics(const fs::path& p) {
+  std::ifstream in(p);
+  auto split = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream ss(line);
+    for (std::string v; std::getline(ss, v, ',');) out.push_back(v);
+    return out;
+  };
+  std::string line;
+  std::getline(in, line);
+  auto cols = split(line);
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) rows.push_back(split(line));
+  return {cols, rows};
+}
+
 // metrics.csv without the timing columns (wall_seconds, steps_per_second), for comparing runs.
 std::string metrics_without_timing(const fs::path& p) {
-  std::ifstream in(p);
-  std::string line, out, header;
-  std::getline(in, header);
-  std::vector<std::string> cols;
-  std::stringstream hs(header);
-  for (std::string c; std::getline(hs, c, ',');) cols.push_back(c);
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
-    size_t i = 0;
-    for (std::string v; std::getline(ls, v, ','); ++i)
-      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second") out += v + ",";
+  const auto [cols, rows] = read_metrics(p);
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i)
+      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second") out += row[i] + ",";
     out += "\n";
   }
+  return out;
+}
+
+// Column `name` of a metrics.csv, one value per row.
+std::vector<double> metrics_column(const fs::path& p, const std::string& name) {
+  const auto [cols, rows] = read_metrics(p);
+  const auto it = std::find(cols.begin(), cols.end(), name);
+  EXPECT_NE(it, cols.end()) << name;
+  std::vector<double> out;
+  if (it == cols.end()) return out;
+  const size_t col = static_cast<size_t>(it - cols.begin());
+  for (const auto& row : rows) out.push_back(std::stod(row.at(col)));
   return out;
 }
 }  // namespace
@@ -116,29 +140,6 @@ TEST(Trainer, ResumeEqualsUninterrupted) {
   const auto fa = read_tensor_dict(dir + "/a/final.pt"), fb = read_tensor_dict(dir + "/b/final.pt");
   for (const char* k : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) EXPECT_TRUE(torch::equal(fa.at(k), fb.at(k))) << k;
 }
-
-namespace {
-// Column `name` of a metrics.csv, one value per row.
-std::vector<double> metrics_column(const fs::path& p, const std::string& name) {
-  std::ifstream in(p);
-  std::string line;
-  std::getline(in, line);
-  std::stringstream hs(line);
-  size_t col = 0, i = 0;
-  bool found = false;
-  for (std::string c; std::getline(hs, c, ','); ++i)
-    if (c == name) col = i, found = true;
-  EXPECT_TRUE(found) << name;
-  std::vector<double> out;
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
-    std::string v;
-    for (size_t j = 0; j <= col; ++j) std::getline(ls, v, ',');
-    out.push_back(std::stod(v));
-  }
-  return out;
-}
-}  // namespace
 
 // sampler.lr_scaling: per_datum with lr = η·N is the paper's parametrisation with lr = η, bit for bit
 // (N = 500 training examples; 0.5/500 rounds to the same double as 1.0e-3).
