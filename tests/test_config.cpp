@@ -115,7 +115,8 @@ TEST(Config, TypeAndRangeErrors) {
   EXPECT_NE(m.find("prior.init"), std::string::npos) << m;
   // lr_scaling: per_datum only where the step is lr times the gradient.
   m = error_of([&] { load_config(path, {"sampler.name=psgld", "sampler.lr_scaling=per_datum"}); });
-  EXPECT_NE(m.find(path + ": sampler.lr_scaling: per_datum is defined for sgld, sghmc, sgd and sgd-momentum"),
+  EXPECT_NE(m.find(path + ": sampler.lr_scaling: per_datum is defined for sgld, sghmc, sgd, sgd-momentum (a step "
+                          "of lr times the gradient), not for psgld"),
             std::string::npos) << m;
   m = error_of([&] { load_config(path, {"sampler.lr_scaling=per_batch"}); });
   EXPECT_NE(m.find("sampler.lr_scaling"), std::string::npos) << m;

@@ -40,6 +40,14 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+// Options for a quiet run into `out_dir`.
+RunOptions quiet_run(const std::string& out_dir) {
+  RunOptions ro;
+  ro.out_dir = out_dir;
+  ro.quiet = true;
+  return ro;
+}
+
 // metrics.csv as its header's column names and its rows of fields (text).
 std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> read_metrics(const fs::path& p) {
   std::ifstream in(p);
@@ -88,9 +96,7 @@ std::vector<double> metrics_column(const fs::path& p, const std::string& name) {
 TEST(Trainer, SgldLearnsTinyProblem) {
   auto dir = test_util::temp_dir("trainer_learn");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions ro;
-  ro.out_dir = dir + "/run";
-  ro.quiet = true;
+  RunOptions ro = quiet_run(dir + "/run");
   auto s = run_training(tiny_config(dir + "/data"), ro);
   EXPECT_TRUE(s.finished);
   EXPECT_LT(s.values.at("test_error"), 0.05);
@@ -118,9 +124,7 @@ TEST(Trainer, SgldLearnsTinyProblem) {
 TEST(Trainer, ResumeEqualsUninterrupted) {
   auto dir = test_util::temp_dir("trainer_resume");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.out_dir = dir + "/a";
-  a.quiet = true;
+  RunOptions a = quiet_run(dir + "/a");
   auto sa = run_training(tiny_config(dir + "/data"), a);
 
   RunOptions b = a;
@@ -146,9 +150,7 @@ TEST(Trainer, ResumeEqualsUninterrupted) {
 TEST(Trainer, PerDatumStepIsThePaperStepTimesN) {
   auto dir = test_util::temp_dir("trainer_per_datum");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.out_dir = dir + "/a";
-  a.quiet = true;
+  RunOptions a = quiet_run(dir + "/a");
   run_training(tiny_config(dir + "/data", {"train.epochs=12"}), a);
   RunOptions b = a;
   b.out_dir = dir + "/b";
@@ -163,9 +165,7 @@ TEST(Trainer, PerDatumStepIsThePaperStepTimesN) {
 TEST(Trainer, GibbsWarmupAndInitialPrecision) {
   auto dir = test_util::temp_dir("trainer_gibbs_start");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.out_dir = dir + "/a";
-  a.quiet = true;
+  RunOptions a = quiet_run(dir + "/a");
   run_training(tiny_config(dir + "/data", {"prior.gibbs_start_epochs=10", "prior.init=init_scale"}), a);
   auto lambda = metrics_column(dir + "/a/metrics.csv", "lambda.fc1.weight");
   ASSERT_EQ(lambda.size(), 6u);                     // epochs 5, 10, ..., 30
@@ -177,9 +177,7 @@ TEST(Trainer, GibbsWarmupAndInitialPrecision) {
 TEST(Trainer, RunDirectoryNeverOverwrittenWithoutFlag) {
   auto dir = test_util::temp_dir("trainer_overwrite");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions ro;
-  ro.out_dir = dir + "/run";
-  ro.quiet = true;
+  RunOptions ro = quiet_run(dir + "/run");
   auto cfg = tiny_config(dir + "/data", {"train.epochs=2", "train.burn_in=1", "train.eval_every=1"});
   run_training(cfg, ro);
   std::ofstream(dir + "/run/marker") << "x";
@@ -199,9 +197,7 @@ TEST(Trainer, RunDirectoryNeverOverwrittenWithoutFlag) {
 TEST(Trainer, BadSettingsRejected) {
   auto dir = test_util::temp_dir("trainer_bad");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions ro;
-  ro.out_dir = dir + "/run";
-  ro.quiet = true;
+  RunOptions ro = quiet_run(dir + "/run");
   // Batch larger than the 500 training examples.
   EXPECT_THROW(run_training(tiny_config(dir + "/data", {"train.batch_size=501"}), ro), std::invalid_argument);
   // val_size >= train size.
@@ -222,9 +218,7 @@ TEST(Trainer, BadSettingsRejected) {
 TEST(Trainer, PredictReaveragesSavedSamples) {
   auto dir = test_util::temp_dir("trainer_predict");
   test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions ro;
-  ro.out_dir = dir + "/run";
-  ro.quiet = true;
+  RunOptions ro = quiet_run(dir + "/run");
   auto s = run_training(tiny_config(dir + "/data", {"train.epochs=8", "train.burn_in=3", "output.save_samples=true"}), ro);
   auto p = predict_run(ro.out_dir, {}, dir + "/predict.json", true);
   EXPECT_EQ(p.at("samples"), 5);

@@ -368,9 +368,13 @@ ModelOptions check_plugin_values(const Plugins& p, std::map<std::string, OptionM
 
 std::string read_lr_scaling(const OptionMap& sampler, const SamplerEntry& entry) {
   const std::string scaling = sampler.get_choice("lr_scaling", "total", {"total", "per_datum"});
-  if (scaling == "per_datum" && !entry.lr_per_datum)
-    throw std::invalid_argument(sampler.context() + ".lr_scaling: per_datum is defined for sgld, sghmc, sgd and "
-                                "sgd-momentum (a step of lr times the gradient), not for " + entry.name);
+  if (scaling == "per_datum" && !entry.lr_per_datum) {
+    std::string names;  // the samplers it applies to, from the registry
+    for (const auto& e : sampler_registry())
+      if (e.lr_per_datum) names += (names.empty() ? "" : ", ") + e.name;
+    throw std::invalid_argument(sampler.context() + ".lr_scaling: per_datum is defined for " + names +
+                                " (a step of lr times the gradient), not for " + entry.name);
+  }
   return scaling;
 }
 
