@@ -106,6 +106,37 @@ TEST(Prior, NegLogProbGradientIsLambdaTheta) {
   EXPECT_TRUE(torch::allclose(b.grad(), 3.0 * b.detach(), 0, 1e-15));
 }
 
+// seed_grad() then backward() gives the gradient of zeroing, backward() and add_grad(): λθ plus the
+// likelihood's gradient (float64: equal to rounding; the two orders of one addition), also for
+// chain slices and for a parameter without a gradient yet. covers() says when it may be used.
+TEST(Prior, SeededGradientEqualsAddedGradient) {
+  auto gen = compat::make_generator(torch::kCPU, 6);
+  auto w = at::randn({2, 3, 4}, gen, torch::kFloat64).requires_grad_(true);  // 2 chains' slices
+  auto b = at::randn({5}, gen, torch::kFloat64).requires_grad_(true);
+  auto x = at::randn({3, 4}, gen, torch::kFloat64);
+  auto lik = [&] { return (w * x).pow(3).sum() + b.sin().sum(); };
+  GaussianPrior prior({{"w0", {w}, 0}, {"w1", {w}, 1}, {"b", {b}}}, 1.0, false, 1, 1);
+  prior.set_precisions({0.5, 2.0, 3.0});
+  EXPECT_TRUE(prior.covers({w, b}));
+  EXPECT_FALSE(prior.covers({w}));
+  EXPECT_FALSE(GaussianPrior({{"w0", {w}, 0}, {"b", {b}}}, 1.0, false, 1, 1).covers({w, b}));
+
+  prior.seed_grad();  // b and w have no .grad yet: allocated
+  lik().backward();
+  auto seeded_w = w.grad().clone(), seeded_b = b.grad().clone();
+  w.mutable_grad().zero_();
+  b.mutable_grad().zero_();
+  lik().backward();
+  prior.add_grad();
+  EXPECT_TRUE(torch::allclose(seeded_w, w.grad(), 1e-15, 1e-15));
+  EXPECT_TRUE(torch::allclose(seeded_b, b.grad(), 1e-15, 1e-15));
+  EXPECT_GT((seeded_w.select(0, 1) - seeded_w.select(0, 0)).abs().max().item<double>(), 0);
+  // Seeding overwrites: a second seed_grad() + backward gives the same values again, not twice them.
+  prior.seed_grad();
+  lik().backward();
+  EXPECT_TRUE(torch::allclose(seeded_w, w.grad(), 1e-15, 1e-15));
+}
+
 // Gamma(α, 1) over shapes from below 1 to very large: sample mean and variance against α. With n
 // draws, sd(mean) = sqrt(α/n) and sd(sample variance) ≈ α·sqrt((2 + 6/α)/n) (Gamma excess kurtosis
 // 6/α); bounds are 5 sd. Same seed → same draws; shape or rate ≤ 0 is rejected.

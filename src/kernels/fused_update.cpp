@@ -1,5 +1,7 @@
 #include "kernels/fused_update.h"
 
+#include <ATen/record_function.h>
+
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
@@ -147,6 +149,8 @@ bool fused_supported(const torch::Tensor& t) {
 
 void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                   const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise, at::Generator* generator) {
+  // Named in profiles (LibTorch's profiler sees ATen ops only otherwise); free when none is active.
+  RECORD_FUNCTION("sgmcmc::fused_update", std::vector<c10::IValue>());
   const std::vector<torch::Tensor>& st = state;
   check_call("fused_update", rule, theta, st, grad);
   if (theta.numel() == 0) return;
@@ -186,6 +190,7 @@ void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<t
       step_params.numel() < step_params_bytes() || step_params.device() != theta.device())
     throw std::invalid_argument("fused_update_from: step_params must be a contiguous uint8 tensor of " +
                                 std::to_string(step_params_bytes()) + " bytes on θ's device");
+  RECORD_FUNCTION("sgmcmc::fused_update", std::vector<c10::IValue>());
   check_call("fused_update_from", rule, theta, state, grad);
   if (theta.numel() == 0) return;
   if (theta.device().is_cuda()) {

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <map>
 #include <stdexcept>
 
 namespace sgmcmc {
@@ -48,6 +49,29 @@ void GaussianPrior::add_grad() const {
       if (!grad.defined()) grad = torch::zeros_like(p);
       groups_[g].view(grad).addcmul_(groups_[g].view(p), lambda_dev_[g]);
     }
+}
+
+void GaussianPrior::seed_grad() const {
+  torch::NoGradGuard no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (const auto& p : groups_[g].params) {
+      auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+      if (!grad.defined()) grad = torch::empty_like(p);
+      auto out = groups_[g].view(grad);
+      at::mul_out(out, groups_[g].view(p), lambda_dev_[g]);
+    }
+}
+
+bool GaussianPrior::covers(const std::vector<torch::Tensor>& params) const {
+  std::map<const void*, int64_t> covered;  // TensorImpl → elements covered by the groups
+  for (const auto& g : groups_)
+    for (const auto& p : g.params) covered[p.unsafeGetTensorImpl()] += g.view(p).numel();
+  if (covered.size() != params.size()) return false;
+  for (const auto& p : params) {
+    auto it = covered.find(p.unsafeGetTensorImpl());
+    if (it == covered.end() || it->second != p.numel()) return false;
+  }
+  return true;
 }
 
 torch::Tensor GaussianPrior::squared_norms() const {

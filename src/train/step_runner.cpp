@@ -28,6 +28,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
       scale_(grad_scale),
       loss_denominator_(static_cast<double>(batch_size * model.chains())),
       loss_(loss) {
+  seed_with_prior_ = prior.covers(sampler.parameters());
   closure_ = [this] { return gradient(); };
   if (!graph) return;
   // The captured body reads static buffers only: the batch's indices (copied in before each step),
@@ -43,17 +44,26 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
 }
 
 torch::Tensor StepRunner::gradient() {
-  sampler_.zero_grad();
-  batch_nll_ = model_.nll(batch_);
-  auto u = batch_nll_ * scale_;
-  u.backward();
-  if (reduce_) {
+  if (reduce_) {  // data mode: the ranks' likelihood gradients are summed first, then λθ added once
+    sampler_.zero_grad();
+    batch_nll_ = model_.nll(batch_);
+    (batch_nll_ * scale_).backward();
     batch_nll_ = batch_nll_.detach();
     reduce_(batch_nll_);
-    u = batch_nll_ * scale_;
+    prior_.add_grad();
+    return batch_nll_ * scale_;
   }
-  prior_.add_grad();
-  return u.detach();
+  // .grad := λθ, then backward accumulates (N/n)·∇nll into it: the N/n scaling is the incoming
+  // gradient of the backward pass rather than a multiply in the graph.
+  if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
+  batch_nll_ = model_.nll(batch_);
+  if (!scale_grad_.defined() || scale_grad_.scalar_type() != batch_nll_.scalar_type() ||
+      scale_grad_.device() != batch_nll_.device())
+    scale_grad_ = torch::full({}, scale_, batch_nll_.options().requires_grad(false));
+  batch_nll_.backward(scale_grad_);
+  if (!seed_with_prior_) prior_.add_grad();
+  batch_nll_ = batch_nll_.detach();
+  return batch_nll_ * scale_;
 }
 
 void StepRunner::select_batch(const torch::Tensor& idx) {
@@ -61,7 +71,7 @@ void StepRunner::select_batch(const torch::Tensor& idx) {
   batch_.targets = train_.targets.index_select(0, idx);
 }
 
-void StepRunner::add_batch_loss() { loss_.add(batch_nll_.detach() / loss_denominator_); }
+void StepRunner::add_batch_loss() { loss_.add(batch_nll_, 1.0 / loss_denominator_); }
 
 void StepRunner::step(const torch::Tensor& idx) {
   if (graph_) {

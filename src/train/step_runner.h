@@ -24,7 +24,8 @@ class LossMeter {
  public:
   explicit LossMeter(torch::Device device)
       : sum_(torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device))) {}
-  void add(const torch::Tensor& per_example_nll) { sum_ += per_example_nll; }
+  // Σ += weight · nll (one op: the float nll is widened inside the add).
+  void add(const torch::Tensor& nll, double weight) { sum_.add_(nll, weight); }
   void count_step() { ++count_; }
   // The mean since the last call (NaN when no step was taken), and a reset.
   double take_mean();
@@ -70,6 +71,8 @@ class StepRunner {
   LossMeter& loss_;
   Batch batch_;
   torch::Tensor batch_nll_;
+  bool seed_with_prior_ = false;  // the prior's groups cover every sampler parameter (GaussianPrior::seed_grad)
+  torch::Tensor scale_grad_;      // N/n as the backward pass's incoming gradient
   Closure closure_;
   std::unique_ptr<StepGraph> graph_;
   torch::Tensor idx_static_;

@@ -1,0 +1,286 @@
+// One training step against its floor (issue 21).
+//
+// Builds a run exactly as `sgmcmc train CONFIG` does (make_run_setup: data, model, prior, sampler)
+// and times the trainer's step (StepRunner: minibatch indices, gather, ∇Ũ by autograd, prior
+// gradient, sampler update, loss bookkeeping), without evaluations or Gibbs steps. Next to it, in
+// the same process, with the same library and threads, it times the step's floor:
+//   mlp:  the matrix products of one step, alone: per layer X·Wᵀ (+b, addmm), Gᵀ·X (the weight
+//         gradient) and, above the first layer, G·W (the input gradient), on preallocated outputs;
+//   cnn:  the same for its linear layers, plus each convolution's forward and backward
+//         (at::convolution_backward: weight, bias and, above the first layer, input gradients);
+//   bpmf: the gathers and scatters of one step: U, V, a, b rows of the batch read (index_select)
+//         and their gradients added back (index_add_), reported also as GB/s.
+// Rounds alternate step and floor (interleaved), each round `--steps` of each; the output gives
+// min / median / max steps/s of both and the ratio of the medians (floor ÷ step time = the share of
+// the step's time that is the floor's work).
+//
+// `--profile` runs `--steps` more steps under LibTorch's (legacy, CPU) profiler and prints every
+// ATen op's self time per step, its share of the step and its count per step, and the total number
+// of ATen ops per step (top-level and nested calls counted once each).
+//
+//   bench_step CONFIG [--set key=value ...] [--threads 2] [--rounds 5] [--steps 200] [--warmup 20]
+//              [--profile] [--json FILE] [--label NAME]
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
+
+#include "config/experiment_config.h"
+#include "runtime/cpu.h"
+#include "train/minibatches.h"
+#include "train/run_setup.h"
+#include "train/step_runner.h"
+
+using namespace sgmcmc;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Floor {
+  std::function<void()> run;  // one step's worth of floor work
+  double bytes = 0;           // bytes moved per step (bpmf), 0 for the compute-bound floors
+  std::string what;
+};
+
+// Linear layers: weights [out, in] in `weights`, the input of the first one `x` [n, in].
+void add_linear_floor(std::vector<std::function<void()>>& ops, const std::vector<torch::Tensor>& weights,
+                      int64_t n, bool first_needs_input_grad) {
+  for (size_t l = 0; l < weights.size(); ++l) {
+    const auto& w0 = weights[l];
+    auto opts = w0.options().requires_grad(false);
+    auto w = torch::randn(w0.sizes(), opts), b = torch::randn({w0.size(0)}, opts);
+    auto x = torch::rand({n, w0.size(1)}, opts), g = torch::randn({n, w0.size(0)}, opts);
+    auto y = torch::empty({n, w0.size(0)}, opts), dw = torch::empty_like(w), dx = torch::empty_like(x);
+    const bool input_grad = l > 0 || first_needs_input_grad;
+    ops.push_back([=]() mutable {
+      at::addmm_out(y, b, x, w.t());
+      at::mm_out(dw, g.t(), x);
+      if (input_grad) at::mm_out(dx, g, w);
+    });
+  }
+}
+
+std::vector<torch::Tensor> params_of_dim(Model& m, int64_t dim) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : m.parameters())
+    if (p.dim() == dim) out.push_back(p.detach());
+  return out;
+}
+
+Floor mlp_floor(Model& model, int64_t n) {
+  std::vector<std::function<void()>> ops;
+  add_linear_floor(ops, params_of_dim(model, 2), n, false);
+  return {[ops] { for (auto& f : ops) f(); }, 0, "matrix products (addmm X·Wᵀ, mm Gᵀ·X, mm G·W)"};
+}
+
+// The CNN of models/cnn.h: conv(5) → relu → maxpool 2, twice, then the linear layers.
+Floor cnn_floor(Model& model, const Batch& train, int64_t n) {
+  torch::NoGradGuard ng;
+  std::vector<std::function<void()>> ops;
+  auto x = train.inputs.narrow(0, 0, n).clone();
+  if (x.dim() == 3) x = x.unsqueeze(1);
+  auto convs = params_of_dim(model, 4);
+  bool first = true;
+  for (const auto& w0 : convs) {
+    auto w = w0.clone(), b = torch::randn({w0.size(0)}, w0.options());
+    auto xin = x.clone();
+    auto y = at::conv2d(xin, w, b);
+    auto gy = torch::randn_like(y);
+    const bool input_grad = !first;
+    ops.push_back([=] {
+      at::conv2d(xin, w, b);
+      at::convolution_backward(gy, xin, w, c10::IntArrayRef{w.size(0)}, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1,
+                               {input_grad, true, true});
+    });
+    x = torch::max_pool2d(torch::relu(y), 2);
+    first = false;
+  }
+  add_linear_floor(ops, params_of_dim(model, 2), n, true);
+  return {[ops] { for (auto& f : ops) f(); }, 0, "convolutions (forward + backward) and matrix products"};
+}
+
+Floor bpmf_floor(Model& model, const Batch& train, int64_t n) {
+  std::map<std::string, torch::Tensor> p;
+  for (const auto& it : model.named_parameters()) p[it.key()] = it.value().detach();
+  auto users = train.inputs.narrow(0, 0, n).select(1, 0).contiguous();
+  auto items = train.inputs.narrow(0, 0, n).select(1, 1).contiguous();
+  struct Pair { torch::Tensor table, index, rows, grad; };
+  std::vector<Pair> pairs;
+  for (const auto& [name, index] : std::vector<std::pair<std::string, torch::Tensor>>{
+           {"U", users}, {"V", items}, {"a", users}, {"b", items}}) {
+    auto table = p.at(name);
+    auto rows = table.index_select(0, index);
+    pairs.push_back({table, index, rows, torch::zeros_like(table)});
+  }
+  double bytes = 0;  // read the rows and write them, read the rows' gradient and add it into the table
+  for (const auto& q : pairs) bytes += 4.0 * q.rows.numel() * 4 + 2.0 * q.index.numel() * 8;
+  auto run = [pairs]() mutable {
+    for (auto& q : pairs) {
+      at::index_select_out(q.rows, q.table, 0, q.index);
+      q.grad.index_add_(0, q.index, q.rows);
+    }
+  };
+  return {run, bytes, "gathers and scatters (index_select, index_add_) of U, V, a, b"};
+}
+
+Floor make_floor(const ExperimentConfig& cfg, Model& model, const Batch& train, int64_t n) {
+  const std::string name = cfg.model.get_string("name", "");
+  if (name == "mlp") return mlp_floor(model, n);
+  if (name == "cnn") return cnn_floor(model, train, n);
+  if (name == "bpmf") return bpmf_floor(model, train, n);
+  throw std::invalid_argument("bench_step: no floor for model '" + name + "' (mlp, cnn, bpmf)");
+}
+
+struct Stats { double min, median, max; };
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v.front(), v[v.size() / 2], v.back()};
+}
+
+// Self time and count per op name over the profiled steps (nesting from push/pop on each thread).
+struct OpStat { double self_us = 0; int64_t count = 0; };
+std::map<std::string, OpStat> op_profile(const torch::autograd::profiler::thread_event_lists& lists,
+                                         double* total_us) {
+  using torch::autograd::profiler::EventKind;
+  std::map<std::string, OpStat> out;
+  *total_us = 0;
+  for (const auto& events : lists) {
+    struct Open { const torch::autograd::profiler::LegacyEvent* ev; double child_us; };
+    std::vector<Open> stack;
+    for (const auto& e : events) {
+      if (e.kind() == EventKind::PushRange) {
+        stack.push_back({&e, 0});
+      } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
+        Open o = stack.back();
+        stack.pop_back();
+        const double us = o.ev->cpuElapsedUs(e);
+        static const bool by_parent = std::getenv("BENCH_STEP_PARENTS") != nullptr;
+        std::string key = o.ev->name();
+        if (by_parent) key = std::string(stack.empty() ? "-" : stack.back().ev->name()) + " > " + key;
+        auto& s = out[key];
+        s.self_us += us - o.child_us;
+        ++s.count;
+        if (!stack.empty()) stack.back().child_us += us;
+        else *total_us += us;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options cli("bench_step", "A training step against its floor (matrix products / gathers), interleaved.");
+  cli.add_options()
+      ("config", "experiment config", cxxopts::value<std::string>())
+      ("set", "config override key=value (repeatable)", cxxopts::value<std::vector<std::string>>()->default_value({}))
+      ("threads", "intra-op and BLAS threads", cxxopts::value<int>()->default_value("2"))
+      ("rounds", "interleaved rounds", cxxopts::value<int>()->default_value("5"))
+      ("steps", "steps per round (each of step and floor)", cxxopts::value<int>()->default_value("200"))
+      ("warmup", "untimed steps first", cxxopts::value<int>()->default_value("20"))
+      ("profile", "print the op profile of --steps steps")
+      ("json", "append one JSON line to FILE", cxxopts::value<std::string>()->default_value(""))
+      ("label", "name of the row", cxxopts::value<std::string>()->default_value(""))
+      ("h,help", "help");
+  cli.parse_positional({"config"});
+  auto r = cli.parse(argc, argv);
+  if (r.count("help") || !r.count("config")) {
+    std::cout << cli.help() << "\n";
+    return r.count("help") ? 0 : 2;
+  }
+  const int threads = r["threads"].as<int>(), rounds = r["rounds"].as<int>(), steps = r["steps"].as<int>();
+  set_cpu_threads(threads);
+  tune_allocator();
+
+  RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), r["set"].as<std::vector<std::string>>()));
+  Model& model = *s.dm.model;
+  LossMeter loss(s.dm.device);
+  MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
+  StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
+                    false, s.dm.device, s.gen_dev);
+  int64_t step_no = 0;
+  auto one_step = [&] {
+    s.sampler->set_lr(s.schedule->at(step_no++));
+    runner.step(batches.next());
+  };
+  Floor floor = make_floor(s.config, model, s.dm.data.train, s.plan.batch_size * model.chains());
+
+  for (int i = 0; i < r["warmup"].as<int>(); ++i) {
+    one_step();
+    floor.run();
+  }
+  std::vector<double> step_rate, floor_rate;
+  for (int round = 0; round < rounds; ++round) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) one_step();
+    (void)loss.take_mean();  // the host read the trainer does at an evaluation
+    step_rate.push_back(steps / seconds_since(t0));
+    t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) floor.run();
+    floor_rate.push_back(steps / seconds_since(t0));
+  }
+  const Stats st = stats(step_rate), fl = stats(floor_rate);
+  const std::string label = r["label"].as<std::string>().empty() ? s.config.name : r["label"].as<std::string>();
+  std::cout << std::fixed << std::setprecision(1) << label << " (" << threads << " threads, batch "
+            << s.plan.batch_size << ", " << rounds << " rounds of " << steps << " steps)\n"
+            << "  step   steps/s min " << st.min << "  median " << st.median << "  max " << st.max << "\n"
+            << "  floor  steps/s min " << fl.min << "  median " << fl.median << "  max " << fl.max << "  ["
+            << floor.what << "]\n"
+            << std::setprecision(3) << "  step at " << st.median / fl.median << " of the floor's speed\n";
+  if (floor.bytes > 0)
+    std::cout << std::setprecision(2) << "  floor moves " << floor.bytes / 1e6 << " MB/step = "
+              << floor.bytes * fl.median / 1e9 << " GB/s\n";
+
+  nlohmann::ordered_json j = {{"bench", "step"}, {"label", label}, {"config", r["config"].as<std::string>()},
+                              {"threads", threads}, {"batch", s.plan.batch_size}, {"rounds", rounds},
+                              {"steps", steps}, {"step_steps_per_s", step_rate}, {"floor_steps_per_s", floor_rate},
+                              {"step_median", st.median}, {"floor_median", fl.median},
+                              {"fraction_of_floor", st.median / fl.median}, {"floor", floor.what}};
+  if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
+
+  if (r.count("profile")) {
+    using namespace torch::autograd::profiler;
+    enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
+    auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) one_step();
+    const double wall_us = seconds_since(t0) * 1e6;
+    double top_us = 0;
+    auto ops = op_profile(disableProfilerLegacy(), &top_us);
+    std::vector<std::pair<std::string, OpStat>> sorted(ops.begin(), ops.end());
+    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second.self_us > b.second.self_us; });
+    int64_t calls = 0;
+    for (const auto& [name, o] : sorted) calls += o.count;
+    std::cout << std::setprecision(1) << "  profile (" << steps << " steps, " << wall_us / steps
+              << " us/step under the profiler, ops' total " << top_us / steps << " us/step, "
+              << static_cast<double>(calls) / steps << " op calls/step)\n"
+              << "    self us/step   share   calls/step  op\n";
+    nlohmann::ordered_json prof = nlohmann::ordered_json::array();
+    for (const auto& [name, o] : sorted) {
+      const double us = o.self_us / steps, share = o.self_us / wall_us;
+      if (share >= 0.002 || std::getenv("BENCH_STEP_PARENTS"))
+        std::cout << "    " << std::setw(11) << us << "  " << std::setw(5) << 100 * share << " %  " << std::setw(10)
+                  << static_cast<double>(o.count) / steps << "  " << name << "\n";
+      prof.push_back({{"op", name}, {"self_us_per_step", us}, {"share", share},
+                      {"calls_per_step", static_cast<double>(o.count) / steps}});
+    }
+    std::cout << "    " << std::setw(11) << (wall_us - top_us) / steps << "  " << std::setw(5)
+              << 100 * (wall_us - top_us) / wall_us << " %  " << std::setw(10) << "" << "  (outside ATen ops)\n";
+    j["profile"] = {{"us_per_step", wall_us / steps}, {"op_calls_per_step", static_cast<double>(calls) / steps},
+                    {"ops", prof}};
+  }
+  if (const auto file = r["json"].as<std::string>(); !file.empty()) std::ofstream(file, std::ios::app) << j.dump() << "\n";
+  return 0;
+}

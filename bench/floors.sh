@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The training step against its floor and against the PyTorch-Python loop (issue 21), interleaved:
+# each round runs, per model, bench_step (the step, then the floor, in one process) and then
+# bench/ref_step.py (the same step written in Python), so slow phases of a shared machine hit every
+# column alike. Writes the table (min / median / max over the rounds) between the FLOOR-TABLE markers
+# of docs/performance.md and the raw JSON lines to bench/results/floors-<date>.jsonl.
+#   usage: bench/floors.sh [--threads N] [--rounds R] [--steps S] [--profile]
+# Rows: the App. H.1 MLP (784-100-10 sigmoid, batch 500), FNN-800 (784-800-800-10 ReLU, batch 100),
+# the CNN (models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
+# (6,040 users, 3,706 items, 1,000,209 synthetic ratings, d = 20, batch 4,000; floor: its gathers and
+# scatters). Same environment for every process: GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=8 (what
+# the sgmcmc binary sets for itself).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=$(nproc); ROUNDS=5; STEPS=200; PROFILE=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) THREADS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --profile) PROFILE=1; shift ;;
+    *) echo "floors.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+PY=${PY:-/usr/bin/python3}
+BUILD=${SGMCMC_BUILD_DIR:-build}
+export GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=8
+bash scripts/build.sh -DSGMCMC_BENCH=ON >/dev/null
+ninja -C "$BUILD" bench_step >/dev/null 2>&1 || cmake --build "$BUILD" --target bench_step >/dev/null
+F=/usr/share/datasets/fashion-mnist
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+# ml-1M's shape, synthetic ratings (the real file cannot be downloaded here).
+$PY - "$TMP/ml1m.dat" <<'EOF'
+import sys, numpy as np
+r = np.random.RandomState(0); n = 1000209
+u, i, s = r.randint(1, 6041, n), r.randint(1, 3707, n), r.randint(1, 6, n)
+np.savetxt(sys.argv[1], np.stack([u, i, s, np.zeros(n, int)], 1), fmt="%d", delimiter="::")
+EOF
+mkdir -p bench/results
+OUT=bench/results/floors-$(date +%Y-%m-%d).jsonl; : > "$OUT"
+SG="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$F"
+declare -A CFG PYARGS
+CFG[mlp_h1]="configs/mnist_bnn_sghmc.yaml --set data.dir=$F"
+PYARGS[mlp_h1]="--model mlp --hidden 100 --activation sigmoid --batch 500"
+CFG[fnn800]="configs/mnist_fnn800_sgld.yaml $SG"
+PYARGS[fnn800]="--model mlp --hidden 800,800 --activation relu --batch 100"
+CFG[cnn]="configs/mnist_cnn_sgld.yaml $SG"
+PYARGS[cnn]="--model cnn --batch 100"
+CFG[bpmf_ml1m]="configs/movielens_bpmf_sghmc.yaml --set data.path=$TMP/ml1m.dat --set data.fold=0"
+ROWS="mlp_h1 fnn800 cnn bpmf_ml1m"
+for r in $(seq "$ROUNDS"); do
+  for row in $ROWS; do
+    echo "round $r/$ROUNDS: $row" >&2
+    # shellcheck disable=SC2086
+    "./$BUILD/bench_step" ${CFG[$row]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label "$row" \
+      --json "$OUT" >/dev/null
+    if [ -n "${PYARGS[$row]:-}" ]; then
+      # shellcheck disable=SC2086
+      $PY bench/ref_step.py ${PYARGS[$row]} --data $F --threads "$THREADS" --steps "$STEPS" --rounds 1 |
+        sed "s/^{/{\"label\": \"$row\", /" >> "$OUT"
+    fi
+  done
+done
+if [ "$PROFILE" = 1 ]; then
+  # shellcheck disable=SC2086
+  "./$BUILD/bench_step" ${CFG[mlp_h1]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label mlp_h1_profile \
+    --profile --json "$OUT" > "$TMP/profile.txt"
+  cat "$TMP/profile.txt" >&2
+fi
+NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $THREADS threads"
+$PY - "$OUT" "$NAME" "$(git rev-parse --short HEAD)" "$ROUNDS" "$STEPS" <<'EOF'
+import json, re, statistics, sys, datetime
+out, name, commit, rounds, steps = sys.argv[1:6]
+rows = {}
+for line in open(out):
+    d = json.loads(line)
+    if d.get("label", "").endswith("_profile"): continue
+    r = rows.setdefault(d["label"], {"step": [], "floor": [], "python": [], "gbs": []})
+    if d.get("bench") == "step":
+        r["step"] += d["step_steps_per_s"]; r["floor"] += d["floor_steps_per_s"]
+        if "floor_gb_per_s" in d: r["gbs"].append(d["floor_gb_per_s"])
+    else:
+        r["python"] += d["steps_per_second"]
+names = {"mlp_h1": "App. H.1 MLP 784-100-10 sigmoid, batch 500", "fnn800": "FNN-800 784-800-800-10 ReLU, batch 100",
+         "cnn": "CNN 20c5-50c5-500-10, batch 100", "bpmf_ml1m": "BPMF, ml-1M shape, d 20, batch 4,000"}
+f = lambda v: f"{min(v):.0f} / {statistics.median(v):.0f} / {max(v):.0f}" if v else "–"
+lines = [f"Measured {datetime.date.today()} on **{name}**, commit {commit}, {rounds} interleaved rounds of {steps} "
+         "steps; steps/s as min / median / max; SGHMC everywhere; `bench/floors.sh`.", "",
+         "| model | sgmcmc step | floor alone | step ÷ floor (medians) | PyTorch-Python step | sgmcmc ÷ Python |",
+         "| --- | ---: | ---: | ---: | ---: | ---: |"]
+for k in ["mlp_h1", "fnn800", "cnn", "bpmf_ml1m"]:
+    if k not in rows: continue
+    r = rows[k]; ms, mf = statistics.median(r["step"]), statistics.median(r["floor"])
+    py = f"{statistics.median(r['step']) / statistics.median(r['python']):.2f}×" if r["python"] else "–"
+    fl = f(r["floor"]) + (f" ({statistics.median(r['gbs']):.1f} GB/s)" if r["gbs"] else "")
+    lines.append(f"| {names[k]} | {f(r['step'])} | {fl} | {100 * ms / mf:.0f} % | {f(r['python'])} | {py} |")
+table = "\n".join(lines)
+print(table)
+doc = "docs/performance.md"; s = open(doc).read()
+a, b = "<!-- FLOOR-TABLE:cpu -->", "<!-- /FLOOR-TABLE:cpu -->"
+if a in s:
+    s = re.sub(re.escape(a) + ".*?" + re.escape(b), lambda m: a + "\n" + table + "\n" + b, s, flags=re.S)
+    open(doc, "w").write(s)
+EOF
