@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
       ("config", "experiment config", cxxopts::value<std::string>())
       ("set", "config override key=value (repeatable)", cxxopts::value<std::vector<std::string>>()->default_value({}))
       ("threads", "intra-op and BLAS threads", cxxopts::value<int>()->default_value("2"))
+      ("intra-threads", "LibTorch intra-op threads if not --threads (BLAS keeps --threads)", cxxopts::value<int>()->default_value("0"))
       ("rounds", "interleaved rounds", cxxopts::value<int>()->default_value("5"))
       ("steps", "steps per round (each of step and floor)", cxxopts::value<int>()->default_value("200"))
       ("warmup", "untimed steps first", cxxopts::value<int>()->default_value("20"))
@@ -203,6 +204,7 @@ int main(int argc, char** argv) {
   }
   const int threads = r["threads"].as<int>(), rounds = r["rounds"].as<int>(), steps = r["steps"].as<int>();
   set_cpu_threads(threads);
+  if (r["intra-threads"].as<int>() > 0) torch::set_num_threads(r["intra-threads"].as<int>());
   tune_allocator();
 
   RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), r["set"].as<std::vector<std::string>>()));

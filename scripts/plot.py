@@ -138,7 +138,7 @@ def group_curve(dirs, metric, xkey):
     return xs, [sum(v) / len(v) for v in ys], [min(v) for v in ys], [max(v) for v in ys]
 
 
-def _draw_groups(ax, groups, metric, xkey, dotted=None):
+def _draw_groups(ax, groups, metric, xkey, dotted=None, band=True):
     """One line per LABEL=GLOB group on `ax`: the mean of `metric` over its runs, min–max band."""
     for i, spec in enumerate(groups):
         label, _, pattern = spec.partition("=")
@@ -149,7 +149,7 @@ def _draw_groups(ax, groups, metric, xkey, dotted=None):
         color = f"C{i}"
         xs, mean, lo, hi = group_curve(dirs, metric, xkey)
         ax.plot(xs, mean, color=color, label=f"{label} (n={len(dirs)})")
-        if len(dirs) > 1:
+        if band and len(dirs) > 1:
             ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
         if dotted:
             xs2, mean2, _, _ = group_curve(dirs, dotted, xkey)
@@ -157,9 +157,9 @@ def _draw_groups(ax, groups, metric, xkey, dotted=None):
                 ax.plot(xs2, mean2, color=color, linestyle=":", linewidth=1)
 
 
-def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False):
+def plot_curves(groups, out, metric, xkey, dotted=None, ylim=None, logx=False, band=True):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    _draw_groups(ax, groups, metric, xkey, dotted)
+    _draw_groups(ax, groups, metric, xkey, dotted, band)
     ax.set_xlabel(xkey); ax.set_ylabel(metric + (f" (dotted: {dotted})" if dotted else ""))
     if ylim:
         ax.set_ylim(*ylim)
@@ -361,6 +361,7 @@ def main():
     c.add_argument("--out", required=True); c.add_argument("--metric", default="test_error")
     c.add_argument("--x", default="epoch"); c.add_argument("--dotted"); c.add_argument("--ylim")
     c.add_argument("--logx", action="store_true")
+    c.add_argument("--no-band", action="store_true", help="means only (no min-max band over the runs)")
     t = sub.add_parser("traces"); t.add_argument("--group", action="append", required=True, help="LABEL=GLOB")
     t.add_argument("--out", required=True); t.add_argument("--x", default="epoch")
     t.add_argument("--metrics", default="lambda.fc1.weight,train_loss,sample_test_error,val_nll")
@@ -374,7 +375,7 @@ def main():
         made = plot_simulate(a.dir, a.out or a.dir)
     elif a.cmd == "curves":
         ylim = tuple(float(v) for v in a.ylim.split(",")) if a.ylim else None
-        made = plot_curves(a.group, a.out, a.metric, a.x, a.dotted, ylim, a.logx)
+        made = plot_curves(a.group, a.out, a.metric, a.x, a.dotted, ylim, a.logx, not a.no_band)
     elif a.cmd == "traces":
         made = plot_traces(a.group, a.out, a.metrics.split(","), a.x)
     elif a.cmd == "uncertainty":

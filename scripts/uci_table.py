@@ -6,7 +6,8 @@
 For every part (method) and, with --group, every value of that key, the step size (the grid point)
 with the lowest mean validation RMSE over the splits is chosen, and its test RMSE, test
 log-likelihood (= −test_nll) and 90 % interval coverage are reported as mean ± s.e. over the splits
-(s.e. = sd / sqrt(splits), as PBP and the SGHMC papers report). --all prints every grid point too.
+(s.e. = sd / sqrt(splits), as PBP and the SGHMC papers report). Only points that finished on every
+split are eligible (a diverged run is not 'done'). --all prints every grid point, with its split count.
 """
 import argparse
 import csv
@@ -41,7 +42,9 @@ def main():
         ok = {p: rs for p, rs in points.items() if all(r["val_rmse"] and r["test_rmse"] for r in rs)}
         if not ok:
             continue
-        shown = ok.items() if a.all else [min(ok.items(), key=lambda kv: val(kv[1]))]
+        full = max(len(rs) for rs in ok.values())  # a point with diverged splits is not eligible
+        eligible = {p: rs for p, rs in ok.items() if len(rs) == full}
+        shown = ok.items() if a.all else [min(eligible.items(), key=lambda kv: val(kv[1]))]
         for point, rs in shown:
             rm, rse = mean_se([float(r["test_rmse"]) for r in rs])
             lm, lse = mean_se([-float(r["test_nll"]) for r in rs])
