@@ -19,6 +19,20 @@ std::string str(double v) {
   return os.str();
 }
 
+// Rows `index` of `table`. While autograd records on the CPU into an existing dense .grad (as in
+// training: flat gradient buffers, seeded with the prior's gradient): an embedding with a sparse
+// gradient, so that the backward pass adds the batch's rows into that .grad instead of zero-filling
+// a table-sized gradient, scattering into it and adding it whole (issue 21: 4.2 → 1.6 ms for the
+// forward and backward of U and V at ml-1M's shape, batch 4,000). Otherwise (no gradient, or CUDA,
+// where a sparse gradient's host syncs would break graph capture; or no .grad yet, which would then
+// become sparse) index_select.
+torch::Tensor rows(const torch::Tensor& table, const torch::Tensor& index) {
+  if (table.dim() == 2 && table.requires_grad() && torch::GradMode::is_enabled() && table.device().is_cpu() &&
+      table.grad().defined() && table.grad().layout() == torch::kStrided)
+    return torch::embedding(table, index, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false, /*sparse=*/true);
+  return table.index_select(0, index);
+}
+
 }  // namespace
 
 void BpmfOptions::validate() const {
@@ -65,7 +79,7 @@ torch::Tensor Bpmf::predict(const torch::Tensor& inputs) {
   check_inputs(inputs);
   auto users = inputs.select(1, 0);
   auto items = inputs.select(1, 1);
-  auto dot = (U_.index_select(0, users) * V_.index_select(0, items)).sum(1);
+  auto dot = (rows(U_, users) * rows(V_, items)).sum(1);
   return dot + a_.index_select(0, users) + b_.index_select(0, items) + mu_;
 }
 

@@ -84,6 +84,25 @@ TEST(Bpmf, GradientOnlyOnBatchRows) {
   EXPECT_EQ((m->b().grad() != 0).sum().item<int64_t>(), 3);
 }
 
+// With a dense .grad already there (as in training), the rows' gradient is accumulated through a
+// sparse embedding gradient: the same values as index_select's dense one, and .grad stays dense.
+TEST(Bpmf, SparseRowGradientEqualsDense) {
+  BpmfOptions o;
+  o.dim(4).tau(1.5).mean(3.0);
+  auto m = std::make_shared<Bpmf>(50, 40, o, gen(3));
+  auto users = torch::tensor({1, 3, 3, 17}, torch::kInt64);
+  auto items = torch::tensor({2, 5, 2, 39}, torch::kInt64);
+  Batch b{torch::stack({users, items}, 1), torch::tensor({4.0f, 1.0f, 5.0f, 2.5f})};
+  m->nll(b).backward();  // no .grad yet: the dense path
+  auto dense_u = m->U().grad().clone(), dense_v = m->V().grad().clone();
+  m->U().mutable_grad().fill_(0.25);  // a seeded dense .grad: the sparse path adds into it
+  m->V().mutable_grad().zero_();
+  m->nll(b).backward();
+  EXPECT_EQ(m->U().grad().layout(), torch::kStrided);
+  EXPECT_TRUE(torch::allclose(m->U().grad(), dense_u + 0.25, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(m->V().grad(), dense_v, 1e-6, 1e-6));
+}
+
 TEST(Bpmf, PriorGroupsAndBadInputs) {
   BpmfOptions o;
   o.dim(3);
