@@ -3,7 +3,7 @@
 # each round runs, per model, bench_step (the step, then the floor, in one process) and then
 # bench/ref_step.py (the same step written in Python), so slow phases of a shared machine hit every
 # column alike. Writes the table (min / median / max over the rounds) between the FLOOR-TABLE markers
-# of docs/performance.md and the raw JSON lines to bench/results/floors-<date>.jsonl.
+# of docs/performance.md and the raw JSON lines to bench/results/floors-<date>T<time>.jsonl.
 #   usage: bench/floors.sh [--threads N] [--rounds R] [--steps S] [--profile]
 # Rows: the App. H.1 MLP (784-100-10 sigmoid, batch 500), FNN-800 (784-800-800-10 ReLU, batch 100),
 # the CNN (models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
@@ -37,7 +37,7 @@ u, i, s = r.randint(1, 6041, n), r.randint(1, 3707, n), r.randint(1, 6, n)
 np.savetxt(sys.argv[1], np.stack([u, i, s, np.zeros(n, int)], 1), fmt="%d", delimiter="::")
 EOF
 mkdir -p bench/results
-OUT=bench/results/floors-$(date +%Y-%m-%d).jsonl; : > "$OUT"
+OUT=bench/results/floors-$(date +%Y-%m-%dT%H%M).jsonl; : > "$OUT"
 SG="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$F"
 declare -A CFG PYARGS
 CFG[mlp_h1]="configs/mnist_bnn_sghmc.yaml --set data.dir=$F"
