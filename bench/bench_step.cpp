@@ -16,10 +16,11 @@
 //
 // `--profile` runs `--steps` more steps under LibTorch's (legacy, CPU) profiler and prints every
 // ATen op's self time per step, its share of the step and its count per step, and the total number
-// of ATen ops per step (top-level and nested calls counted once each).
+// of ATen ops per step (top-level and nested calls counted once each); `--by-parent` keys each op by
+// its caller (e.g. "AddmmBackward0 > aten::mm"), to see where an op comes from.
 //
 //   bench_step CONFIG [--set key=value ...] [--threads 2] [--rounds 5] [--steps 200] [--warmup 20]
-//              [--profile] [--json FILE] [--label NAME]
+//              [--profile [--by-parent]] [--intra-threads N] [--json FILE] [--label NAME]
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -151,7 +152,8 @@ Stats stats(std::vector<double> v) {
 
 // Self time and count per op name over the profiled steps (nesting from push/pop on each thread).
 struct OpStat { double self_us = 0; int64_t count = 0; };
-std::map<std::string, OpStat> op_profile(const torch::autograd::profiler::thread_event_lists& lists,
+// `by_parent`: key each op by "caller > op" (which autograd node or op called it).
+std::map<std::string, OpStat> op_profile(const torch::autograd::profiler::thread_event_lists& lists, bool by_parent,
                                          double* total_us) {
   using torch::autograd::profiler::EventKind;
   std::map<std::string, OpStat> out;
@@ -166,7 +168,6 @@ std::map<std::string, OpStat> op_profile(const torch::autograd::profiler::thread
         Open o = stack.back();
         stack.pop_back();
         const double us = o.ev->cpuElapsedUs(e);
-        static const bool by_parent = std::getenv("BENCH_STEP_PARENTS") != nullptr;
         std::string key = o.ev->name();
         if (by_parent) key = std::string(stack.empty() ? "-" : stack.back().ev->name()) + " > " + key;
         auto& s = out[key];
@@ -193,6 +194,7 @@ int main(int argc, char** argv) {
       ("steps", "steps per round (each of step and floor)", cxxopts::value<int>()->default_value("200"))
       ("warmup", "untimed steps first", cxxopts::value<int>()->default_value("20"))
       ("profile", "print the op profile of --steps steps")
+      ("by-parent", "with --profile: every op keyed by its caller ('caller > op'), none left out")
       ("json", "append one JSON line to FILE", cxxopts::value<std::string>()->default_value(""))
       ("label", "name of the row", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "help");
@@ -255,12 +257,13 @@ int main(int argc, char** argv) {
 
   if (r.count("profile")) {
     using namespace torch::autograd::profiler;
+    const bool by_parent = r.count("by-parent") > 0;
     enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
     auto t0 = Clock::now();
     for (int i = 0; i < steps; ++i) one_step();
     const double wall_us = seconds_since(t0) * 1e6;
     double top_us = 0;
-    auto ops = op_profile(disableProfilerLegacy(), &top_us);
+    auto ops = op_profile(disableProfilerLegacy(), by_parent, &top_us);
     std::vector<std::pair<std::string, OpStat>> sorted(ops.begin(), ops.end());
     std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second.self_us > b.second.self_us; });
     int64_t calls = 0;
@@ -272,7 +275,7 @@ int main(int argc, char** argv) {
     nlohmann::ordered_json prof = nlohmann::ordered_json::array();
     for (const auto& [name, o] : sorted) {
       const double us = o.self_us / steps, share = o.self_us / wall_us;
-      if (share >= 0.002 || std::getenv("BENCH_STEP_PARENTS"))
+      if (share >= 0.002 || by_parent)
         std::cout << "    " << std::setw(11) << us << "  " << std::setw(5) << 100 * share << " %  " << std::setw(10)
                   << static_cast<double>(o.count) / steps << "  " << name << "\n";
       prof.push_back({{"op", name}, {"self_us_per_step", us}, {"share", share},
