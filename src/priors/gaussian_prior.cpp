@@ -41,25 +41,27 @@ torch::Tensor GaussianPrior::neg_log_prob() const {
   return total.defined() ? total : torch::zeros({});
 }
 
-void GaussianPrior::add_grad() const {
+void GaussianPrior::for_each_grad(const GradOp& op) const {
   torch::NoGradGuard no_grad;
   for (size_t g = 0; g < groups_.size(); ++g)
     for (const auto& p : groups_[g].params) {
       auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
       if (!grad.defined()) grad = torch::zeros_like(p);
-      groups_[g].view(grad).addcmul_(groups_[g].view(p), lambda_dev_[g]);
+      auto out = groups_[g].view(grad);
+      op(out, groups_[g].view(p), lambda_dev_[g]);
     }
 }
 
+void GaussianPrior::add_grad() const {
+  for_each_grad([](torch::Tensor& grad, const torch::Tensor& p, const torch::Tensor& lambda) {
+    grad.addcmul_(p, lambda);
+  });
+}
+
 void GaussianPrior::seed_grad() const {
-  torch::NoGradGuard no_grad;
-  for (size_t g = 0; g < groups_.size(); ++g)
-    for (const auto& p : groups_[g].params) {
-      auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
-      if (!grad.defined()) grad = torch::empty_like(p);
-      auto out = groups_[g].view(grad);
-      at::mul_out(out, groups_[g].view(p), lambda_dev_[g]);
-    }
+  for_each_grad([](torch::Tensor& grad, const torch::Tensor& p, const torch::Tensor& lambda) {
+    at::mul_out(grad, p, lambda);
+  });
 }
 
 bool GaussianPrior::covers(const std::vector<torch::Tensor>& params) const {

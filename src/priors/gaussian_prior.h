@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ class GaussianPrior {
   std::map<std::string, double> log_values() const;
 
  private:
+  // op(.grad view, θ view, λ_g) for every parameter of every group, without autograd; an undefined
+  // .grad is allocated (zeros) first.
+  using GradOp = std::function<void(torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
+  void for_each_grad(const GradOp& op) const;
   void sync_device_lambda();  // lambda_dev_ := lambda_
   torch::Tensor squared_norms() const;  // ‖θ_g‖² per group, float64 on the CPU (one host transfer)
   // λ_g := a draw from Gamma(shape_g, rate_g), drawn on `gen`'s device.
