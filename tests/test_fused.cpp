@@ -208,8 +208,9 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
     const bool f32 = dt == torch::kFloat32;
     const double rtol = f32 ? 1e-5 : 1e-12, atol = f32 ? 1e-6 : 1e-13;
     for (const auto& c : cases()) {
-      // variants: first step / later step; SGHMC with β̂; Santa refinement and precond term
-      for (int variant = 0; variant < 3; ++variant) {
+      // variants: first step / later step; SGHMC with β̂; Santa refinement and precond term;
+      // Santa's constant-G₂ noise (the authors' code)
+      for (int variant = 0; variant < 4; ++variant) {
         FusedScalars s;
         s.lr = 1e-3;
         s.temperature = variant == 2 ? 0.5 : 1.0;
@@ -223,6 +224,7 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
         s.first = variant == 0;
         s.exploring = variant != 1;
         s.precond_term = variant == 2;
+        s.noise_g2 = variant == 3 ? 0.7 : 0.0;
         const NoiseStream ns{0x9e3779b97f4a7c15ull + static_cast<uint64_t>(variant), 11};
         auto th = torch::randn({n}, dt);
         auto g = torch::randn({n}, dt) * 2;

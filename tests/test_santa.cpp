@@ -66,6 +66,23 @@ TEST(SantaRule, SsiExplorationGolden) {
   EXPECT_NEAR(alpha.item<double>(), 0.2 + want_u * want_u - 0.01, 1e-15);
 }
 
+// Constant-G₂ noise (noise_g2 = 0.5, the authors' code): the noise term is sqrt(2·0.01·0.5/β)·ζ, whatever
+// g_prev; with g_prev = 0.5 that is the same 0.05 as above, so g_prev = 2 here must not change u'.
+TEST(SantaRule, SsiConstantNoiseIgnoresGPrev) {
+  const double g = 1.0 / std::sqrt(std::sqrt(1.3));
+  const double e = std::exp(-0.1);
+  auto s = scalars(true, false);
+  s.noise_g2 = 0.5;
+  auto theta = d(1.0), u = d(0.5), alpha = d(0.2), v = d(1.0), gp = d(2.0);
+  rules::santa_ssi_update(theta, u, alpha, v, gp, d(2.0), d(0.5), s);
+  const double want_u = e * (e * 0.5 - 0.02 * g + 0.05);
+  EXPECT_NEAR(u.item<double>(), want_u, 1e-15);
+  s.noise_g2 = 2.0;  // 4× the variance: the noise term doubles to 0.1
+  theta = d(1.0), u = d(0.5), alpha = d(0.2), v = d(1.0), gp = d(0.5);
+  rules::santa_ssi_update(theta, u, alpha, v, gp, d(2.0), d(0.5), s);
+  EXPECT_NEAR(u.item<double>(), e * (e * 0.5 - 0.02 * g + 0.1), 1e-15);
+}
+
 // First step: v ← f²/N² (N = 2: v = 4/4 = 1 ⇒ g = 1/sqrt(λ + 1)), g_prev ← g.
 TEST(SantaRule, FirstStepInitialisesV) {
   auto s = scalars(true, false);
@@ -102,6 +119,7 @@ TEST(SantaOptions, BadValuesRejected) {
   expect_option_error("santa", {{"data_size", "0"}}, "santa.data_size");
   expect_option_error("santa", {{"burnin", "-1"}}, "santa.burnin");
   expect_option_error("santa", {{"anneal_gamma", "-1"}}, "santa.anneal_gamma");
+  expect_option_error("santa", {{"noise_g2", "-1"}}, "santa.noise_g2");
   expect_option_error("santa", {{"integrator", "x"}}, "sampler.integrator");
   expect_option_error("santa", {{"precond_term", "maybe"}}, "sampler.precond_term");
 }

@@ -16,7 +16,7 @@ namespace sgmcmc::kernels {
 // Per-call coefficients, in the tensors' scalar type.
 template <typename T>
 struct FusedCoefs {
-  T a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
+  T a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0;
   bool first = false, exploring = true, precond_term = false;
 };
 
@@ -102,6 +102,7 @@ FusedCoefs<T> make_coefs(FusedRule rule, const FusedScalars& s) {
       k.f = static_cast<T>(-s.lr / s.beta);             // −η/β
       k.g = static_cast<T>(2.0 * s.lr / s.beta);        // 2η/β
       k.h = static_cast<T>(1e-3 * std::sqrt(s.lr / s.beta));  // floor of |u| in the precond term
+      k.i = static_cast<T>(s.noise_g2);                 // constant G₂ of the noise (0: g_prev)
       break;
     }
   }
@@ -170,7 +171,7 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     T alpha = s1[i];
     T drive = T(0);
     if (k.exploring) {
-      drive = sqrt_hd(gp * k.g) * z;
+      drive = sqrt_hd((k.i > T(0) ? k.i : gp) * k.g) * z;
       if (k.precond_term) {
         const T au = u < T(0) ? -u : u;
         const T mag = au > k.h ? au : k.h;

@@ -42,6 +42,7 @@ struct FusedScalars {
   double sigma = 0;         // Santa σ
   double data_size = 1;     // Santa N
   double beta = 1;          // Santa β_t
+  double noise_g2 = 0;      // Santa: constant G₂ in the noise (0: the paper's g_{t−1})
   bool exploring = true;    // Santa
   bool precond_term = false;
   bool first = false;       // pSGLD / Santa first step
@@ -55,6 +56,7 @@ inline rules::SantaScalars santa_scalars(const FusedScalars& s) {
   r.eps = s.eps;
   r.data_size = s.data_size;
   r.beta = s.beta;
+  r.noise_g2 = s.noise_g2;
   r.exploring = s.exploring;
   r.precond_term = s.precond_term;
   r.first = s.first;

@@ -139,7 +139,8 @@ torch::Tensor santa_precond(torch::Tensor& v, const torch::Tensor& grad, const S
 // Noise plus the optional η/β (1 − g_prev⊘g) ⊘ u term (uses u before this step's update).
 torch::Tensor santa_drive(const torch::Tensor& u, const torch::Tensor& g, const torch::Tensor& g_prev,
                           const torch::Tensor& noise, const SantaScalars& s) {
-  auto out = (g_prev * (2.0 * s.lr / s.beta)).sqrt_().mul_(noise);
+  auto out = s.noise_g2 > 0 ? noise * std::sqrt(2.0 * s.lr * s.noise_g2 / s.beta)
+                            : (g_prev * (2.0 * s.lr / s.beta)).sqrt_().mul_(noise);
   if (s.precond_term) {
     const double floor = 1e-3 * std::sqrt(s.lr / s.beta);
     auto sign = torch::where(u >= 0, torch::ones_like(u), -torch::ones_like(u));

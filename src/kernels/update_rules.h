@@ -102,6 +102,7 @@ struct SantaScalars {
   double eps = 1e-8;        // λ
   double data_size = 1;     // N
   double beta = 1;          // β_t
+  double noise_g2 = 0;      // > 0: noise sqrt(2η G₂/β)⊙ζ with this constant G₂ instead of g_prev
   bool exploring = true;
   bool precond_term = false;
   bool first = false;

@@ -20,6 +20,7 @@ void SantaOptions::validate() const {
   if (integrator_ != "euler" && integrator_ != "ssi")
     throw std::invalid_argument("santa.integrator: must be one of {euler, ssi}, got '" + integrator_ + "'");
   check_positive("santa", "temperature", temperature_);
+  check_nonnegative("santa", "noise_g2", noise_g2_);
 }
 
 Santa::Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options)
@@ -59,6 +60,7 @@ void Santa::step() {
   fs.precond_term = options_.precond_term();
   fs.first = step_count_ == 0;
   fs.temperature = temperature_;
+  fs.noise_g2 = options_.noise_g2();
   const bool ssi = options_.integrator() == "ssi";
   step_params(ssi ? kernels::FusedRule::kSantaSsi : kernels::FusedRule::kSantaEuler, fs,
               {&u_, &alpha_, &v_, &g_prev_}, /*noise=*/fs.exploring,

@@ -37,6 +37,15 @@
 // exploration needs λ + sqrt(v) > 4 everywhere (large λ, or large gradients / small N) and a small
 // η (α moves by u⊙u − η/β per step). The SSI scheme has the fixed point sinh α = g for every g and
 // e^{−α/2} ≤ 1 for every α ≥ 0: prefer integrator = ssi.
+// THE AUTHORS' CODE departs from Algorithms 1–2 in the noise (github.com/cchangyou/Santa,
+// FNN_CNN/algorithms/Santa.m): it adds sqrt(2 η^{3/2} · 100 / β_t)·ζ, "G2 set to be constant (100)",
+// i.e. G₂ = 100·sqrt(η) in place of g_{t−1}. noise_g2 > 0 selects that form: noise sqrt(2η G₂/β_t)⊙ζ
+// with the constant G₂ = noise_g2. It is 10⁴–10⁵ times less noise variance than the paper's form at the
+// code's η = 4e-11, so exploration samples a much colder distribution than exp(−β_t Ũ): with the
+// paper's noise, weights with no data gradient (λθ only) get g ≈ 1/sqrt(λ) and diffuse to the prior's
+// scale 1/sqrt(β_t) within an epoch, which blows up the logits of a ReLU net (docs/santa.md).
+// The code's other departures are not implemented: an EMA of the gradient (decay_grad 0.4–0.5), λ = 1e-4
+// during exploration, and a step size halved every 20 epochs (schedule: step does that).
 // diagnostics(): "inverse_temperature" (β of the last step), "exploring" (1/0), "thermostat_mean"
 // (mean of α).
 #pragma once
@@ -62,6 +71,7 @@ struct SantaOptions {
   TORCH_ARG(bool, precond_term) = false;
   TORCH_ARG(std::string, integrator) = "euler";  // euler | ssi
   TORCH_ARG(double, temperature) = 1.0;          // > 0, divides β_t
+  TORCH_ARG(double, noise_g2) = 0.0;             // >= 0; > 0: constant G₂ in the noise (authors' code)
 };
 
 class Santa : public Sampler {
