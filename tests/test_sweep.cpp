@@ -361,6 +361,31 @@ TEST(SweepRunner, ResumeAfterStoppedRunEqualsUninterrupted) {
   EXPECT_NE(slurp(dir + "/B/summary.md").find("| 5.0e-4 |"), std::string::npos);  // sanity: has rows
 }
 
+// A finished run whose stored config disagrees with what the sweep now sets (a part's `set` edited,
+// its name kept) is an error before anything runs, not a silently reused result; --overwrite reruns.
+TEST(SweepRunner, ChangedSettingsOfADoneRunAreAnError) {
+  auto dir = test_util::temp_dir("sweep_stale");
+  auto file = tiny_sweep(dir);
+  SweepOptions o;
+  o.out_dir = dir + "/S";
+  o.quiet = true;
+  std::ostringstream log;
+  run_sweep(load_sweep(file), o, log);
+  // Same run names, one more override: train.eval_every 3 (the stored runs have 2).
+  write(fs::path(dir) / "edited.yaml", slurp(file) + "set: {train.eval_every: 3}\n");
+  const auto edited = load_sweep(dir + "/edited.yaml");
+  const std::string msg = error_of([&] { run_sweep(edited, o, log); });
+  EXPECT_NE(msg.find("run lr=5.0e-4_seed=1: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("train.eval_every=2 there, train.eval_every=3 here"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  // The same values written differently are the same settings: 5.0e-4 vs the stored 0.0005.
+  write(fs::path(dir) / "same.yaml", slurp(file) + "set: {train.eval_every: 2.0, train.threads: 3}\n");
+  EXPECT_NO_THROW(run_sweep(load_sweep(dir + "/same.yaml"), o, log));
+  SweepOptions over = o;
+  over.overwrite = true;
+  for (const auto& r : run_sweep(edited, over, log)) EXPECT_EQ(r.status, "done");
+}
+
 // --jobs 2 through the binary: child processes (train.threads = 1 each), one run fails
 // at run time (batch larger than the training set) and is reported without stopping the others;
 // the finished runs equal the in-process results.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
 
 #include "config/experiment_config.h"
 #include "runtime/cpu.h"
@@ -122,6 +123,55 @@ bool check_run_config(const SweepSpec& spec, const Plan& plan, size_t i) {
   }
 }
 
+// Per-process keys: the runner sets them itself, so a stored run may differ there.
+bool per_process_key(const std::string& key) {
+  return key == "train.threads" || key == "device" || key.rfind("output.", 0) == 0;
+}
+
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  try {
+    size_t ia = 0, ib = 0;
+    const double x = std::stod(a, &ia), y = std::stod(b, &ib);
+    return ia == a.size() && ib == b.size() && x == y;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// The first override of `run` whose scalar value differs from the run directory's config.yaml, as
+// "key=stored there, key=value here"; "" when they agree (keys the stored config lacks, or holds as
+// a list or mapping, are not compared: a run from before an option existed stays done).
+std::string stale_override(const fs::path& dir, const SweepRun& run) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile((dir / "config.yaml").string());
+  } catch (const std::exception&) {
+    return "";
+  }
+  std::vector<std::pair<std::string, std::string>> last;  // key -> its last value (later overrides win)
+  for (const auto& a : run.overrides) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = a.substr(0, eq);
+    auto it = std::find_if(last.begin(), last.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it == last.end()) {
+      last.emplace_back(key, a.substr(eq + 1));
+    } else {
+      it->second = a.substr(eq + 1);
+    }
+  }
+  for (const auto& [key, value] : last) {
+    if (per_process_key(key)) continue;
+    const auto dot = key.find('.');
+    YAML::Node node = dot == std::string::npos ? root[key] : root[key.substr(0, dot)][key.substr(dot + 1)];
+    if (!node || !node.IsScalar()) continue;
+    const std::string stored = node.as<std::string>();
+    if (!same_value(stored, value)) return key + "=" + stored + " there, " + key + "=" + value + " here";
+  }
+  return "";
+}
+
 Plan make_plan(const SweepSpec& spec, const SweepOptions& opt) {
   Plan plan;
   plan.out = opt.out_dir.empty() ? fs::path("runs") / "sweeps" / spec.name : fs::path(opt.out_dir);
@@ -133,6 +183,13 @@ Plan make_plan(const SweepSpec& spec, const SweepOptions& opt) {
   for (size_t i = 0; i < plan.runs.size(); ++i) {
     plan.uses_cuda.push_back(check_run_config(spec, plan, i));
     plan.states.push_back(opt.overwrite ? "new" : run_state(plan.dir(i).string()));
+    if (plan.states.back() != "new") {
+      const std::string diff = stale_override(plan.dir(i), plan.runs[i]);
+      if (!diff.empty())
+        throw std::invalid_argument("run " + plan.runs[i].name + ": " + plan.dir(i).string() +
+                                    " holds a run with other settings (" + diff +
+                                    "): rename the part, delete that directory, or pass --overwrite");
+    }
   }
   if (plan.jobs > 1 && std::any_of(plan.uses_cuda.begin(), plan.uses_cuda.end(), [](bool b) { return b; }))
     plan.cuda_devices = static_cast<int>(torch::cuda::device_count());
