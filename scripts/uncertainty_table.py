@@ -4,6 +4,10 @@
   scripts/uncertainty_table.py runs/sweeps/uncertainty [runs/sweeps/uncertainty_classes]
   scripts/uncertainty_table.py --points runs/sweeps/small_n     one row per (part, point): validation and
                                                                  test NLL, error, ECE, final λ of fc1.weight
+  scripts/uncertainty_table.py --rows DIR [DIR ...]              the parts of every sweep in turn, one OOD
+                                                                 set (the 800-epoch table), plus each
+                                                                 optimizer early-stopped: its evaluation
+                                                                 with the lowest validation NLL
 
 Rows: the parts (methods) of the first sweep, in file order. Columns: test error, NLL, Brier, ECE,
 mutual information, OOD AUROC by entropy (and by MI) on the first sweep's OOD set, OOD AUROC by
@@ -45,12 +49,48 @@ def stat(rows, key, scale=1.0, digits=3):
     return f"{m:.{digits}f} ± {sd:.{digits}f}"
 
 
+OPTIMIZERS = ("sgd", "sgd-momentum", "rmsprop", "adam")
+
+
+def early_stopped(path, rows):
+    """Each run's metrics.csv row with the lowest val_nll (an optimizer stopped early on validation)."""
+    out = []
+    for r in rows:
+        with open(f"{path}/{r['run']}/metrics.csv", newline="") as f:
+            evals = [e for e in csv.DictReader(f) if e.get("val_nll") not in (None, "", "nan")]
+        best = min(evals, key=lambda e: float(e["val_nll"]))
+        best = dict(best)
+        best["wall_seconds"] = r["wall_seconds"]
+        out.append(best)
+    return out
+
+
+def rows_table(paths):
+    print("| method | test error % | NLL | Brier | ECE | MCE | MI | AUROC rot. (H) | AUROC rot. (MI) | wall s / run | seeds |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in paths:
+        for part, rows in read(path + "/summary.csv").items():
+            print(f"| {part} | {stat(rows, 'test_error', 100, 2)} | {stat(rows, 'test_nll')} | {stat(rows, 'test_brier')} "
+                  f"| {stat(rows, 'test_ece', 1, 4)} | {stat(rows, 'test_mce', 1, 3)} | {stat(rows, 'test_mi')} "
+                  f"| {stat(rows, 'ood_auroc_entropy')} | {stat(rows, 'ood_auroc_mi')} | {stat(rows, 'wall_seconds', 1, 0)} "
+                  f"| {len(rows)} |")
+            if part in OPTIMIZERS:
+                es = early_stopped(path, rows)
+                epochs = "/".join(str(int(float(e["epoch"]))) for e in es)
+                print(f"| {part}, early-stopped (epoch {epochs}) | {stat(es, 'test_error', 100, 2)} | {stat(es, 'test_nll')} "
+                      f"| {stat(es, 'test_brier')} | {stat(es, 'test_ece', 1, 4)} | {stat(es, 'test_mce', 1, 3)} | – "
+                      f"| {stat(es, 'ood_auroc_entropy')} | – | {stat(es, 'wall_seconds', 1, 0)} | {len(es)} |")
+    return 0
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     if argv[1] == "--points":
         return points_table(argv[2])
+    if argv[1] == "--rows":
+        return rows_table(argv[2:])
     main_parts = read(argv[1] + "/summary.csv")
     cls_parts = read(argv[2] + "/summary.csv") if len(argv) > 2 else {}
     print("| method | test error % | NLL | Brier | ECE | MI | AUROC rot. (H) | AUROC rot. (MI) | AUROC classes 5–9 (H) "
