@@ -50,6 +50,22 @@ TEST(Schedules, Cyclical) {
   EXPECT_NEAR(s->at(24), std::cos(M_PI * 24 / 25) + 1, 1e-15);
 }
 
+// explore_fraction 0.4, cycle 25: r(t) = (t mod 25)/25 ≥ 0.4 ⇔ t mod 25 ≥ 10 is the sampling stage;
+// the step sizes are those of the plain cyclical schedule.
+TEST(Schedules, CyclicalExplorationStages) {
+  auto plain = make_schedule(opts({{"type", "cyclical"}, {"cycles", "4"}}), 2.0, 100, 10);
+  auto s = make_schedule(opts({{"type", "cyclical"}, {"cycles", "4"}, {"explore_fraction", "0.4"}}), 2.0, 100, 10);
+  EXPECT_FALSE(plain->has_stages());
+  EXPECT_TRUE(s->has_stages());
+  for (int64_t t = 0; t < 100; ++t) {
+    EXPECT_EQ(s->sampling(t), t % 25 >= 10) << t;
+    EXPECT_TRUE(plain->sampling(t));
+    EXPECT_EQ(s->at(t), plain->at(t));
+  }
+  EXPECT_THROW(make_schedule(opts({{"type", "cyclical"}, {"explore_fraction", "1"}}), 1.0, 100, 10), std::invalid_argument);
+  EXPECT_THROW(make_schedule(opts({{"type", "cyclical"}, {"explore_fraction", "-0.1"}}), 1.0, 100, 10), std::invalid_argument);
+}
+
 TEST(Schedules, BadOptionsRejected) {
   EXPECT_THROW(make_schedule(opts({{"type", "exponential"}}), 1.0, 100, 10), std::invalid_argument);
   EXPECT_THROW(make_schedule(opts({{"type", "polynomial"}, {"gamma", "1.5"}}), 1.0, 100, 10), std::invalid_argument);

@@ -159,6 +159,48 @@ TEST(Trainer, PerDatumStepIsThePaperStepTimesN) {
   EXPECT_DOUBLE_EQ(metrics_column(dir + "/b/metrics.csv", "lr").front(), 1e-3);
 }
 
+// Cyclical SG-MCMC's stages (schedule.explore_fraction 0.5, 3 cycles of 100 steps): steps t with
+// t mod 100 < 50 run at temperature 0 and collect nothing. Samples after burn-in (step 100), one per
+// epoch, fall at steps 160..200 and 260..300: 10. The first cycle's exploration (steps 1–50) equals a
+// run at temperature 0 throughout (same noise draws, scaled by 0), so the epoch-5 rows agree and
+// the epoch-10 rows (after 50 noisy steps) do not. A run stopped in an exploration stage (its
+// checkpoint holds T = 0) and resumed equals the uninterrupted one.
+TEST(Trainer, CyclicalExplorationStagesAreNoiseFree) {
+  auto dir = test_util::temp_dir("trainer_cyclical");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  const std::vector<std::string> cyc = {"schedule.type=cyclical", "schedule.cycles=3", "prior.hyperprior=none"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), cyc.begin(), cyc.end());
+    return tiny_config(dir + "/data", extra);
+  };
+  RunOptions a = quiet_run(dir + "/a");
+  auto sa = run_training(with({"schedule.explore_fraction=0.5"}), a);
+  EXPECT_EQ(sa.values.at("samples"), 10);
+  RunOptions c = quiet_run(dir + "/cold");
+  run_training(with({"sampler.temperature=0"}), c);
+  const auto na = metrics_column(dir + "/a/metrics.csv", "sample_test_nll");
+  const auto nc = metrics_column(dir + "/cold/metrics.csv", "sample_test_nll");
+  ASSERT_GE(na.size(), 2u);
+  EXPECT_EQ(na[0], nc[0]);
+  EXPECT_NE(na[1], nc[1]);
+  RunOptions b = quiet_run(dir + "/b");
+  b.stop_after_steps = 137;
+  run_training(with({"schedule.explore_fraction=0.5"}), b);
+  b.stop_after_steps = -1;
+  b.resume = true;
+  auto sb = run_training(load_config(dir + "/b/config.yaml"), b);
+  EXPECT_EQ(metrics_without_timing(dir + "/a/metrics.csv"), metrics_without_timing(dir + "/b/metrics.csv"));
+  EXPECT_EQ(sa.values.at("test_nll"), sb.values.at("test_nll"));
+  // Optimizers have no noise to switch off: an error naming the key.
+  RunOptions o = quiet_run(dir + "/sgd");
+  try {
+    run_training(with({"schedule.explore_fraction=0.5", "sampler.name=sgd"}), o);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("schedule.explore_fraction"), std::string::npos) << e.what();
+  }
+}
+
 // prior.gibbs_start_epochs: λ stays at its initial value until the warm-up ends (epoch 10 of 30,
 // evaluations every 5 epochs), then the Gibbs steps move it; prior.init: init_scale starts it at
 // n/‖θ‖² of the initial weights (fan-in uniform init of 256 inputs: θ² averages 1/(3·256), λ ≈ 768).

@@ -47,19 +47,25 @@ class StepDecay : public Schedule {
 
 class Cyclical : public Schedule {
  public:
-  Cyclical(double a, int64_t total, int64_t cycles)
-      : a_(a), cycle_len_((total + cycles - 1) / cycles), cycles_(cycles) {}
+  Cyclical(double a, int64_t total, int64_t cycles, double explore)
+      : a_(a), cycle_len_((total + cycles - 1) / cycles), cycles_(cycles), explore_(explore) {}
   double at(int64_t t) const override {
     const double pi = 3.14159265358979323846;
-    double r = static_cast<double>(t % cycle_len_) / static_cast<double>(cycle_len_);
-    return a_ / 2 * (std::cos(pi * r) + 1);
+    return a_ / 2 * (std::cos(pi * position(t)) + 1);
   }
+  bool sampling(int64_t t) const override { return position(t) >= explore_; }
+  bool has_stages() const override { return explore_ > 0; }
   std::string describe() const override {
-    return "cyclical(a=" + fmt_value(a_) + ", cycle_len=" + std::to_string(cycle_len_) + ")";
+    return "cyclical(a=" + fmt_value(a_) + ", cycle_len=" + std::to_string(cycle_len_) +
+           (explore_ > 0 ? ", explore_fraction=" + fmt_value(explore_) : std::string()) + ")";
   }
  private:
+  double position(int64_t t) const {  // r(t) in [0, 1)
+    return static_cast<double>(t % cycle_len_) / static_cast<double>(cycle_len_);
+  }
   double a_;
   int64_t cycle_len_, cycles_;
+  double explore_;
 };
 
 }  // namespace
@@ -80,13 +86,15 @@ std::unique_ptr<Schedule> step_schedule(double a, int64_t every, double factor) 
   check_positive("schedule", "factor", factor);
   return std::make_unique<StepDecay>(a, every, factor);
 }
-std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64_t cycles) {
+std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64_t cycles, double explore_fraction) {
   check_nonnegative("schedule", "a", a);
+  if (!(explore_fraction >= 0 && explore_fraction < 1))
+    throw std::invalid_argument("schedule.explore_fraction: must be in [0, 1), got " + fmt_value(explore_fraction));
   if (cycles <= 0) throw std::invalid_argument("schedule.cycles: must be > 0, got " + std::to_string(cycles));
   if (total_steps < cycles)
     throw std::invalid_argument("schedule.cycles: more cycles (" + std::to_string(cycles) +
                                 ") than steps (" + std::to_string(total_steps) + ")");
-  return std::make_unique<Cyclical>(a, total_steps, cycles);
+  return std::make_unique<Cyclical>(a, total_steps, cycles, explore_fraction);
 }
 
 const std::vector<ScheduleType>& schedule_types() {
@@ -94,7 +102,7 @@ const std::vector<ScheduleType>& schedule_types() {
       {"constant", {"type"}},
       {"polynomial", {"type", "b", "gamma"}},
       {"step", {"type", "every", "every_epochs", "factor"}},
-      {"cyclical", {"type", "cycles"}},
+      {"cyclical", {"type", "cycles", "explore_fraction"}},
   };
   return types;
 }
@@ -118,6 +126,8 @@ void ScheduleOptions::validate() const {
     check_positive("schedule", "factor", factor_);
   } else if (type_ == "cyclical") {
     if (cycles_ <= 0) throw std::invalid_argument("schedule.cycles: must be > 0, got " + std::to_string(cycles_));
+    if (!(explore_fraction_ >= 0 && explore_fraction_ < 1))
+      throw std::invalid_argument("schedule.explore_fraction: must be in [0, 1), got " + fmt_value(explore_fraction_));
   } else if (type_ != "constant") {
     throw std::invalid_argument("schedule.type: unknown schedule type '" + type_ + "'");
   }
@@ -133,7 +143,7 @@ ScheduleOptions parse_schedule_options(const OptionMap& o) {
         .every_epochs(o.get_int("every_epochs", opt.every_epochs()))
         .factor(o.get_double("factor", opt.factor()));
   } else if (opt.type() == "cyclical") {
-    opt.cycles(o.get_int("cycles", opt.cycles()));
+    opt.cycles(o.get_int("cycles", opt.cycles())).explore_fraction(o.get_double("explore_fraction", opt.explore_fraction()));
   }
   opt.validate();
   return opt;
@@ -149,7 +159,7 @@ std::unique_ptr<Schedule> make_schedule(const ScheduleOptions& opt, double base,
     if (opt.every_epochs() > 0) every = opt.every_epochs() * std::max<int64_t>(1, steps_per_epoch);
     return step_schedule(base, every, opt.factor());
   }
-  return cyclical_schedule(base, total_steps, opt.cycles());
+  return cyclical_schedule(base, total_steps, opt.cycles(), opt.explore_fraction());
 }
 
 std::unique_ptr<Schedule> make_schedule(const OptionMap& o, double base, int64_t total_steps,

@@ -4,6 +4,10 @@
 //   step:        a · factor^floor(t / every)         (e.g. 002 §5.2: halved at epoch 20)
 //   cyclical:    a/2 · (cos(π · (t mod c) / c) + 1),  c = ceil(total / cycles)
 //                (Zhang et al., "Cyclical SG-MCMC", ICLR 2020)
+//                With explore_fraction β > 0 (Zhang et al.'s Algorithm 1): step t is in the EXPLORATION
+//                stage while r(t) = (t mod c)/c < β, where the trainer runs the sampler at temperature 0
+//                (no noise: SGLD → SGD, SGHMC → SGD-momentum) and collects no samples; in the SAMPLING
+//                stage (r(t) ≥ β) it runs at the configured temperature and collects samples as usual.
 #pragma once
 
 #include <cstdint>
@@ -22,12 +26,17 @@ class Schedule {
   virtual ~Schedule() = default;
   virtual double at(int64_t t) const = 0;
   virtual std::string describe() const = 0;
+  // True when step t is in a sampling stage (noise on, samples collected); every step by default.
+  virtual bool sampling(int64_t /*t*/) const { return true; }
+  // True when some step is not (the schedule has exploration stages).
+  virtual bool has_stages() const { return false; }
 };
 
 std::unique_ptr<Schedule> constant_schedule(double a);
 std::unique_ptr<Schedule> polynomial_schedule(double a, double b, double gamma);
 std::unique_ptr<Schedule> step_schedule(double a, int64_t every, double factor);
-std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64_t cycles);
+std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64_t cycles,
+                                            double explore_fraction = 0.0);
 
 // The typed `schedule:` block, checked (as far as it can be without the run length) by validate().
 struct ScheduleOptions {
@@ -41,6 +50,7 @@ struct ScheduleOptions {
   TORCH_ARG(int64_t, every_epochs) = 0;       // ... or epochs (> 0 takes precedence)
   TORCH_ARG(double, factor) = 0.5;            // step, > 0
   TORCH_ARG(int64_t, cycles) = 4;             // cyclical, > 0 and <= the run's steps
+  TORCH_ARG(double, explore_fraction) = 0.0;  // cyclical, in [0, 1): each cycle's noise-free start
 };
 
 // A schedule type and the keys of its `schedule:` block (`type` included): exactly what

@@ -45,6 +45,7 @@ RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
 TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start,
                          DistributedRun dist)
     : s_(std::move(setup)),
+      temperature_(s_.sampler->temperature()),
       dist_(std::move(dist)),
       cfg_(s_.config),
       model_(*s_.dm.model),
@@ -92,7 +93,7 @@ RunSummary TrainingRun::run() {
   while ((stop = stop_reason(signal)) == Stop::kNone) {
     step();
     if (plan.gibbs_due(step_)) gibbs_step();
-    const bool sampled = plan.sample_due(step_);
+    const bool sampled = plan.sample_due(step_) && s_.schedule->sampling(step_ - 1);
     if (sampled) collect_sample();
     if (plan.eval_due(step_)) {
       evaluate(sampled);
@@ -114,6 +115,7 @@ TrainingRun::Stop TrainingRun::stop_reason(int signal) const {
 void TrainingRun::step() {
   auto idx = dist_.shard(batches_.next());
   s_.sampler->set_lr(s_.schedule->at(step_));
+  if (s_.schedule->has_stages()) s_.sampler->set_temperature(s_.schedule->sampling(step_) ? temperature_ : 0.0);
   steps_.step(idx);
   guard_.check_step_loss(step_ + 1, steps_.batch_nll(), s_.sampler->lr());
   ++step_;

@@ -60,6 +60,7 @@ class TrainingRun {
   torch::Tensor reported_test_prediction();
 
   RunSetup s_;
+  double temperature_;          // the configured temperature (the cyclical schedule's exploration runs at 0)
   DistributedRun dist_;
   ExperimentConfig& cfg_;
   Model& model_;
