@@ -225,6 +225,7 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
         s.exploring = variant != 1;
         s.precond_term = variant == 2;
         s.noise_g2 = variant == 3 ? 0.7 : 0.0;
+        s.alpha_fixed_point = variant == 0;  // first step: α ← asinh(g)
         const NoiseStream ns{0x9e3779b97f4a7c15ull + static_cast<uint64_t>(variant), 11};
         auto th = torch::randn({n}, dt);
         auto g = torch::randn({n}, dt) * 2;

@@ -83,6 +83,22 @@ TEST(SantaRule, SsiConstantNoiseIgnoresGPrev) {
   EXPECT_NEAR(u.item<double>(), e * (e * 0.5 - 0.02 * g + 0.1), 1e-15);
 }
 
+// thermostat_init fixed_point: on the first step α ← asinh(g) before the SSI update (f = 2, N = 2,
+// v = 1 ⇒ g = 1, α = asinh 1); otherwise the golden SSI step with that α.
+TEST(SantaRule, SsiFixedPointThermostatInit) {
+  auto s = scalars(true, false);
+  s.first = true;
+  s.data_size = 2;
+  s.alpha_fixed_point = true;
+  auto theta = d(1.0), u = d(0.5), alpha = d(0.2), v = d(0.0), gp = d(0.0);
+  rules::santa_ssi_update(theta, u, alpha, v, gp, d(2.0), d(0.5), s);
+  const double a0 = std::asinh(1.0), e = std::exp(-a0 / 2);
+  const double want_u = e * (e * 0.5 - 0.02 + std::sqrt(2 * 0.01 * 1.0) * 0.5);
+  EXPECT_NEAR(u.item<double>(), want_u, 1e-15);
+  EXPECT_NEAR(alpha.item<double>(), a0 + want_u * want_u - 0.01, 1e-15);
+  expect_option_error("santa", {{"thermostat_init", "fixed_point"}}, "santa.thermostat_init");  // Euler: refused
+}
+
 // First step: v ← f²/N² (N = 2: v = 4/4 = 1 ⇒ g = 1/sqrt(λ + 1)), g_prev ← g.
 TEST(SantaRule, FirstStepInitialisesV) {
   auto s = scalars(true, false);
@@ -120,6 +136,7 @@ TEST(SantaOptions, BadValuesRejected) {
   expect_option_error("santa", {{"burnin", "-1"}}, "santa.burnin");
   expect_option_error("santa", {{"anneal_gamma", "-1"}}, "santa.anneal_gamma");
   expect_option_error("santa", {{"noise_g2", "-1"}}, "santa.noise_g2");
+  expect_option_error("santa", {{"thermostat_init", "x"}}, "sampler.thermostat_init");
   expect_option_error("santa", {{"integrator", "x"}}, "sampler.integrator");
   expect_option_error("santa", {{"precond_term", "maybe"}}, "sampler.precond_term");
 }

@@ -17,7 +17,7 @@ namespace sgmcmc::kernels {
 template <typename T>
 struct FusedCoefs {
   T a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0;
-  bool first = false, exploring = true, precond_term = false;
+  bool first = false, exploring = true, precond_term = false, alpha_fixed_point = false;
 };
 
 SGMCMC_HD float exp_hd(float x) {
@@ -35,6 +35,20 @@ SGMCMC_HD double exp_hd(double x) {
 #endif
 }
 SGMCMC_HD float sqrt_hd(float x) { return sqrtf_hd(x); }
+SGMCMC_HD float asinh_hd(float x) {
+#if defined(__CUDA_ARCH__)
+  return asinhf(x);
+#else
+  return std::asinh(x);
+#endif
+}
+SGMCMC_HD double asinh_hd(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::asinh(x);
+#else
+  return std::asinh(x);
+#endif
+}
 SGMCMC_HD double sqrt_hd(double x) {
 #if defined(__CUDA_ARCH__)
   return ::sqrt(x);
@@ -57,6 +71,7 @@ FusedCoefs<T> make_coefs(FusedRule rule, const FusedScalars& s) {
   k.first = s.first;
   k.exploring = s.exploring;
   k.precond_term = s.precond_term;
+  k.alpha_fixed_point = s.alpha_fixed_point;
   const double noise_sd_sgld = s.temperature > 0 ? std::sqrt(2.0 * s.lr * s.temperature) : 0.0;
   switch (rule) {
     case FusedRule::kNoise:
@@ -168,7 +183,7 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     const T g = T(1) / sqrt_hd(sqrt_hd(v) + k.d);
     const T gp = k.first ? g : s3[i];
     T u = s0[i];
-    T alpha = s1[i];
+    T alpha = k.first && k.alpha_fixed_point ? asinh_hd(g) : s1[i];  // SSI's fixed point sinh α = g
     T drive = T(0);
     if (k.exploring) {
       drive = sqrt_hd((k.i > T(0) ? k.i : gp) * k.g) * z;

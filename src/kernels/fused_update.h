@@ -45,6 +45,7 @@ struct FusedScalars {
   double noise_g2 = 0;      // Santa: constant G₂ in the noise (0: the paper's g_{t−1})
   bool exploring = true;    // Santa
   bool precond_term = false;
+  bool alpha_fixed_point = false;  // Santa SSI: α ← asinh(g) on the first step
   bool first = false;       // pSGLD / Santa first step
 };
 
@@ -59,6 +60,7 @@ inline rules::SantaScalars santa_scalars(const FusedScalars& s) {
   r.noise_g2 = s.noise_g2;
   r.exploring = s.exploring;
   r.precond_term = s.precond_term;
+  r.alpha_fixed_point = s.alpha_fixed_point;
   r.first = s.first;
   return r;
 }

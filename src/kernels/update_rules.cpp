@@ -156,6 +156,7 @@ void santa_euler_update(torch::Tensor& theta, torch::Tensor& u, torch::Tensor& a
                         const torch::Tensor& noise, const SantaScalars& s) {
   auto g = santa_precond(v, grad, s);
   if (s.first) g_prev.copy_(g);
+  if (s.first && s.alpha_fixed_point) alpha.copy_(torch::asinh(g));  // (the sampler allows it for SSI only)
   if (s.exploring) {
     alpha.addcmul_(u, u).add_(-s.lr / s.beta);
     auto drive = santa_drive(u, g, g_prev, noise, s);
@@ -172,6 +173,7 @@ void santa_ssi_update(torch::Tensor& theta, torch::Tensor& u, torch::Tensor& alp
                       const torch::Tensor& noise, const SantaScalars& s) {
   auto g = santa_precond(v, grad, s);
   if (s.first) g_prev.copy_(g);
+  if (s.first && s.alpha_fixed_point) alpha.copy_(torch::asinh(g));
   auto decay = (alpha * -0.5).exp_();
   torch::Tensor drive;
   if (s.exploring) drive = santa_drive(u, g, g_prev, noise, s);

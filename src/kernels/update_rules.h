@@ -106,6 +106,7 @@ struct SantaScalars {
   bool exploring = true;
   bool precond_term = false;
   bool first = false;
+  bool alpha_fixed_point = false;  // SSI, first step: α ← asinh(g), the thermostat's fixed point sinh α = g
 };
 void santa_euler_update(torch::Tensor& theta, torch::Tensor& u, torch::Tensor& alpha,
                         torch::Tensor& v, torch::Tensor& g_prev, const torch::Tensor& grad,

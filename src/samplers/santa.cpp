@@ -21,6 +21,10 @@ void SantaOptions::validate() const {
     throw std::invalid_argument("santa.integrator: must be one of {euler, ssi}, got '" + integrator_ + "'");
   check_positive("santa", "temperature", temperature_);
   check_nonnegative("santa", "noise_g2", noise_g2_);
+  if (thermostat_init_ != "friction" && thermostat_init_ != "fixed_point")
+    throw std::invalid_argument("santa.thermostat_init: must be one of {friction, fixed_point}, got '" + thermostat_init_ + "'");
+  if (thermostat_init_ == "fixed_point" && integrator_ != "ssi")
+    throw std::invalid_argument("santa.thermostat_init: fixed_point needs integrator: ssi (Euler's fixed point exists only for g < 1/2)");
 }
 
 Santa::Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options)
@@ -61,6 +65,7 @@ void Santa::step() {
   fs.first = step_count_ == 0;
   fs.temperature = temperature_;
   fs.noise_g2 = options_.noise_g2();
+  fs.alpha_fixed_point = options_.thermostat_init() == "fixed_point";
   const bool ssi = options_.integrator() == "ssi";
   step_params(ssi ? kernels::FusedRule::kSantaSsi : kernels::FusedRule::kSantaEuler, fs,
               {&u_, &alpha_, &v_, &g_prev_}, /*noise=*/fs.exploring,

@@ -46,6 +46,9 @@
 // scale 1/sqrt(β_t) within an epoch, which blows up the logits of a ReLU net (docs/santa.md).
 // The code's other departures are not implemented: an EMA of the gradient (decay_grad 0.4–0.5), λ = 1e-4
 // during exploration, and a step size halved every 20 epochs (schedule: step does that).
+// thermostat_init = fixed_point (SSI only): on the first step α ← asinh(g₁) elementwise, the SSI
+// thermostat's fixed point, so that exploration runs at T_eff = 1/β_t from the start instead of
+// g/(α₀β_t) (docs/santa.md: with the paper's noise and α₀ = sqrt(η)·C, T_eff ≈ 10⁴/β on deep nets).
 // diagnostics(): "inverse_temperature" (β of the last step), "exploring" (1/0), "thermostat_mean"
 // (mean of α).
 #pragma once
@@ -72,6 +75,7 @@ struct SantaOptions {
   TORCH_ARG(std::string, integrator) = "euler";  // euler | ssi
   TORCH_ARG(double, temperature) = 1.0;          // > 0, divides β_t
   TORCH_ARG(double, noise_g2) = 0.0;             // >= 0; > 0: constant G₂ in the noise (authors' code)
+  TORCH_ARG(std::string, thermostat_init) = "friction";  // friction (α₀ = sqrt(η)·C) | fixed_point (ssi)
 };
 
 class Santa : public Sampler {
