@@ -191,6 +191,15 @@ TEST(Trainer, CyclicalExplorationStagesAreNoiseFree) {
   auto sb = run_training(load_config(dir + "/b/config.yaml"), b);
   EXPECT_EQ(metrics_without_timing(dir + "/a/metrics.csv"), metrics_without_timing(dir + "/b/metrics.csv"));
   EXPECT_EQ(sa.values.at("test_nll"), sb.values.at("test_nll"));
+  // Gibbs steps only in sampling stages: with the Gamma hyperprior, λ is unchanged at epoch 5 (steps
+  // 1–50 explore) and from epoch 10 to 15 (steps 101–150 explore), and moves from epoch 5 to 10.
+  RunOptions g = quiet_run(dir + "/gibbs");
+  run_training(with({"schedule.explore_fraction=0.5", "prior.hyperprior=gamma"}), g);
+  const auto lam = metrics_column(dir + "/gibbs/metrics.csv", "lambda.fc1.weight");
+  ASSERT_GE(lam.size(), 3u);
+  EXPECT_EQ(lam[0], 1.0);
+  EXPECT_NE(lam[1], lam[0]);
+  EXPECT_EQ(lam[2], lam[1]);
   // Optimizers have no noise to switch off: an error naming the key.
   RunOptions o = quiet_run(dir + "/sgd");
   try {

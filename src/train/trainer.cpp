@@ -92,8 +92,11 @@ RunSummary TrainingRun::run() {
   Stop stop;
   while ((stop = stop_reason(signal)) == Stop::kNone) {
     step();
-    if (plan.gibbs_due(step_)) gibbs_step();
-    const bool sampled = plan.sample_due(step_) && s_.schedule->sampling(step_ - 1);
+    // A staged schedule's exploration runs noise-free: no samples, and no Gibbs steps either (λ drawn
+    // given an optimiser's θ would shrink the prior step after step: docs/uncertainty.md).
+    const bool sampling_stage = s_.schedule->sampling(step_ - 1);
+    if (plan.gibbs_due(step_) && sampling_stage) gibbs_step();
+    const bool sampled = plan.sample_due(step_) && sampling_stage;
     if (sampled) collect_sample();
     if (plan.eval_due(step_)) {
       evaluate(sampled);
