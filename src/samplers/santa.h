@@ -41,9 +41,10 @@
 // FNN_CNN/algorithms/Santa.m): it adds sqrt(2 η^{3/2} · 100 / β_t)·ζ, "G2 set to be constant (100)",
 // i.e. G₂ = 100·sqrt(η) in place of g_{t−1}. noise_g2 > 0 selects that form: noise sqrt(2η G₂/β_t)⊙ζ
 // with the constant G₂ = noise_g2. It is 10⁴–10⁵ times less noise variance than the paper's form at the
-// code's η = 4e-11, so exploration samples a much colder distribution than exp(−β_t Ũ): with the
-// paper's noise, weights with no data gradient (λθ only) get g ≈ 1/sqrt(λ) and diffuse to the prior's
-// scale 1/sqrt(β_t) within an epoch, which blows up the logits of a ReLU net (docs/santa.md).
+// code's η = 4e-11. With g frozen each element runs at T_eff = G/(α β_t) (G = g_{t−1} or G₂), and α
+// moves by O(η) per step, so it stays near α₀ = sqrt(η)·C: with the paper's noise T_eff = g/(α₀β_t)
+// ≈ 10⁴/β_t for small-gradient weights (g up to 1/sqrt(λ)), which blows up a ReLU net's weights; the
+// code's G₂/α₀ = 100/C gives T_eff = 0.1/β_t at C = 1000, a cold annealed exploration (docs/santa.md).
 // The code's other departures are not implemented: an EMA of the gradient (decay_grad 0.4–0.5), λ = 1e-4
 // during exploration, and a step size halved every 20 epochs (schedule: step does that).
 // thermostat_init = fixed_point (SSI only): on the first step α ← asinh(g₁) elementwise, the SSI
