@@ -35,6 +35,13 @@ SGMCMC_HD double exp_hd(double x) {
 #endif
 }
 SGMCMC_HD float sqrt_hd(float x) { return sqrtf_hd(x); }
+SGMCMC_HD double sqrt_hd(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::sqrt(x);
+#else
+  return __builtin_sqrt(x);
+#endif
+}
 SGMCMC_HD float asinh_hd(float x) {
 #if defined(__CUDA_ARCH__)
   return asinhf(x);
@@ -47,13 +54,6 @@ SGMCMC_HD double asinh_hd(double x) {
   return ::asinh(x);
 #else
   return std::asinh(x);
-#endif
-}
-SGMCMC_HD double sqrt_hd(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::sqrt(x);
-#else
-  return __builtin_sqrt(x);
 #endif
 }
 

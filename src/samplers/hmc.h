@@ -29,6 +29,7 @@ class Hmc : public Sampler {
  public:
   Hmc(std::vector<ParamGroup> groups, at::Generator generator, HmcOptions options);
   std::string name() const override { return "hmc"; }
+  bool runs_at_zero_temperature() const override { return false; }  // the MH ratio divides by T
   void step() override;
   torch::Tensor step(const Closure& closure) override;
   std::map<std::string, double> diagnostics() const override;

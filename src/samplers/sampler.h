@@ -58,6 +58,9 @@ class Sampler {
   virtual std::string name() const = 0;
   // False for the optimizers (sgd, adam, ...): they inject no noise and produce point estimates.
   virtual bool is_sampler() const { return true; }
+  // True when the update is defined at temperature 0 (a noise-free run; a staged schedule's
+  // exploration). False for the optimizers (no noise to switch off) and samplers that need T > 0.
+  virtual bool runs_at_zero_temperature() const { return is_sampler(); }
 
   // One update from the gradients already in `.grad`.
   virtual void step() = 0;

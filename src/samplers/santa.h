@@ -83,6 +83,7 @@ class Santa : public Sampler {
  public:
   Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options);
   std::string name() const override { return "santa"; }
+  bool runs_at_zero_temperature() const override { return false; }  // β_t = a·t^γ / T
   bool has_fused_step() const override { return true; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;

@@ -81,12 +81,10 @@ RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_s
   s.schedule = with_source(cfg.source, [&] {
     auto schedule = make_schedule(cfg.schedule, s.sampler->lr(), s.plan.total_steps, s.plan.steps_per_epoch);
     cfg.schedule.check_all_used();
-    // Exploration stages run the sampler at temperature 0: meaningless for an optimizer, and Santa and
-    // HMC need T > 0 (Santa has its own exploration stage, sampler.burnin).
-    const std::string name = cfg.sampler_name();
-    if (schedule->has_stages() && (!is_sampler || name == "santa" || name == "hmc"))
+    // Exploration stages run the sampler at temperature 0.
+    if (schedule->has_stages() && !s.sampler->runs_at_zero_temperature())
       throw std::invalid_argument("schedule.explore_fraction: needs a sampler that runs at temperature 0 "
-                                  "(sgld, psgld, sghmc, sgnht, msgnht), not " + name);
+                                  "(sgld, psgld, sghmc, sgnht, msgnht), not " + cfg.sampler_name());
     return schedule;
   });
   return s;
