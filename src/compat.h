@@ -21,6 +21,14 @@ namespace sgmcmc::compat {
 constexpr int kTorchMajor = TORCH_VERSION_MAJOR;
 constexpr int kTorchMinor = TORCH_VERSION_MINOR;
 
+// The variable that makes ProcessGroupNCCL's Work::wait() honour the group's timeout (and throw)
+// rather than leave a hung collective to the watchdog: renamed with a TORCH_ prefix in 2.2.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+constexpr const char* kNcclBlockingWaitEnv = "TORCH_NCCL_BLOCKING_WAIT";
+#else
+constexpr const char* kNcclBlockingWaitEnv = "NCCL_BLOCKING_WAIT";
+#endif
+
 inline std::string torch_version() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);

@@ -18,6 +18,7 @@
 
 #include "compat.h"
 #include "data/tensors.h"
+#include "distributed/c10d_communicator.h"
 #include "distributed/distributed_run.h"
 #include "distributed/process_group.h"
 #include "metrics/convergence.h"
@@ -218,6 +219,9 @@ TEST(DistributedConfig, BlockIsCheckedAndOptional) {
   EXPECT_NE(err("distributed: {mode: both}\n").find("distributed.mode"), std::string::npos);
   EXPECT_NE(err("distributed: {init: tcp://x}\n").find("distributed.init"), std::string::npos);
   EXPECT_NE(err("distributed: {timeout_s: 0}\n").find("distributed.timeout_s"), std::string::npos);
+  EXPECT_EQ(parse("").distributed.backend, "auto");
+  EXPECT_EQ(parse("distributed: {backend: nccl}\n").distributed.backend, "nccl");
+  EXPECT_NE(err("distributed: {backend: mpi}\n").find("distributed.backend"), std::string::npos);
   c = parse("train: {batch_size: 51}\ndistributed: {mode: data}\n");
   EXPECT_NO_THROW(check_distributed_config(c, 1));
   try {
@@ -225,6 +229,78 @@ TEST(DistributedConfig, BlockIsCheckedAndOptional) {
     ADD_FAILURE() << "an odd batch split over 2 ranks was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("train.batch_size"), std::string::npos) << e.what();
+  }
+}
+
+// A backend this build or this run's device cannot give is refused before any rendezvous, in one
+// line naming distributed.backend (NCCL: CUDA builds with a CUDA device; Gloo: every CPU build).
+TEST(C10dCommunicator, BackendsOutOfReachAreOneLineErrors) {
+  LaunchEnv env;
+  env.world_size = 2;
+  env.source = "RANK/WORLD_SIZE";
+  auto err = [&](const std::string& backend, const std::string& device) {
+    DistributedOptions o;
+    o.backend = backend;
+    o.timeout_s = 1;
+    try {
+      make_c10d_communicator(env, o, device);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(joined)");
+  };
+  const std::string cpu_nccl = err("nccl", "cpu");
+  EXPECT_EQ(cpu_nccl.find("distributed.backend: nccl"), 0u) << cpu_nccl;
+  EXPECT_EQ(cpu_nccl.find('\n'), std::string::npos);
+  if (!c10d_has_nccl()) {
+    EXPECT_NE(err("nccl", "cuda").find("built without c10d's NCCL"), std::string::npos);
+  } else {
+    EXPECT_NE(cpu_nccl.find("needs device: cuda"), std::string::npos) << cpu_nccl;
+  }
+  if (!c10d_has_gloo()) EXPECT_NE(err("gloo", "cpu").find("without c10d's Gloo"), std::string::npos);
+}
+
+// A one-rank c10d group (FileStore) on each backend the build and machine have: every collective
+// is the identity, on CPU and on CUDA tensors, through Gloo and (CUDA builds with a GPU) NCCL; the
+// group of auto on a CUDA device carries CUDA tensors through NCCL and CPU ones through Gloo.
+TEST(C10dCommunicator, OneRankGroupOnEachBackend) {
+  SKIP_WITHOUT_C10D();
+  std::vector<std::pair<std::string, std::string>> cases;  // (backend, device)
+  if (c10d_has_gloo()) cases.push_back({"gloo", "cpu"});
+  if (compat::cuda_available()) {
+    if (c10d_has_gloo()) cases.push_back({"gloo", "cuda:0"});
+    if (c10d_has_nccl()) cases.push_back({"nccl", "cuda:0"});
+    if (c10d_has_nccl() && c10d_has_gloo()) cases.push_back({"auto", "cuda:0"});
+  }
+  const std::string dir = test_util::temp_dir("c10d_one_rank");
+  int n = 0;
+  for (const auto& [backend, device] : cases) {
+    SCOPED_TRACE(backend + " on " + device);
+    LaunchEnv env;
+    env.source = "test";
+    DistributedOptions o;
+    o.backend = backend;
+    o.timeout_s = 60;
+    o.init = "file://" + dir + "/store" + std::to_string(n++);
+    auto comm = make_c10d_communicator(env, o, device);
+    ASSERT_EQ(comm->world_size(), 1);
+    const auto dev = torch::Device(device);
+    std::vector<torch::Tensor> ts = {torch::arange(6, torch::TensorOptions().dtype(torch::kFloat32).device(dev)).view({2, 3}),
+                                     torch::tensor({7, 8}, torch::kInt64),
+                                     torch::full({4}, 0.5, torch::TensorOptions().dtype(torch::kFloat32).device(dev))};
+    const std::vector<torch::Tensor> before = {ts[0].clone(), ts[1].clone(), ts[2].clone()};
+    comm->all_reduce_sum(ts);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      EXPECT_EQ(ts[i].device(), before[i].device());
+      EXPECT_TRUE(torch::equal(ts[i], before[i])) << i;
+    }
+    const auto gathered = comm->all_gather(ts[0]);
+    ASSERT_EQ(gathered.size(), 1u);
+    EXPECT_EQ(gathered[0].device(), dev);
+    EXPECT_TRUE(torch::equal(gathered[0], before[0]));
+    comm->broadcast(ts[2], 0);
+    EXPECT_TRUE(torch::equal(ts[2], before[2]));
+    comm->barrier();
   }
 }
 
@@ -242,7 +318,9 @@ TEST(DistributedRun, DataModeEqualsOneProcess) {
   SKIP_WITHOUT_C10D();
   for (const std::string sampler : {"sghmc", "sgld"}) {
     Fixture f = make_fixture("dist_data_" + sampler, sampler == "sgld" ? "{name: sgld, lr: 2.0e-4}" : "{name: sghmc, lr: 1.0e-4, alpha: 0.1}");
-    const std::vector<std::string> set = {"--set", "distributed.mode=data"};
+    // sgld names the backend (auto is Gloo on a CPU run): the key reaches the process group.
+    std::vector<std::string> set = {"--set", "distributed.mode=data"};
+    if (sampler == "sgld") set.insert(set.end(), {"--set", "distributed.backend=gloo"});
     const std::string one = f.dir + "/one-" + sampler, two = f.dir + "/two-" + sampler;
     ASSERT_EQ(train_ranks(f, one, 1, set), std::vector<int>({0})) << stderr_of(one);
     ASSERT_EQ(train_ranks(f, two, 2, set), std::vector<int>({0, 0})) << stderr_of(two) << stderr_of(two, 1);

@@ -1,6 +1,6 @@
 // The collectives the trainer needs across processes, without c10d's types: the trainer sees this
-// interface; process_group.cpp implements it over a c10d ProcessGroupGloo, and a single process
-// gets LocalCommunicator (every collective is the identity). Every rank must make the same calls in
+// interface; c10d_communicator.cpp implements it over c10d's ProcessGroupGloo / ProcessGroupNCCL,
+// and a single process gets LocalCommunicator (every collective is the identity). Every rank must make the same calls in
 // the same order (collectives are matched by order, not by name).
 #pragma once
 
@@ -20,8 +20,8 @@ class Communicator {
   virtual int local_rank() const { return rank(); }
   bool distributed() const { return world_size() > 1; }
 
-  // Σ over ranks, in place, of each tensor (same shapes and dtypes on every rank; CPU tensors).
-  // The tensors of one dtype travel as one buffer; every rank receives the same bits.
+  // Σ over ranks, in place, of each tensor (same shapes, dtypes and device types on every rank).
+  // The tensors of one dtype and device travel as one buffer; every rank receives the same bits.
   virtual void all_reduce_sum(std::vector<torch::Tensor>& tensors) = 0;
   // Every rank's `t` (same shape everywhere), in rank order.
   virtual std::vector<torch::Tensor> all_gather(const torch::Tensor& t) = 0;

@@ -13,7 +13,7 @@ std::string DistributedOptions::file_store_path() const {
 }
 
 const std::vector<std::string>& distributed_keys() {
-  static const std::vector<std::string> keys = {"mode", "init", "timeout_s"};
+  static const std::vector<std::string> keys = {"mode", "init", "timeout_s", "backend"};
   return keys;
 }
 
@@ -28,6 +28,7 @@ DistributedOptions parse_distributed_options(const OptionMap& block) {
   o.timeout_s = block.get_double("timeout_s", 300);
   if (!(o.timeout_s > 0) || !std::isfinite(o.timeout_s))
     throw std::invalid_argument(where + ".timeout_s: must be a positive number of seconds");
+  o.backend = block.get_choice("backend", "auto", {"auto", "gloo", "nccl"});
   return o;
 }
 

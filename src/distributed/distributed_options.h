@@ -1,4 +1,4 @@
-// The `distributed:` block of a config (keys mode, init, timeout_s), typed and checked on
+// The `distributed:` block of a config (keys mode, init, timeout_s, backend), typed and checked on
 // construction. Whether a run is distributed at all is decided by the launcher's environment
 // (process_group.h: WORLD_SIZE > 1 or Slurm's tasks), not by the config: the same config runs on
 // one process or many.
@@ -21,6 +21,12 @@ struct DistributedOptions {
   // env: TCPStore at MASTER_ADDR:MASTER_PORT; file:///path: FileStore at /path (a shared file system).
   std::string init = "env";
   double timeout_s = 300;  // a collective (or the rendezvous) waiting longer than this fails the run
+  // Which c10d backend carries the collectives (c10d_communicator.h):
+  // auto: NCCL for CUDA tensors when the build has it, Gloo for CPU tensors (and for CUDA tensors,
+  //       through the host, in a build without NCCL);
+  // gloo: Gloo for everything (CUDA tensors through the host);
+  // nccl: NCCL for everything (needs device: cuda; CPU tensors through the GPU).
+  std::string backend = "auto";
 
   bool data_parallel() const { return mode == "data"; }
   // The FileStore path of init file:///path ("" for env).

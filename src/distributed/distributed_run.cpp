@@ -119,7 +119,7 @@ DistributedRun join_distributed(const ExperimentConfig& config, const std::strin
   }
   check_distributed_config(config, env.world_size);
   if (!resume_dir.empty()) check_resume_world_size(resume_dir, env.world_size);
-  return DistributedRun(join_process_group(env, o), o);
+  return DistributedRun(join_process_group(env, o, config.device), o);
 }
 
 uint64_t rank_seed(uint64_t seed, int rank) {

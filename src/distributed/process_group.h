@@ -15,8 +15,9 @@
 //                                       the variables above; MASTER_* unused)
 //
 // World size 1 (WORLD_SIZE unset or 1, no Slurm tasks): LocalCommunicator, nothing changes. The
-// c10d engine (ProcessGroupGloo over CPU tensors) is compiled in when CMake found it
-// (SGMCMC_HAVE_C10D); otherwise a distributed environment is a one-line error.
+// c10d engine (ProcessGroupGloo for CPU tensors; ProcessGroupNCCL for CUDA tensors in CUDA builds)
+// is compiled in when CMake found it (SGMCMC_HAVE_C10D); otherwise a distributed environment is a
+// one-line error.
 #pragma once
 
 #include <functional>
@@ -47,11 +48,13 @@ EnvLookup process_env();
 // needed one is missing (MASTER_ADDR / MASTER_PORT only matter for init: env, `needs_master`).
 LaunchEnv read_launch_env(const EnvLookup& env, bool needs_master = true);
 
-// True when this build has the c10d engine (Gloo).
+// True when this build has the c10d engine (Gloo, NCCL or both: c10d_communicator.h).
 bool c10d_available();
 
-// Joins the group `env` describes (LocalCommunicator for world size 1). Rendezvous and every
-// collective fail after options.timeout_s with std::runtime_error "distributed: ...".
-CommunicatorPtr join_process_group(const LaunchEnv& env, const DistributedOptions& options);
+// Joins the group `env` describes (LocalCommunicator for world size 1) with the backends the run's
+// `device` and options.backend call for (c10d_communicator.h). Rendezvous and every collective fail
+// after options.timeout_s with std::runtime_error "distributed: ...".
+CommunicatorPtr join_process_group(const LaunchEnv& env, const DistributedOptions& options,
+                                   const std::string& device = "cpu");
 
 }  // namespace sgmcmc
