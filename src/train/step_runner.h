@@ -4,6 +4,8 @@
 // scalars in static buffers.
 #pragma once
 
+#include <optional>
+
 #include <cmath>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "data/byte_rows.h"
 #include "models/model.h"
 #include "priors/gaussian_prior.h"
 #include "samplers/sampler.h"
@@ -66,6 +69,7 @@ class StepRunner {
   Sampler& sampler_;
   const GaussianPrior& prior_;
   const Batch& train_;
+  std::optional<ByteRows> train_bytes_;  // train_.inputs as uint8 when they are pixels (data/byte_rows.h)
   double scale_;
   double loss_denominator_;  // n · chains: the loss is per example
   LossMeter& loss_;
