@@ -29,7 +29,6 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
       loss_denominator_(static_cast<double>(batch_size * model.chains())),
       loss_(loss) {
   seed_with_prior_ = prior.covers(sampler.parameters());
-  train_bytes_ = ByteRows::of(train.inputs);
   closure_ = [this] { return gradient(); };
   if (!graph) return;
   // The captured body reads static buffers only: the batch's indices (copied in before each step),
@@ -68,7 +67,7 @@ torch::Tensor StepRunner::gradient() {
 }
 
 void StepRunner::select_batch(const torch::Tensor& idx) {
-  batch_.inputs = train_bytes_ ? train_bytes_->index_select(idx) : train_.inputs.index_select(0, idx);
+  batch_.inputs = train_.inputs.index_select(0, idx);
   batch_.targets = train_.targets.index_select(0, idx);
 }
 

@@ -4,8 +4,6 @@
 // scalars in static buffers.
 #pragma once
 
-#include <optional>
-
 #include <cmath>
 #include <map>
 #include <memory>
@@ -13,7 +11,6 @@
 
 #include <torch/torch.h>
 
-#include "data/byte_rows.h"
 #include "models/model.h"
 #include "priors/gaussian_prior.h"
 #include "samplers/sampler.h"
@@ -69,7 +66,6 @@ class StepRunner {
   Sampler& sampler_;
   const GaussianPrior& prior_;
   const Batch& train_;
-  std::optional<ByteRows> train_bytes_;  // train_.inputs as uint8 when they are pixels (data/byte_rows.h)
   double scale_;
   double loss_denominator_;  // n · chains: the loss is per example
   LossMeter& loss_;
