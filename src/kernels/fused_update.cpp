@@ -34,7 +34,7 @@ constexpr int64_t kTileBlocks = kTile / 4;
 // baseline ISA and for AVX2+FMA (x86-64), chosen at load time; the noise is the same function, so a
 // reference tensor from philox_normal equals the fused kernel's noise on the same machine.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("default", "arch=haswell")))
+__attribute__((target_clones("default", "arch=haswell", "arch=x86-64-v4")))
 #endif
 void philox_fill(float* z, int64_t nblocks, uint64_t first_block, uint64_t key, uint64_t offset) {
   for (int64_t j = 0; j < nblocks; ++j) {
