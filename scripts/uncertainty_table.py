@@ -4,8 +4,10 @@
   scripts/uncertainty_table.py runs/sweeps/uncertainty [runs/sweeps/uncertainty_classes]
   scripts/uncertainty_table.py --points runs/sweeps/small_n     one row per (part, point): validation and
                                                                  test NLL, error, ECE, final λ of fc1.weight
-  scripts/uncertainty_table.py --rows DIR [DIR ...]              the parts of every sweep in turn, one OOD
-                                                                 set (the 800-epoch table), plus each
+  scripts/uncertainty_table.py --rows [--ood LABEL] DIR [DIR ...]
+                                                                 the parts of every sweep in turn, one OOD
+                                                                 set (the 800-epoch table; LABEL names it
+                                                                 in the header, default "rot."), plus each
                                                                  optimizer early-stopped: its evaluation
                                                                  with the lowest validation NLL
 
@@ -65,8 +67,8 @@ def early_stopped(path, rows):
     return out
 
 
-def rows_table(paths):
-    print("| method | test error % | NLL | Brier | ECE | MCE | MI | AUROC rot. (H) | AUROC rot. (MI) | wall s / run | seeds |")
+def rows_table(paths, ood="rot."):
+    print(f"| method | test error % | NLL | Brier | ECE | MCE | MI | AUROC {ood} (H) | AUROC {ood} (MI) | wall s / run | seeds |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for path in paths:
         for part, rows in read(path + "/summary.csv").items():
@@ -90,6 +92,8 @@ def main(argv):
     if argv[1] == "--points":
         return points_table(argv[2])
     if argv[1] == "--rows":
+        if len(argv) > 3 and argv[2] == "--ood":
+            return rows_table(argv[4:], argv[3])
         return rows_table(argv[2:])
     main_parts = read(argv[1] + "/summary.csv")
     cls_parts = read(argv[2] + "/summary.csv") if len(argv) > 2 else {}

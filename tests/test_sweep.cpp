@@ -345,6 +345,22 @@ TEST(SweepRunner, ResumeAfterStoppedRunEqualsUninterrupted) {
   EXPECT_EQ(run_state(dir + "/B/lr=5.0e-4_seed=1"), "done");
   const std::string other_before = slurp(dir + "/B/lr=5.0e-4_seed=2/summary.json");
 
+  // --report: summaries of what the directories hold, the stopped run as such, nothing run.
+  SweepOptions report = ob;
+  report.report_only = true;
+  std::ostringstream log_report;
+  const auto reported = run_sweep(spec, report, log_report);
+  EXPECT_NE(log_report.str().find("3 of 4 runs done"), std::string::npos) << log_report.str();
+  ASSERT_EQ(reported.size(), 4u);
+  EXPECT_NE(reported[2].status, "done");
+  EXPECT_EQ(run_state(dir + "/B/" + victim), "resume");
+  const std::string csv = slurp(dir + "/B/summary.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;  // header + 4 runs
+  EXPECT_NE(csv.find("lr=5.0e-4_seed=2,"), std::string::npos) << csv;
+  SweepOptions nowhere = report;
+  nowhere.out_dir = dir + "/never_ran";
+  EXPECT_NE(error_of([&] { run_sweep(spec, nowhere, log_report); }).find("no sweep directory"), std::string::npos);
+
   SweepOptions dry = ob;
   dry.dry_run = true;
   run_sweep(spec, dry, log_dry);

@@ -29,13 +29,15 @@ cxxopts::Options sweep_options() {
   cxxopts::Options options("sgmcmc sweep",
                            "Runs a grid of experiments from a sweep file (configs/sweeps/*.yaml; see src/sweep/sweep_config.h),\n"
                            "resumably, then writes OUT/summary.csv and OUT/summary.md. A plain config with --grid/--seeds also works.");
-  options.custom_help("SWEEP.yaml [--out DIR] [--jobs N] [--dry-run] [--metric val_error:min]  |  CONFIG.yaml [--seeds 1,2,3] [--grid key=v1,v2]...");
+  options.custom_help("SWEEP.yaml [--out DIR] [--jobs N] [--dry-run | --report] [--metric val_error:min]  |  CONFIG.yaml [--seeds 1,2,3] [--grid key=v1,v2]...");
   options.add_options()
       ("file", "sweep file (or a plain config)", cxxopts::value<std::string>())
       ("out", "sweep directory (default runs/sweeps/<sweep name>)", cxxopts::value<std::string>())
       ("jobs", "runs at once (child processes; CPU threads split among them, or CUDA devices round-robin)",
        cxxopts::value<int>()->default_value("1"))
       ("dry-run", "list the runs (and whether each is done, to resume or new); run nothing")
+      ("report", "rewrite OUT/summary.csv and summary.md from the runs finished so far; run nothing "
+                 "(e.g. after --seeds ran a subset, or while another sweep process runs them)")
       ("metric", "validation metric to select on, METRIC[:min|max] (overrides the file's select.metric)",
        cxxopts::value<std::string>())
       ("seeds", "comma-separated seeds (replace the file's seeds; plain config default 1,2,3)", cxxopts::value<std::string>())
@@ -79,6 +81,8 @@ SweepOptions runner_options(const cxxopts::ParseResult& r) {
   so.jobs = r["jobs"].as<int>();
   if (so.jobs < 1) throw std::invalid_argument("--jobs: must be >= 1");
   so.dry_run = r.count("dry-run") > 0;
+  so.report_only = r.count("report") > 0;
+  if (so.dry_run && so.report_only) throw std::invalid_argument("--report and --dry-run: choose one");
   so.overwrite = r.count("overwrite") > 0;
   so.quiet = r.count("quiet") > 0;
   if (r.count("stop-after")) so.stop_after_steps = r["stop-after"].as<int64_t>();

@@ -436,6 +436,15 @@ std::string run_state(const std::string& run_dir) {
 std::vector<RunOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opt, std::ostream& log) {
   const Plan plan = make_plan(spec, opt);
   if (opt.dry_run) return list_runs(spec, plan, log);
+  if (opt.report_only) {
+    if (!fs::is_directory(plan.out))
+      throw std::invalid_argument(plan.out.string() + ": no sweep directory to report on (nothing has run)");
+    Recorder rec(spec, plan, opt, log);
+    rec.write_summaries();
+    log << spec.name << ": " << rec.done_before() << " of " << plan.runs.size() << " runs done; summaries rewritten in "
+        << plan.out.string() << std::endl;
+    return rec.outcomes();
+  }
   prepare_out_dir(spec, plan.out);
   Recorder rec(spec, plan, opt, log);
   const size_t before = rec.done_before();

@@ -26,6 +26,7 @@ struct SweepOptions {
   std::string out_dir;               // default runs/sweeps/<spec.name>
   int jobs = 1;
   bool dry_run = false;              // list the runs and what would happen to each
+  bool report_only = false;          // rewrite summary.csv / summary.md from the runs' directories; run nothing
   bool overwrite = false;            // rerun finished runs too
   bool quiet = false;                // no per-evaluation lines from the runs
   std::string exe = "/proc/self/exe";  // binary for child processes
