@@ -219,7 +219,7 @@ class C10dCommunicator final : public Communicator {
     store->setTimeout(timeout);
     auto prefixed = c10::make_intrusive<::c10d::PrefixStore>("sgmcmc/" + gen, store);
 #if SGMCMC_HAVE_GLOO
-    if (o.backend != "nccl" || nccl_device_ < 0) {
+    if (o.backend != "nccl") {  // nccl carries everything (make_c10d_communicator checked it can)
       auto gloo_store = c10::make_intrusive<::c10d::PrefixStore>("gloo", prefixed);
       auto opts = ::c10d::ProcessGroupGloo::Options::create(timeout);
       opts->devices.push_back(make_gloo_device());

@@ -1,6 +1,5 @@
 #include "distributed/process_group.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
