@@ -128,6 +128,59 @@ TEST(Santa, ScheduleAndDiagnostics) {
   }
 }
 
+// grad_decay = 0.4 (the authors' decay_grad): the sampler fed g₀, g₁, g₂ moves θ exactly as one without
+// the EMA fed the smoothed f₀ = g₀, f_t = 0.6·g_t + 0.4·f_{t−1} (same seed, so the same noise). The
+// EMA's state is checkpointed, and the sampler is then not graph-capturable.
+TEST(Santa, GradDecayIsAnEmaOfTheGradient) {
+  for (const char* integrator : {"euler", "ssi"}) {
+    auto pa = torch::tensor({0.3, -0.2, 1.0}, torch::kFloat64).requires_grad_();
+    auto pb = pa.detach().clone().requires_grad_();
+    const std::vector<std::pair<std::string, std::string>> kv = {
+        {"lr", "0.01"}, {"burnin", "2"}, {"integrator", integrator}, {"friction", "1"}, {"eps", "1"}};
+    auto with = kv;
+    with.push_back({"grad_decay", "0.4"});
+    auto a = make("santa", {pa}, with), b = make("santa", {pb}, kv);
+    EXPECT_FALSE(a->has_fused_step());
+    EXPECT_TRUE(b->has_fused_step());
+    torch::Tensor f;
+    for (int t = 0; t < 4; ++t) {
+      const auto g = torch::tensor({1.0, -2.0, 0.5}, torch::kFloat64) * (t + 1) + 0.3 * pa.detach();
+      f = t == 0 ? g : g * 0.6 + f * 0.4;
+      set_grad(pa, g);
+      set_grad(pb, f);
+      a->step();
+      b->step();
+      EXPECT_TRUE(torch::allclose(pa, pb, 0, 1e-14)) << integrator << " step " << t;
+      EXPECT_TRUE(torch::allclose(read_state(*a, "0.grad_ema"), f, 0, 1e-14)) << integrator << " step " << t;
+    }
+  }
+}
+
+// explore_eps is λ during exploration only: with burn-in 2, (eps 1e-5, explore_eps 0.5) moves as
+// (eps 0.5) for the first two steps and as (eps 1e-5) after them.
+TEST(Santa, ExploreEpsIsLambdaOfExplorationOnly) {
+  auto run = [](const std::vector<std::pair<std::string, std::string>>& extra, int steps) {
+    auto p = torch::tensor({0.3, -0.2, 1.0}, torch::kFloat64).requires_grad_();
+    std::vector<std::pair<std::string, std::string>> kv = {{"lr", "0.01"}, {"burnin", "2"}, {"friction", "1"}};
+    kv.insert(kv.end(), extra.begin(), extra.end());
+    auto s = make("santa", {p}, kv);
+    for (int t = 0; t < steps; ++t) {
+      set_grad(p, torch::tensor({1.0, -2.0, 0.5}, torch::kFloat64) + 0.3 * p.detach());
+      s->step();
+    }
+    return std::make_pair(p.detach().clone(), read_state(*s, "0.g_prev"));
+  };
+  const auto both = run({{"eps", "1e-5"}, {"explore_eps", "0.5"}}, 2);
+  const auto large = run({{"eps", "0.5"}}, 2);
+  EXPECT_TRUE(torch::equal(both.first, large.first));
+  EXPECT_TRUE(torch::equal(both.second, large.second));
+  // third step (refinement): g = 1/sqrt(λ + sqrt(v)) with λ = eps
+  const auto third = run({{"eps", "1e-5"}, {"explore_eps", "0.5"}}, 3);
+  const auto third_large = run({{"eps", "0.5"}}, 3);
+  EXPECT_FALSE(torch::equal(third.second, third_large.second));
+  EXPECT_TRUE((third.second > third_large.second).all().item<bool>());  // smaller λ, larger g
+}
+
 TEST(SantaOptions, BadValuesRejected) {
   expect_option_error("santa", {{"lr", "-1"}}, "santa.lr");
   expect_option_error("santa", {{"sigma", "0"}}, "santa.sigma");
@@ -136,6 +189,9 @@ TEST(SantaOptions, BadValuesRejected) {
   expect_option_error("santa", {{"burnin", "-1"}}, "santa.burnin");
   expect_option_error("santa", {{"anneal_gamma", "-1"}}, "santa.anneal_gamma");
   expect_option_error("santa", {{"noise_g2", "-1"}}, "santa.noise_g2");
+  expect_option_error("santa", {{"grad_decay", "1"}}, "santa.grad_decay");
+  expect_option_error("santa", {{"grad_decay", "-0.1"}}, "santa.grad_decay");
+  expect_option_error("santa", {{"explore_eps", "-1"}}, "santa.explore_eps");
   expect_option_error("santa", {{"thermostat_init", "x"}}, "sampler.thermostat_init");
   expect_option_error("santa", {{"integrator", "x"}}, "sampler.integrator");
   expect_option_error("santa", {{"precond_term", "maybe"}}, "sampler.precond_term");
@@ -144,4 +200,5 @@ TEST(SantaOptions, BadValuesRejected) {
 TEST(SantaCheckpoint, RoundTrip) {
   check_round_trip("santa", {{"lr", "0.01"}, {"burnin", "6"}});
   check_round_trip("santa", {{"lr", "0.01"}, {"integrator", "ssi"}, {"precond_term", "true"}});
+  check_round_trip("santa", {{"lr", "0.01"}, {"integrator", "ssi"}, {"grad_decay", "0.4"}, {"explore_eps", "1e-4"}});
 }

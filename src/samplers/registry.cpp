@@ -110,7 +110,9 @@ SantaOptions parse_santa_options(const OptionMap& o) {
       .integrator(o.get_choice("integrator", opt.integrator(), {"euler", "ssi"}))
       .temperature(o.get_double("temperature", opt.temperature()))
       .noise_g2(o.get_double("noise_g2", opt.noise_g2()))
-      .thermostat_init(o.get_choice("thermostat_init", opt.thermostat_init(), {"friction", "fixed_point"}));
+      .thermostat_init(o.get_choice("thermostat_init", opt.thermostat_init(), {"friction", "fixed_point"}))
+      .grad_decay(o.get_double("grad_decay", opt.grad_decay()))
+      .explore_eps(o.get_double("explore_eps", opt.explore_eps()));
   opt.validate();
   return opt;
 }
@@ -197,7 +199,7 @@ const std::vector<SamplerEntry>& sampler_registry() {
                     {"lr", "diffusion", "integrator", "temperature", "xi_init"}, parse_msgnht_options),
       entry<Santa>("santa", true, "Santa: annealed thermostats with adaptive momentum (Chen et al. 2016)",
                    {"lr", "sigma", "eps", "data_size", "friction", "burnin", "anneal_a", "anneal_gamma",
-                    "precond_term", "integrator", "temperature", "noise_g2", "thermostat_init"},
+                    "precond_term", "integrator", "temperature", "noise_g2", "thermostat_init", "grad_decay", "explore_eps"},
                    parse_santa_options),
       per_datum(entry<Sgd>("sgd", false, "stochastic gradient descent", {"lr"}, parse_sgd_options)),
       per_datum(entry<SgdMomentum>("sgd-momentum", false, "SGD with (Nesterov) momentum",

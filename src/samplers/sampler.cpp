@@ -75,7 +75,7 @@ void Sampler::set_step_mode(StepMode mode) {
   if (mode == StepMode::kPrepare && !graph_capturable())
     throw std::invalid_argument("train.graph: sampler " + name() +
                                 " cannot be captured; a captured step needs a fused update (sgld, psgld, sghmc "
-                                "with noise_estimate none or constant, msgnht, santa), flat parameter groups and "
+                                "with noise_estimate none or constant, msgnht, santa without grad_decay), flat parameter groups and "
                                 "train.fused: true");
   if (mode == StepMode::kPrepare && step_buffers_.empty())
     for (const auto& f : flat_) step_buffers_.push_back(std::make_unique<StepParamsBuffer>(f->data().device()));

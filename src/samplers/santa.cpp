@@ -25,6 +25,8 @@ void SantaOptions::validate() const {
     throw std::invalid_argument("santa.thermostat_init: must be one of {friction, fixed_point}, got '" + thermostat_init_ + "'");
   if (thermostat_init_ == "fixed_point" && integrator_ != "ssi")
     throw std::invalid_argument("santa.thermostat_init: fixed_point needs integrator: ssi (Euler's fixed point exists only for g < 1/2)");
+  check_range("santa", "grad_decay", grad_decay_, 0, 1, /*lo_open=*/false, /*hi_open=*/true);
+  check_nonnegative("santa", "explore_eps", explore_eps_);
 }
 
 Santa::Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options)
@@ -34,7 +36,8 @@ Santa::Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptio
       u_(make_state(0.0)),
       alpha_(make_state(0.0)),
       v_(make_state(0.0)),
-      g_prev_(make_state(0.0)) {
+      g_prev_(make_state(0.0)),
+      grad_ema_(options_.grad_decay() > 0 ? make_state(0.0) : StateBuffer{}) {
   torch::NoGradGuard no_grad;
   size_t i = 0;
   for (const auto& group : groups_) {
@@ -52,15 +55,25 @@ double Santa::inverse_temperature(int64_t t) const {
          temperature_;
 }
 
+void Santa::smooth_gradients() {
+  const double d = options_.grad_decay();
+  for_each_param([&](torch::Tensor&, const torch::Tensor& g, double, size_t i) {
+    auto& ema = grad_ema_.param[i];
+    if (step_count_ > 0) const_cast<torch::Tensor&>(g).mul_(1 - d).add_(ema, d);
+    ema.copy_(g);
+  });
+}
+
 void Santa::step() {
   if (!(temperature_ > 0)) throw std::invalid_argument("santa.temperature: must be > 0");
   torch::NoGradGuard no_grad;
+  if (options_.grad_decay() > 0) smooth_gradients();
   kernels::FusedScalars fs;
   fs.sigma = options_.sigma();
-  fs.eps = options_.eps();
+  fs.exploring = step_count_ < options_.burnin();
+  fs.eps = fs.exploring && options_.explore_eps() > 0 ? options_.explore_eps() : options_.eps();
   fs.data_size = options_.data_size();
   fs.beta = inverse_temperature(step_count_);
-  fs.exploring = step_count_ < options_.burnin();
   fs.precond_term = options_.precond_term();
   fs.first = step_count_ == 0;
   fs.temperature = temperature_;
@@ -102,6 +115,7 @@ std::vector<std::pair<std::string, torch::Tensor*>> Santa::state_tensors() {
     out.emplace_back(k + ".alpha", &alpha_.param[i]);
     out.emplace_back(k + ".v", &v_.param[i]);
     out.emplace_back(k + ".g_prev", &g_prev_.param[i]);
+    if (!grad_ema_.param.empty()) out.emplace_back(k + ".grad_ema", &grad_ema_.param[i]);
   }
   return out;
 }

@@ -45,8 +45,12 @@
 // moves by O(η) per step, so it stays near α₀ = sqrt(η)·C: with the paper's noise T_eff = g/(α₀β_t)
 // ≈ 10⁴/β_t for small-gradient weights (g up to 1/sqrt(λ)), which blows up a ReLU net's weights; the
 // code's G₂/α₀ = 100/C gives T_eff = 0.1/β_t at C = 1000, a cold annealed exploration (docs/santa.md).
-// The code's other departures are not implemented: an EMA of the gradient (decay_grad 0.4–0.5), λ = 1e-4
-// during exploration, and a step size halved every 20 epochs (schedule: step does that).
+// The code's other departures, each an option (0 = off, the paper's algorithm):
+//   grad_decay = d > 0: f ← d·f_{t−1} + (1−d)·f, an EMA of ∇Ũ (prior term included) that replaces f
+//     everywhere above, in v as well (the code's decay_grad, 0.4 in test_FNN_400.m); f_{−1} = f₀.
+//   explore_eps > 0: λ = explore_eps during exploration, eps in refinement (the code: 1e-4, then 1e-5).
+// and a step size halved every 20 epochs (schedule: step does that). With grad_decay > 0 the EMA runs
+// as ATen ops before the fused update, so step() is not one fused kernel (has_fused_step() false).
 // thermostat_init = fixed_point (SSI only): on the first step α ← asinh(g₁) elementwise, the SSI
 // thermostat's fixed point, so that exploration runs at T_eff = 1/β_t from the start instead of
 // g/(α₀β_t) (docs/santa.md: with the paper's noise and α₀ = sqrt(η)·C, T_eff ≈ 10⁴/β on deep nets).
@@ -77,6 +81,8 @@ struct SantaOptions {
   TORCH_ARG(double, temperature) = 1.0;          // > 0, divides β_t
   TORCH_ARG(double, noise_g2) = 0.0;             // >= 0; > 0: constant G₂ in the noise (authors' code)
   TORCH_ARG(std::string, thermostat_init) = "friction";  // friction (α₀ = sqrt(η)·C) | fixed_point (ssi)
+  TORCH_ARG(double, grad_decay) = 0.0;           // in [0, 1): EMA weight of the previous gradient
+  TORCH_ARG(double, explore_eps) = 0.0;          // >= 0; > 0: λ during exploration
 };
 
 class Santa : public Sampler {
@@ -84,7 +90,7 @@ class Santa : public Sampler {
   Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options);
   std::string name() const override { return "santa"; }
   bool runs_at_zero_temperature() const override { return false; }  // β_t = a·t^γ / T
-  bool has_fused_step() const override { return true; }
+  bool has_fused_step() const override { return options_.grad_decay() == 0; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
   // β_t at the 0-based step t.
@@ -94,8 +100,11 @@ class Santa : public Sampler {
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:
+  // f ← d·f_{t−1} + (1−d)·f in place on every gradient, f_{t−1} kept in grad_ema_.
+  void smooth_gradients();
+
   SantaOptions options_;
-  StateBuffer u_, alpha_, v_, g_prev_;
+  StateBuffer u_, alpha_, v_, g_prev_, grad_ema_;
 };
 
 }  // namespace sgmcmc
