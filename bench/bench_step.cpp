@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
   StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
                     false, s.dm.device, s.gen_dev);
+  runner.use_model_backward(s.config.train.backward == "auto");
   int64_t step_no = 0;
   auto one_step = [&] {
     s.sampler->set_lr(s.schedule->at(step_no++));

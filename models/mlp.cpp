@@ -46,15 +46,17 @@ Task Mlp::task() const {
   return options_.likelihood == "gaussian" ? Task::kRegression : Task::kClassification;
 }
 
+torch::Tensor Mlp::activate(const torch::Tensor& z) const {
+  if (options_.activation == "sigmoid") return torch::sigmoid(z);
+  if (options_.activation == "relu") return torch::relu(z);
+  return torch::tanh(z);
+}
+
 torch::Tensor Mlp::forward(const torch::Tensor& inputs) {
   auto h = inputs.reshape({inputs.size(0), -1});
   for (size_t i = 0; i < layers_.size(); ++i) {
     h = layers_[i]->forward(h);
-    if (i + 1 < layers_.size()) {
-      if (options_.activation == "sigmoid") h = torch::sigmoid(h);
-      else if (options_.activation == "relu") h = torch::relu(h);
-      else h = torch::tanh(h);
-    }
+    if (i + 1 < layers_.size()) h = activate(h);
   }
   return h;
 }

@@ -25,12 +25,21 @@ class Mlp : public Model {
   Mlp(const MlpOptions& options, at::Generator& init_generator);
   Task task() const override;
   torch::Tensor nll(const Batch& batch) override;
+  // The layers' backward by hand (mlp_backward.cpp): forward keeping each layer's output, then
+  //   g_L = scale·(softmax(f) − onehot(y))   or   scale·τ(f − y)   (categorical / gaussian)
+  //   ∇W_l += g_lᵀ h_{l−1} (one GEMM accumulating into .grad),  ∇b_l += Σ_i g_l,
+  //   g_{l−1} = (g_l W_l) ⊙ act'(h_{l−1})   (act' from the activation's output, as autograd does).
+  // The same values as autograd to float rounding (tests/test_mlp_backward.cpp), without autograd's
+  // graph, its AccumulateGrad pass over every gradient and the temporaries between them.
+  torch::Tensor nll_backward(const Batch& batch, double scale) override;
   torch::Tensor predict(const torch::Tensor& inputs) override;
   void gibbs_step_likelihood(const Batch& train, at::Generator& generator) override;
   std::map<std::string, double> likelihood_hyperparameters() const override;
   torch::Tensor forward(const torch::Tensor& inputs);  // logits / means
 
  private:
+  torch::Tensor activate(const torch::Tensor& z) const;
+
   MlpOptions options_;
   std::vector<torch::nn::Linear> layers_;
   torch::Tensor tau_;  // buffer "tau" (gaussian likelihood)

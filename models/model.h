@@ -45,6 +45,11 @@ class Model : public torch::nn::Module {
   virtual Task task() const = 0;
   // Σ over the batch of −log p(y_i | x_i, θ) (a scalar tensor; differentiable).
   virtual torch::Tensor nll(const Batch& batch) = 0;
+  // A hand-derived backward pass, for models that have one: returns Σ nll over the batch (detached)
+  // after adding ∇θ(scale · nll) into every parameter's .grad, without autograd. An undefined tensor
+  // when the model has none or cannot use it here (a .grad not defined): the trainer then runs
+  // autograd on nll(). train.backward: autograd skips it.
+  virtual torch::Tensor nll_backward(const Batch& batch, double scale) { return {}; }
   // Class probabilities [n, classes] (classification) or predicted means [n] (regression).
   // Posterior averaging averages these over samples.
   virtual torch::Tensor predict(const torch::Tensor& inputs) = 0;

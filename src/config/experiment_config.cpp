@@ -173,7 +173,7 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
                                              "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "threads",
-                                             "fused", "tf32", "graph"};
+                                             "fused", "tf32", "graph", "backward"};
 const std::vector<std::string> kOutputKeys = {"dir", "save_samples", "checkpoint", "progress"};
 
 }  // namespace
@@ -334,6 +334,7 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.fused = t.get_bool("fused", true);
   train.tf32 = t.get_bool("tf32", false);
   train.graph = t.get_bool("graph", false);
+  train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});
 }
 
 void read_output(const OptionMap& o, OutputConfig& output) {

@@ -43,26 +43,32 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   };
 }
 
+torch::Tensor StepRunner::likelihood_backward() {
+  if (model_backward_) {
+    auto nll = model_.nll_backward(batch_, scale_);
+    if (nll.defined()) return nll;
+  }
+  auto nll = model_.nll(batch_);
+  if (!scale_grad_.defined() || scale_grad_.scalar_type() != nll.scalar_type() ||
+      scale_grad_.device() != nll.device())
+    scale_grad_ = torch::full({}, scale_, nll.options().requires_grad(false));
+  nll.backward(scale_grad_);
+  return nll.detach();
+}
+
 torch::Tensor StepRunner::gradient() {
   if (reduce_) {  // data mode: the ranks' likelihood gradients are summed first, then λθ added once
     sampler_.zero_grad();
-    batch_nll_ = model_.nll(batch_);
-    (batch_nll_ * scale_).backward();
-    batch_nll_ = batch_nll_.detach();
+    batch_nll_ = likelihood_backward();
     reduce_(batch_nll_);
     prior_.add_grad();
     return batch_nll_ * scale_;
   }
-  // .grad := λθ, then backward accumulates (N/n)·∇nll into it: the N/n scaling is the incoming
-  // gradient of the backward pass rather than a multiply in the graph.
+  // .grad := λθ, then the backward pass accumulates (N/n)·∇nll into it: the N/n scaling is the
+  // incoming gradient of the backward pass rather than a multiply in the graph.
   if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
-  batch_nll_ = model_.nll(batch_);
-  if (!scale_grad_.defined() || scale_grad_.scalar_type() != batch_nll_.scalar_type() ||
-      scale_grad_.device() != batch_nll_.device())
-    scale_grad_ = torch::full({}, scale_, batch_nll_.options().requires_grad(false));
-  batch_nll_.backward(scale_grad_);
+  batch_nll_ = likelihood_backward();
   if (!seed_with_prior_) prior_.add_grad();
-  batch_nll_ = batch_nll_.detach();
   return batch_nll_ * scale_;
 }
 

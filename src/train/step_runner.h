@@ -52,6 +52,9 @@ class StepRunner {
   // Called after the backward pass, before the prior's gradient, with the minibatch nll (detached):
   // distributed.mode: data sums .grad and the nll over the ranks here (the hook of DistributedRun).
   void set_gradient_reduction(std::function<void(torch::Tensor& batch_nll)> reduce) { reduce_ = std::move(reduce); }
+  // false: always autograd on Model::nll (train.backward: autograd); true (default): the model's own
+  // backward pass (Model::nll_backward) where it has one.
+  void use_model_backward(bool on) { model_backward_ = on; }
   // The last minibatch's nll Σ (a device scalar).
   const torch::Tensor& batch_nll() const { return batch_nll_; }
   // graph_warmup_steps, graph_captures, graph_replays (empty without a graph).
@@ -59,6 +62,7 @@ class StepRunner {
 
  private:
   torch::Tensor gradient();  // the closure: ∇Ũ into .grad, returns (N/n)·nll(batch)
+  torch::Tensor likelihood_backward();  // (N/n)·∇nll(batch) added into .grad; returns nll (detached)
   void select_batch(const torch::Tensor& idx);
   void add_batch_loss();
 
@@ -71,6 +75,7 @@ class StepRunner {
   LossMeter& loss_;
   Batch batch_;
   torch::Tensor batch_nll_;
+  bool model_backward_ = true;
   bool seed_with_prior_ = false;  // the prior's groups cover every sampler parameter (GaussianPrior::seed_grad)
   torch::Tensor scale_grad_;      // N/n as the backward pass's incoming gradient
   Closure closure_;

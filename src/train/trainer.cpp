@@ -66,6 +66,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
                console_.clear();
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
              }) {
+  steps_.use_model_backward(cfg_.train.backward == "auto");
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
     load_checkpoint(dist_.agreed_checkpoint(dir_.checkpoint_path().string(), dir_.previous_checkpoint_path().string()));
     dist_.check_same_step(step_, dir_.checkpoint_path().string());

@@ -1,0 +1,58 @@
+// Mlp::nll_backward: the multilayer perceptron's gradient by hand (models/mlp.h states the equations).
+#include <ATen/ATen.h>
+
+#include "models/mlp.h"
+
+namespace sgmcmc {
+
+namespace {
+// ∂(scale·nll)/∂f for the categorical likelihood: scale·(softmax(f) − onehot(y)); `lsm` = log_softmax(f)
+// is consumed (its storage becomes the result).
+torch::Tensor categorical_output_grad(torch::Tensor lsm, const torch::Tensor& y, double scale) {
+  auto g = lsm.exp_();
+  g.scatter_add_(1, y.unsqueeze(1), at::full({y.size(0), 1}, -1.0, g.options()));
+  return g.mul_(scale);
+}
+
+// The activation's derivative from its output h, applied to d in place.
+void activation_backward_(torch::Tensor& d, const torch::Tensor& h, const std::string& activation) {
+  if (activation == "sigmoid") at::sigmoid_backward_out(d, d, h);
+  else if (activation == "relu") at::threshold_backward_out(d, d, h, 0);
+  else at::tanh_backward_out(d, d, h);
+}
+}  // namespace
+
+torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
+  for (const auto& layer : layers_)
+    if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};
+  torch::NoGradGuard no_grad;
+  const size_t L = layers_.size();
+  std::vector<torch::Tensor> h(L + 1);
+  h[0] = batch.inputs.reshape({batch.inputs.size(0), -1});
+  for (size_t l = 0; l < L; ++l) {
+    auto z = at::addmm(layers_[l]->bias, h[l], layers_[l]->weight.t());
+    h[l + 1] = l + 1 < L ? activate(z) : z;
+  }
+  torch::Tensor nll, g;
+  if (options_.classification()) {
+    auto lsm = at::log_softmax(h[L], 1);
+    nll = at::nll_loss(lsm, batch.targets, {}, at::Reduction::Sum);
+    g = categorical_output_grad(lsm, batch.targets, scale);
+  } else {
+    nll = likelihood_nll(options_, h[L], batch, tau_);
+    const auto r = h[L].reshape({h[L].size(0)}) - batch.targets.to(h[L].dtype());
+    g = (r * (tau_ * scale)).unsqueeze(1);
+  }
+  for (size_t l = L; l-- > 0;) {
+    auto& w = layers_[l]->weight;
+    w.mutable_grad().addmm_(g.t(), h[l]);
+    layers_[l]->bias.mutable_grad().add_(g.sum(0));
+    if (l == 0) break;
+    auto d = g.mm(w);
+    activation_backward_(d, h[l], options_.activation);
+    g = d;
+  }
+  return nll;
+}
+
+}  // namespace sgmcmc
