@@ -59,7 +59,7 @@ void Santa::smooth_gradients() {
   const double d = options_.grad_decay();
   for_each_param([&](torch::Tensor&, const torch::Tensor& g, double, size_t i) {
     auto& ema = grad_ema_.param[i];
-    if (step_count_ > 0) const_cast<torch::Tensor&>(g).mul_(1 - d).add_(ema, d);
+    if (step_count_ > 0) g.mul_(1 - d).add_(ema, d);  // in place on .grad
     ema.copy_(g);
   });
 }
