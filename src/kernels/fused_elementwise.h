@@ -124,11 +124,21 @@ FusedCoefs<T> make_coefs(FusedRule rule, const FusedScalars& s) {
   return k;
 }
 
+// The per-step flags as compile-time constants (fused_element's F): bit 0 first, bit 1 exploring,
+// bit 2 precond_term; F = kRuntimeFlags reads them from FusedCoefs. The CPU loop instantiates the common
+// cases so that their element loops have no branches (and, for Santa, no asinh call) and vectorize.
+constexpr int kRuntimeFlags = -1;
+constexpr int kFlagFirst = 1, kFlagExploring = 2, kFlagPrecond = 4;
+
 // One element. th: θ; s0..s3: state (rule order of fused_update.h); gr: ∇Ũ; z: N(0,1).
-template <FusedRule R, typename T>
+template <FusedRule R, typename T, int F = kRuntimeFlags>
 SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t i, float zf,
                              const FusedCoefs<T>& k) {
   const T z = static_cast<T>(zf);
+  const bool first = F == kRuntimeFlags ? k.first : (F & kFlagFirst) != 0;
+  const bool exploring = F == kRuntimeFlags ? k.exploring : (F & kFlagExploring) != 0;
+  const bool precond_term = F == kRuntimeFlags ? k.precond_term : (F & kFlagPrecond) != 0;
+  (void)first, (void)exploring, (void)precond_term;
   if constexpr (R == FusedRule::kNoise) {
     th[i] = z;
   } else if constexpr (R == FusedRule::kSgld) {
@@ -138,7 +148,7 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
   } else if constexpr (R == FusedRule::kPsgld) {
     // V ← αV + (1−α)g² (V ← g² first); G = 1/(sqrt V + eps); θ ← θ − ηGg + sqrt(2ηT G) ξ
     const T g = gr[i];
-    const T v = k.first ? g * g : s0[i] * k.a + k.b * (g * g);
+    const T v = first ? g * g : s0[i] * k.a + k.b * (g * g);
     s0[i] = v;
     const T G = T(1) / (sqrt_hd(v) + k.c);
     T t = th[i] + k.d * (G * g);
@@ -178,16 +188,16 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
   } else if constexpr (R == FusedRule::kSantaEuler || R == FusedRule::kSantaSsi) {
     // s0 = u, s1 = α, s2 = v, s3 = g_prev (update_rules.h, santa_*_update)
     const T f = gr[i];
-    const T v = k.first ? (f * f) * k.a : s2[i] * k.b + k.c * (f * f);
+    const T v = first ? (f * f) * k.a : s2[i] * k.b + k.c * (f * f);
     s2[i] = v;
     const T g = T(1) / sqrt_hd(sqrt_hd(v) + k.d);
-    const T gp = k.first ? g : s3[i];
+    const T gp = first ? g : s3[i];
     T u = s0[i];
-    T alpha = k.first && k.alpha_fixed_point ? asinh_hd(g) : s1[i];  // SSI's fixed point sinh α = g
+    T alpha = first && k.alpha_fixed_point ? asinh_hd(g) : s1[i];  // SSI's fixed point sinh α = g
     T drive = T(0);
-    if (k.exploring) {
+    if (exploring) {
       drive = sqrt_hd((k.i > T(0) ? k.i : gp) * k.g) * z;
-      if (k.precond_term) {
+      if (precond_term) {
         const T au = u < T(0) ? -u : u;
         const T mag = au > k.h ? au : k.h;
         const T denom = u >= T(0) ? mag : -mag;
@@ -195,18 +205,18 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
       }
     }
     if constexpr (R == FusedRule::kSantaEuler) {
-      if (k.exploring) alpha = (alpha + u * u) + k.f;
+      if (exploring) alpha = (alpha + u * u) + k.f;
       u = u * (T(1) - alpha) + k.e * (g * f);
-      if (k.exploring) u = u + drive;
+      if (exploring) u = u + drive;
     } else {
       const T decay = exp_hd(alpha * T(-0.5));
       u = u * decay + k.e * (g * f);
-      if (k.exploring) u = u + drive;
+      if (exploring) u = u + drive;
       u = u * decay;
     }
     th[i] = th[i] + g * u;
     if constexpr (R == FusedRule::kSantaSsi) {
-      if (k.exploring) alpha = (alpha + u * u) + k.f;
+      if (exploring) alpha = (alpha + u * u) + k.f;
     }
     s0[i] = u;
     s1[i] = alpha;

@@ -46,6 +46,29 @@ void philox_fill(float* z, int64_t nblocks, uint64_t first_block, uint64_t key, 
   }
 }
 
+template <FusedRule R, typename T, int F>
+void tile_loop(T* __restrict th, T* __restrict s0, T* __restrict s1, T* __restrict s2, T* __restrict s3,
+               const T* __restrict gr, int64_t len, const float* z, const FusedCoefs<T>& kc) {
+  for (int64_t i = 0; i < len; ++i) fused_element<R, T, F>(th, s0, s1, s2, s3, gr, i, z[i], kc);
+}
+
+constexpr bool is_santa(FusedRule r) { return r == FusedRule::kSantaEuler || r == FusedRule::kSantaSsi; }
+constexpr bool has_step_flags(FusedRule r) { return is_santa(r) || r == FusedRule::kPsgld; }
+
+// The element loop of one tile, with the step's flags as compile-time constants in the common cases
+// (after the first step, no precond term): no branches in the loop, so it vectorizes.
+template <FusedRule R, typename T>
+void tile(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t len, const float* z, const FusedCoefs<T>& kc) {
+  if constexpr (has_step_flags(R)) {
+    if (!kc.first && !kc.precond_term) {
+      if (kc.exploring) tile_loop<R, T, kFlagExploring>(th, s0, s1, s2, s3, gr, len, z, kc);
+      else tile_loop<R, T, 0>(th, s0, s1, s2, s3, gr, len, z, kc);
+      return;
+    }
+  }
+  tile_loop<R, T, kRuntimeFlags>(th, s0, s1, s2, s3, gr, len, z, kc);
+}
+
 template <FusedRule R, typename T>
 void cpu_loop(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, const FusedCoefs<T>& k,
               NoiseStream ns) {
@@ -56,17 +79,16 @@ void cpu_loop(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, const F
     // Local copies, and __restrict on the buffers: the coefficients cannot alias the stores, so they
     // stay in registers and the element loop vectorizes (the buffers are distinct tensors).
     const FusedCoefs<T> kc = k;
+    // Santa's refinement reads no noise: the tile's normals are not generated (zeros instead; the
+    // stream is keyed per step, so the draws of later steps do not change).
+    const bool noise = !is_santa(R) || kc.exploring;
+    if (!noise) std::fill(z, z + kTile, 0.0f);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t begin = t * kTile;
       const int64_t len = std::min(kTile, n - begin);
-      philox_fill(z, (len + 3) / 4, static_cast<uint64_t>(begin / 4), ns.key, ns.offset);
-      T* __restrict th_t = th + begin;
-      T* __restrict s0_t = s0 ? s0 + begin : nullptr;
-      T* __restrict s1_t = s1 ? s1 + begin : nullptr;
-      T* __restrict s2_t = s2 ? s2 + begin : nullptr;
-      T* __restrict s3_t = s3 ? s3 + begin : nullptr;
-      const T* __restrict gr_t = gr ? gr + begin : nullptr;
-      for (int64_t i = 0; i < len; ++i) fused_element<R, T>(th_t, s0_t, s1_t, s2_t, s3_t, gr_t, i, z[i], kc);
+      if (noise) philox_fill(z, (len + 3) / 4, static_cast<uint64_t>(begin / 4), ns.key, ns.offset);
+      tile<R, T>(th + begin, s0 ? s0 + begin : nullptr, s1 ? s1 + begin : nullptr, s2 ? s2 + begin : nullptr,
+                 s3 ? s3 + begin : nullptr, gr ? gr + begin : nullptr, len, z, kc);
     }
   });
 }
