@@ -29,7 +29,7 @@ class Mlp : public Model {
   //   g_L = scale·(softmax(f) − onehot(y))   or   scale·τ(f − y)   (categorical / gaussian)
   //   ∇W_l += g_lᵀ h_{l−1} (one GEMM accumulating into .grad),  ∇b_l += Σ_i g_l,
   //   g_{l−1} = (g_l W_l) ⊙ act'(h_{l−1})   (act' from the activation's output, as autograd does).
-  // The same values as autograd to float rounding (tests/test_mlp_backward.cpp), without autograd's
+  // The same values as autograd to float rounding (tests/test_models.cpp), without autograd's
   // graph, its AccumulateGrad pass over every gradient and the temporaries between them.
   torch::Tensor nll_backward(const Batch& batch, double scale) override;
   torch::Tensor predict(const torch::Tensor& inputs) override;
