@@ -57,11 +57,23 @@ double Santa::inverse_temperature(int64_t t) const {
 
 void Santa::smooth_gradients() {
   const double d = options_.grad_decay();
-  for_each_param([&](torch::Tensor&, const torch::Tensor& g, double, size_t i) {
-    auto& ema = grad_ema_.param[i];
+  auto smooth = [&](const torch::Tensor& g, torch::Tensor& ema) {
     if (step_count_ > 0) g.mul_(1 - d).add_(ema, d);  // in place on .grad
     ema.copy_(g);
-  });
+  };
+  size_t index = 0;
+  for (size_t k = 0; k < groups_.size(); ++k) {
+    if (FlatGroup* fg = flat_[k].get()) {  // one pass over the group's gradient buffer
+      fg->rebind();
+      smooth(fg->grad(), grad_ema_.group[k]);
+      index += groups_[k].params.size();
+      continue;
+    }
+    for (auto& p : groups_[k].params) {
+      if (p.grad().defined()) smooth(p.grad(), grad_ema_.param[index]);
+      ++index;
+    }
+  }
 }
 
 void Santa::step() {
