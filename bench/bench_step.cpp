@@ -4,8 +4,10 @@
 // and times the trainer's step (StepRunner: minibatch indices, gather, ∇Ũ by autograd, prior
 // gradient, sampler update, loss bookkeeping), without evaluations or Gibbs steps. Next to it, in
 // the same process, with the same library and threads, it times the step's floor:
-//   mlp:  the matrix products of one step, alone: per layer X·Wᵀ (+b, addmm), Gᵀ·X (the weight
-//         gradient) and, above the first layer, G·W (the input gradient), on preallocated outputs;
+//   mlp:  the matrix products of one step, alone: per layer X·Wᵀ + b, Gᵀ·X (the weight gradient)
+//         and, above the first layer, G·W (the input gradient), on preallocated outputs, through
+//         kernels/matmul.h (oneDNN where built, else ATen's BLAS; --matmul aten|onednn picks, for
+//         floor and step alike);
 //   cnn:  the same for its linear layers, plus each convolution's forward and backward
 //         (at::convolution_backward: weight, bias and, above the first layer, input gradients);
 //   bpmf: the gathers and scatters of one step: U, V, a, b rows of the batch read (index_select)
@@ -21,6 +23,7 @@
 //
 //   bench_step CONFIG [--set key=value ...] [--threads 2] [--rounds 5] [--steps 200] [--warmup 20]
 //              [--profile [--by-parent]] [--intra-threads N] [--json FILE] [--label NAME]
+//              [--matmul aten|onednn]
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -37,6 +40,7 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "kernels/matmul.h"
 #include "runtime/cpu.h"
 #include "train/minibatches.h"
 #include "train/run_setup.h"
@@ -65,10 +69,10 @@ void add_linear_floor(std::vector<std::function<void()>>& ops, const std::vector
     auto x = torch::rand({n, w0.size(1)}, opts), g = torch::randn({n, w0.size(0)}, opts);
     auto y = torch::empty({n, w0.size(0)}, opts), dw = torch::empty_like(w), dx = torch::empty_like(x);
     const bool input_grad = l > 0 || first_needs_input_grad;
-    ops.push_back([=]() mutable {
-      at::addmm_out(y, b, x, w.t());
-      at::mm_out(dw, g.t(), x);
-      if (input_grad) at::mm_out(dx, g, w);
+    ops.push_back([=]() mutable {  // through kernels/matmul.h: the library the models' products use
+      kernels::matmul_out(y, x, w.t(), b);
+      kernels::matmul_out(dw, g.t(), x);
+      if (input_grad) kernels::matmul_out(dx, g, w);
     });
   }
 }
@@ -197,6 +201,7 @@ int main(int argc, char** argv) {
       ("by-parent", "with --profile: every op keyed by its caller ('caller > op'), none left out")
       ("json", "append one JSON line to FILE", cxxopts::value<std::string>()->default_value(""))
       ("label", "name of the row", cxxopts::value<std::string>()->default_value(""))
+      ("matmul", "the models' matrix products: onednn | aten (default: the build's)", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "help");
   cli.parse_positional({"config"});
   auto r = cli.parse(argc, argv);
@@ -206,6 +211,10 @@ int main(int argc, char** argv) {
   }
   const int threads = r["threads"].as<int>(), rounds = r["rounds"].as<int>(), steps = r["steps"].as<int>();
   set_cpu_threads(threads);
+  if (const auto mm = r["matmul"].as<std::string>(); !mm.empty()) {
+    if (mm != "aten" && mm != "onednn") throw std::invalid_argument("--matmul: aten or onednn, not '" + mm + "'");
+    kernels::set_matmul_backend(mm == "aten" ? kernels::MatmulBackend::kAten : kernels::MatmulBackend::kOnednn);
+  }
   if (r["intra-threads"].as<int>() > 0) torch::set_num_threads(r["intra-threads"].as<int>());
   tune_allocator();
 
@@ -240,7 +249,8 @@ int main(int argc, char** argv) {
   const Stats st = stats(step_rate), fl = stats(floor_rate);
   const std::string label = r["label"].as<std::string>().empty() ? s.config.name : r["label"].as<std::string>();
   std::cout << std::fixed << std::setprecision(1) << label << " (" << threads << " threads, batch "
-            << s.plan.batch_size << ", " << rounds << " rounds of " << steps << " steps)\n"
+            << s.plan.batch_size << ", " << rounds << " rounds of " << steps << " steps, matmul "
+            << kernels::matmul_backend_name() << ")\n"
             << "  step   steps/s min " << st.min << "  median " << st.median << "  max " << st.max << "\n"
             << "  floor  steps/s min " << fl.min << "  median " << fl.median << "  max " << fl.max << "  ["
             << floor.what << "]\n"
@@ -253,7 +263,8 @@ int main(int argc, char** argv) {
                               {"threads", threads}, {"batch", s.plan.batch_size}, {"rounds", rounds},
                               {"steps", steps}, {"step_steps_per_s", step_rate}, {"floor_steps_per_s", floor_rate},
                               {"step_median", st.median}, {"floor_median", fl.median},
-                              {"fraction_of_floor", st.median / fl.median}, {"floor", floor.what}};
+                              {"fraction_of_floor", st.median / fl.median}, {"floor", floor.what},
+                              {"matmul", kernels::matmul_backend_name()}};
   if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
 
   if (r.count("profile")) {

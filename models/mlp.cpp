@@ -1,5 +1,7 @@
 #include "models/mlp.h"
 
+#include "kernels/matmul.h"
+
 #include <stdexcept>
 
 
@@ -54,6 +56,16 @@ torch::Tensor Mlp::activate(const torch::Tensor& z) const {
 
 torch::Tensor Mlp::forward(const torch::Tensor& inputs) {
   auto h = inputs.reshape({inputs.size(0), -1});
+  if (!torch::GradMode::is_enabled()) {  // evaluation: each layer one product with its bias and activation
+    const auto act = kernels::activation_from_name(options_.activation);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      auto out = at::empty({h.size(0), layers_[i]->weight.size(0)}, h.options());
+      kernels::matmul_out(out, h, layers_[i]->weight.t(), layers_[i]->bias,
+                          i + 1 < layers_.size() ? act : kernels::Activation::kNone);
+      h = out;
+    }
+    return h;
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
     h = layers_[i]->forward(h);
     if (i + 1 < layers_.size()) h = activate(h);

@@ -1,6 +1,7 @@
 // Mlp::nll_backward: the multilayer perceptron's gradient by hand (models/mlp.h states the equations).
 #include <ATen/ATen.h>
 
+#include "kernels/matmul.h"
 #include "models/mlp.h"
 
 namespace sgmcmc {
@@ -29,9 +30,11 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   const size_t L = layers_.size();
   std::vector<torch::Tensor> h(L + 1);
   h[0] = batch.inputs.reshape({batch.inputs.size(0), -1});
-  for (size_t l = 0; l < L; ++l) {
-    auto z = at::addmm(layers_[l]->bias, h[l], layers_[l]->weight.t());
-    h[l + 1] = l + 1 < L ? activate(z) : z;
+  const auto act = kernels::activation_from_name(options_.activation);
+  for (size_t l = 0; l < L; ++l) {  // h_{l+1} = act(h_l W_lᵀ + b_l), the activation in the GEMM's epilogue
+    h[l + 1] = at::empty({h[l].size(0), layers_[l]->weight.size(0)}, h[l].options());
+    kernels::matmul_out(h[l + 1], h[l], layers_[l]->weight.t(), layers_[l]->bias,
+                        l + 1 < L ? act : kernels::Activation::kNone);
   }
   torch::Tensor nll, g;
   if (options_.classification()) {
@@ -45,10 +48,11 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   }
   for (size_t l = L; l-- > 0;) {
     auto& w = layers_[l]->weight;
-    w.mutable_grad().addmm_(g.t(), h[l]);
+    kernels::matmul_acc_(w.mutable_grad(), g.t(), h[l]);
     layers_[l]->bias.mutable_grad().add_(g.sum(0));
     if (l == 0) break;
-    auto d = g.mm(w);
+    auto d = at::empty({g.size(0), w.size(1)}, g.options());
+    kernels::matmul_out(d, g, w);
     activation_backward_(d, h[l], options_.activation);
     g = d;
   }
