@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "models/linear.h"
 #include "models/mlp.h"
+#include "models/relu_pool.h"
 
 namespace sgmcmc {
 
@@ -22,10 +24,10 @@ Cnn::Cnn(const CnnOptions& o, at::Generator& gen) : options_(o) {
 
 torch::Tensor Cnn::forward(const torch::Tensor& x) {
   auto h = x.dim() == 3 ? x.unsqueeze(1) : x;
-  h = torch::max_pool2d(torch::relu(conv1_->forward(h)), 2);
-  h = torch::max_pool2d(torch::relu(conv2_->forward(h)), 2);
-  h = torch::relu(fc1_->forward(h.reshape({h.size(0), flat_})));
-  return fc2_->forward(h);
+  h = relu_max_pool2x2(conv1_->forward(h));
+  h = relu_max_pool2x2(conv2_->forward(h));
+  h = linear(h.reshape({h.size(0), flat_}), fc1_->weight, fc1_->bias, kernels::Activation::kRelu);
+  return linear(h, fc2_->weight, fc2_->bias);
 }
 
 torch::Tensor Cnn::nll(const Batch& batch) {

@@ -1,6 +1,7 @@
 #include "models/mlp.h"
 
 #include "kernels/matmul.h"
+#include "models/linear.h"
 
 #include <stdexcept>
 
@@ -48,28 +49,11 @@ Task Mlp::task() const {
   return options_.likelihood == "gaussian" ? Task::kRegression : Task::kClassification;
 }
 
-torch::Tensor Mlp::activate(const torch::Tensor& z) const {
-  if (options_.activation == "sigmoid") return torch::sigmoid(z);
-  if (options_.activation == "relu") return torch::relu(z);
-  return torch::tanh(z);
-}
-
 torch::Tensor Mlp::forward(const torch::Tensor& inputs) {
   auto h = inputs.reshape({inputs.size(0), -1});
-  if (!torch::GradMode::is_enabled()) {  // evaluation: each layer one product with its bias and activation
-    const auto act = kernels::activation_from_name(options_.activation);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      auto out = at::empty({h.size(0), layers_[i]->weight.size(0)}, h.options());
-      kernels::matmul_out(out, h, layers_[i]->weight.t(), layers_[i]->bias,
-                          i + 1 < layers_.size() ? act : kernels::Activation::kNone);
-      h = out;
-    }
-    return h;
-  }
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    h = layers_[i]->forward(h);
-    if (i + 1 < layers_.size()) h = activate(h);
-  }
+  const auto act = kernels::activation_from_name(options_.activation);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    h = linear(h, layers_[i]->weight, layers_[i]->bias, i + 1 < layers_.size() ? act : kernels::Activation::kNone);
   return h;
 }
 

@@ -38,8 +38,6 @@ class Mlp : public Model {
   torch::Tensor forward(const torch::Tensor& inputs);  // logits / means
 
  private:
-  torch::Tensor activate(const torch::Tensor& z) const;
-
   MlpOptions options_;
   std::vector<torch::nn::Linear> layers_;
   torch::Tensor tau_;  // buffer "tau" (gaussian likelihood)

@@ -6,7 +6,9 @@
 #include "config/option_map.h"
 #include "models/cnn.h"
 #include "models/factory.h"
+#include "models/linear.h"
 #include "models/mlp.h"
+#include "models/relu_pool.h"
 
 using namespace sgmcmc;
 
@@ -108,6 +110,58 @@ TEST(Models, FactoryErrors) {
 // each gradient entry is a sum of n = 6 or 40 products accumulated in a different order (one GEMM into
 // .grad against GEMM + add), so they agree to a few float32 ulps of the largest entry: 2e-6 relative
 // (16 ulps) is the bound.
+// models/linear.h against torch::nn::functional::linear and the activation: output and the gradients of
+// x, W and b (float32 rounding: K = 37 products per element, tolerance 1e-5 relative to the largest).
+TEST(Models, FusedLinearEqualsLinearAndActivation) {
+  auto gen = compat::make_generator(torch::kCPU, 21);
+  using kernels::Activation;
+  for (auto act : {Activation::kNone, Activation::kSigmoid, Activation::kRelu, Activation::kTanh}) {
+    auto x = torch::randn({23, 37}, gen).requires_grad_(), w = torch::randn({11, 37}, gen).requires_grad_();
+    auto b = torch::randn({11}, gen).requires_grad_();
+    auto gy = torch::randn({23, 11}, gen);
+    auto z = torch::nn::functional::linear(x, w, b);
+    auto want = act == Activation::kSigmoid ? torch::sigmoid(z)
+                : act == Activation::kRelu  ? torch::relu(z)
+                : act == Activation::kTanh  ? torch::tanh(z)
+                                            : z;
+    auto want_grads = torch::autograd::grad({want}, {x, w, b}, {gy});
+    auto got = linear(x, w, b, act);
+    auto got_grads = torch::autograd::grad({got}, {x, w, b}, {gy});
+    auto close = [](const torch::Tensor& a, const torch::Tensor& e) {
+      return (a - e).abs().max().item<double>() <= 1e-5 * std::max(1.0, e.abs().max().item<double>());
+    };
+    EXPECT_TRUE(close(got, want)) << static_cast<int>(act);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(close(got_grads[i], want_grads[i])) << static_cast<int>(act) << " " << i;
+    torch::NoGradGuard no_grad;  // evaluation: no autograd node, the same values
+    auto eval = linear(x, w, b, act);
+    EXPECT_FALSE(eval.requires_grad());
+    EXPECT_TRUE(close(eval, want.detach()));
+  }
+}
+
+// models/relu_pool.h against ATen's relu + max_pool2d: bit for bit, values and input gradients, even and
+// odd map sizes, ties (a quantized input: many equal maxima, the first one must win), negative windows
+// and a NaN.
+TEST(Models, ReluMaxPoolEqualsAtenBitForBit) {
+  auto gen = compat::make_generator(torch::kCPU, 22);
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    for (auto shape : {std::vector<int64_t>{3, 4, 24, 24}, {2, 5, 7, 9}, {1, 1, 2, 2}}) {
+      auto x0 = torch::randn(shape, gen).to(dtype);
+      x0 = (x0 * 2).round() / 2;  // ties
+      x0.view(-1)[5 % x0.numel()] = std::nan("");
+      auto gy = torch::randn({shape[0], shape[1], shape[2] / 2, shape[3] / 2}, gen).to(dtype);
+      auto x = x0.clone().requires_grad_(), xr = x0.clone().requires_grad_();
+      auto got = relu_max_pool2x2(x), want = torch::max_pool2d(torch::relu(xr), 2);
+      got.backward(gy);
+      want.backward(gy);
+      EXPECT_TRUE(torch::equal(got.nan_to_num(-7), want.nan_to_num(-7))) << shape[2];
+      EXPECT_TRUE(torch::equal(x.grad().nan_to_num(-7), xr.grad().nan_to_num(-7))) << shape[2];
+      torch::NoGradGuard no_grad;
+      EXPECT_TRUE(torch::equal(relu_max_pool2x2(x0).nan_to_num(-7), want.detach().nan_to_num(-7)));
+    }
+  }
+}
+
 TEST(Models, MlpBackwardEqualsAutograd) {
   Dataset reg;
   reg.task = Task::kRegression;

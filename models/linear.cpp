@@ -1,0 +1,68 @@
+// models/linear.h: the fused linear layer and its autograd node.
+#include "models/linear.h"
+
+namespace sgmcmc {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+torch::Tensor forward_out(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                          kernels::Activation act) {
+  auto y = at::empty({x.size(0), weight.size(0)}, x.options());
+  kernels::matmul_out(y, x, weight.t(), bias, act);
+  return y;
+}
+
+// g_y ⊙ act'(y), from the layer's output y.
+torch::Tensor activation_grad(const torch::Tensor& g, const torch::Tensor& y, kernels::Activation act) {
+  switch (act) {
+    case kernels::Activation::kSigmoid: return at::sigmoid_backward(g, y);
+    case kernels::Activation::kTanh: return at::tanh_backward(g, y);
+    case kernels::Activation::kRelu: return at::threshold_backward(g, y, 0);
+    default: return g;
+  }
+}
+
+struct LinearFunction : torch::autograd::Function<LinearFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias, int64_t act) {
+    auto y = forward_out(x, weight, bias, static_cast<kernels::Activation>(act));
+    ctx->saved_data["act"] = act;
+    ctx->save_for_backward({x, weight, y});
+    return y;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const auto& weight = saved[1];
+    const auto act = static_cast<kernels::Activation>(ctx->saved_data["act"].toInt());
+    const auto g = activation_grad(grads[0].contiguous(), saved[2], act);
+    torch::Tensor gx, gw, gb;
+    if (ctx->needs_input_grad(0)) {
+      gx = at::empty_like(x, at::MemoryFormat::Contiguous);
+      kernels::matmul_out(gx, g, weight);
+    }
+    if (ctx->needs_input_grad(1)) {
+      gw = at::empty_like(weight, at::MemoryFormat::Contiguous);
+      kernels::matmul_out(gw, g.t(), x);
+    }
+    if (ctx->needs_input_grad(2)) gb = g.sum(0);
+    return {gx, gw, gb, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     kernels::Activation act) {
+  if (!torch::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad() || bias.requires_grad())) {
+    torch::NoGradGuard no_grad;
+    return forward_out(x, weight, bias, act);
+  }
+  return LinearFunction::apply(x, weight, bias, static_cast<int64_t>(act));
+}
+
+}  // namespace sgmcmc
