@@ -8,7 +8,9 @@
 # Rows: the App. H.1 MLP (784-100-10 sigmoid, batch 500), FNN-800 (784-800-800-10 ReLU, batch 100),
 # the CNN (models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
 # (6,040 users, 3,706 items, 1,000,209 synthetic ratings, d = 20, batch 4,000; floor: its gathers and
-# scatters). Same environment for every process: GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=8 (what
+# scatters). The MLP and CNN rows also run step and floor with every product on ATen's BLAS
+# (bench_step --matmul aten; the last column), next to the build's default (oneDNN where built).
+# Same environment for every process: GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=8 (what
 # the sgmcmc binary sets for itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +57,10 @@ for r in $(seq "$ROUNDS"); do
     "./$BUILD/bench_step" ${CFG[$row]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label "$row" \
       --json "$OUT" >/dev/null
     if [ -n "${PYARGS[$row]:-}" ]; then
+      # the same step and floor with every product on ATen's BLAS (OpenBLAS), for comparison
+      # shellcheck disable=SC2086
+      "./$BUILD/bench_step" ${CFG[$row]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label "${row}_aten" \
+        --matmul aten --json "$OUT" >/dev/null
       # shellcheck disable=SC2086
       $PY bench/ref_step.py ${PYARGS[$row]} --data $F --threads "$THREADS" --steps "$STEPS" --rounds 1 |
         sed "s/^{/{\"label\": \"$row\", /" >> "$OUT"
@@ -75,7 +81,12 @@ rows = {}
 for line in open(out):
     d = json.loads(line)
     if d.get("label", "").endswith("_profile"): continue
+    if d.get("label", "").endswith("_aten"):
+        r = rows.setdefault(d["label"][:-5], {"step": [], "floor": [], "python": [], "gbs": []})
+        r.setdefault("aten_step", []).extend(d["step_steps_per_s"]); r.setdefault("aten_floor", []).extend(d["floor_steps_per_s"])
+        continue
     r = rows.setdefault(d["label"], {"step": [], "floor": [], "python": [], "gbs": []})
+    if d.get("bench") == "step": r["matmul"] = d.get("matmul", "aten")
     if d.get("bench") == "step":
         r["step"] += d["step_steps_per_s"]; r["floor"] += d["floor_steps_per_s"]
         if "floor_gb_per_s" in d: r["gbs"].append(d["floor_gb_per_s"])
@@ -86,14 +97,17 @@ names = {"mlp_h1": "App. H.1 MLP 784-100-10 sigmoid, batch 500", "fnn800": "FNN-
 f = lambda v: f"{min(v):.0f} / {statistics.median(v):.0f} / {max(v):.0f}" if v else "–"
 lines = [f"Measured {datetime.date.today()} on **{name}**, commit {commit}, {rounds} interleaved rounds of {steps} "
          "steps; steps/s as min / median / max; SGHMC everywhere; `bench/floors.sh`.", "",
-         "| model | sgmcmc step | floor alone | step ÷ floor (medians) | PyTorch-Python step | sgmcmc ÷ Python |",
-         "| --- | ---: | ---: | ---: | ---: | ---: |"]
+         "| model | products | sgmcmc step | floor alone | step ÷ floor (medians) | PyTorch-Python step | sgmcmc ÷ Python | step / floor, all on ATen's BLAS |",
+         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 for k in ["mlp_h1", "fnn800", "cnn", "bpmf_ml1m"]:
     if k not in rows: continue
     r = rows[k]; ms, mf = statistics.median(r["step"]), statistics.median(r["floor"])
     py = f"{statistics.median(r['step']) / statistics.median(r['python']):.2f}×" if r["python"] else "–"
     fl = f(r["floor"]) + (f" ({statistics.median(r['gbs']):.1f} GB/s)" if r["gbs"] else "")
-    lines.append(f"| {names[k]} | {f(r['step'])} | {fl} | {100 * ms / mf:.0f} % | {f(r['python'])} | {py} |")
+    at = (f"{statistics.median(r['aten_step']):.0f} / {statistics.median(r['aten_floor']):.0f} "
+          f"({100 * statistics.median(r['aten_step']) / statistics.median(r['aten_floor']):.0f} %)") if r.get("aten_step") else "–"
+    mm = {"onednn": "oneDNN", "aten": "ATen's BLAS"}.get(r.get("matmul", ""), "–") if k != "bpmf_ml1m" else "–"
+    lines.append(f"| {names[k]} | {mm} | {f(r['step'])} | {fl} | {100 * ms / mf:.0f} % | {f(r['python'])} | {py} | {at} |")
 table = "\n".join(lines)
 print(table)
 doc = "docs/performance.md"; s = open(doc).read()
