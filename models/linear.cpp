@@ -10,8 +10,10 @@ using torch::autograd::tensor_list;
 
 torch::Tensor forward_out(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                           kernels::Activation act) {
-  auto y = at::empty({x.size(0), weight.size(0)}, x.options());
-  kernels::matmul_out(y, x, weight.t(), bias, act);
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(-2);
+  auto y = at::empty(sizes, x.options());
+  kernels::matmul_out(y, x, weight.transpose(-2, -1), bias, act);
   return y;
 }
 
@@ -47,9 +49,9 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
     }
     if (ctx->needs_input_grad(1)) {
       gw = at::empty_like(weight, at::MemoryFormat::Contiguous);
-      kernels::matmul_out(gw, g.t(), x);
+      kernels::matmul_out(gw, g.transpose(-2, -1), x);
     }
-    if (ctx->needs_input_grad(2)) gb = g.sum(0);
+    if (ctx->needs_input_grad(2)) gb = g.sum(-2);
     return {gx, gw, gb, torch::Tensor()};
   }
 };

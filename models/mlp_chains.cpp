@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/linear.h"
+
 namespace sgmcmc {
 
 MlpChains::MlpChains(const MlpOptions& o, int64_t chains, at::Generator& gen)
@@ -38,22 +40,19 @@ Task MlpChains::task() const {
 torch::Tensor MlpChains::forward(const torch::Tensor& inputs) { return forward_impl(inputs, false); }
 
 torch::Tensor MlpChains::forward_impl(const torch::Tensor& inputs, bool shared) {
+  const auto act = kernels::activation_from_name(options_.activation);
   torch::Tensor h;
   for (size_t i = 0; i < weights_.size(); ++i) {
+    const auto a = i + 1 < weights_.size() ? act : kernels::Activation::kNone;
     if (i == 0 && shared) {
       // Inputs [n, in] shared by every chain: one GEMM against all chains' first layers,
       // [n, in] x [in, C*out] -> [n, C, out] -> [C, n, out] (no C copies of the inputs).
       const int64_t n = inputs.size(0), out = weights_[0].size(1);
-      h = inputs.reshape({n, -1}).matmul(weights_[0].reshape({chains_ * out, -1}).t());
-      h = h.view({n, chains_, out}).transpose(0, 1) + biases_[0].unsqueeze(1);
+      h = linear(inputs.reshape({n, -1}), weights_[0].reshape({chains_ * out, -1}), biases_[0].reshape({-1}), a);
+      h = h.view({n, chains_, out}).transpose(0, 1);
     } else {
       if (i == 0) h = inputs.reshape({chains_, inputs.size(1), -1});
-      h = torch::baddbmm(biases_[i].unsqueeze(1), h, weights_[i].transpose(1, 2));
-    }
-    if (i + 1 < weights_.size()) {
-      if (options_.activation == "sigmoid") h = torch::sigmoid(h);
-      else if (options_.activation == "relu") h = torch::relu(h);
-      else h = torch::tanh(h);
+      h = linear(h, weights_[i], biases_[i], a);  // per chain: act(h_c W_cᵀ + b_c), one batched product
     }
   }
   return h;

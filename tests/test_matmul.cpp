@@ -80,6 +80,39 @@ TEST(Matmul, OutEqualsReferenceForEveryLayoutBiasAndActivation) {
   }
 }
 
+// Batched products (the parallel chains): each batch entry against the float64 reference, for a
+// contiguous a, a transposed-view b (W.transpose(1, 2)), an `a` whose batch stride is not the
+// matrix's size (the chains' shared first layer: [n, C, out] viewed as [C, n, out]), with a bias per
+// batch entry and an activation; and accumulation.
+TEST(Matmul, BatchedEqualsReferencePerEntry) {
+  BackendGuard guard;
+  auto gen = compat::make_generator(torch::kCPU, 15);
+  for (auto backend : backends()) {
+    kernels::set_matmul_backend(backend);
+    const int64_t B = 4, m = 30, k = 20, n = 7;
+    for (int layout = 0; layout < 2; ++layout) {
+      auto a = layout == 0 ? torch::randn({B, m, k}, gen) : torch::randn({m, B, k}, gen).transpose(0, 1);
+      auto w = torch::randn({B, n, k}, gen), bias = torch::randn({B, n}, gen);
+      auto out = torch::full({B, m, n}, std::nan(""));
+      const auto calls = kernels::onednn_matmul_calls();
+      kernels::matmul_out(out, a, w.transpose(1, 2), bias, Activation::kTanh);
+      if (backend == MatmulBackend::kOnednn) EXPECT_EQ(kernels::onednn_matmul_calls(), calls + 1);
+      auto acc = torch::randn({B, n, k}, gen), acc0 = acc.clone();
+      auto g = torch::randn({B, m, n}, gen);
+      kernels::matmul_acc_(acc, g.transpose(1, 2), a);
+      for (int64_t c = 0; c < B; ++c) {
+        auto a64 = a[c].to(torch::kFloat64), w64 = w[c].to(torch::kFloat64), b64 = bias[c].to(torch::kFloat64);
+        expect_within(out[c], torch::tanh(a64.mm(w64.t()) + b64),
+                      (k + 2) * kU * (a64.abs().mm(w64.abs().t()) + b64.abs()) + 4 * kU,
+                      kernels::matmul_backend_name() + " batched layout " + std::to_string(layout));
+        auto g64 = g[c].to(torch::kFloat64), c64 = acc0[c].to(torch::kFloat64);
+        expect_within(acc[c], c64 + g64.t().mm(a64), (m + 2) * kU * (g64.abs().t().mm(a64.abs()) + c64.abs()) + 4 * kU,
+                      kernels::matmul_backend_name() + " batched accumulate");
+      }
+    }
+  }
+}
+
 TEST(Matmul, AccumulateAddsIntoTheOutput) {
   BackendGuard guard;
   auto gen = compat::make_generator(torch::kCPU, 12);
@@ -145,6 +178,10 @@ TEST(Matmul, BadShapesAndBackendsAreErrors) {
   EXPECT_THROW(kernels::matmul_out(out, torch::zeros({3, 5}), torch::zeros({5, 4}), torch::zeros({3})),
                std::invalid_argument);
   EXPECT_THROW(kernels::matmul_acc_(out, torch::zeros({2, 5}), torch::zeros({5, 4})), std::invalid_argument);
+  auto out3 = torch::empty({2, 3, 4});
+  EXPECT_THROW(kernels::matmul_out(out3, torch::zeros({3, 3, 5}), torch::zeros({3, 5, 4})), std::invalid_argument);
+  EXPECT_THROW(kernels::matmul_out(out3, torch::zeros({2, 3, 5}), torch::zeros({2, 5, 4}), torch::zeros({4})),
+               std::invalid_argument);
   EXPECT_THROW(kernels::activation_from_name("gelu"), std::invalid_argument);
   if (!kernels::onednn_built())
     EXPECT_THROW(kernels::set_matmul_backend(MatmulBackend::kOnednn), std::invalid_argument);

@@ -137,6 +137,21 @@ TEST(Models, FusedLinearEqualsLinearAndActivation) {
     EXPECT_FALSE(eval.requires_grad());
     EXPECT_TRUE(close(eval, want.detach()));
   }
+  // Batched (the parallel chains): chain c's slice equals the 2-D layer of chain c, values and gradients.
+  auto x = torch::randn({3, 23, 37}, gen).requires_grad_(), w = torch::randn({3, 11, 37}, gen).requires_grad_();
+  auto b = torch::randn({3, 11}, gen).requires_grad_();
+  auto gy = torch::randn({3, 23, 11}, gen);
+  auto y = linear(x, w, b, Activation::kSigmoid);
+  auto grads = torch::autograd::grad({y}, {x, w, b}, {gy});
+  for (int64_t c = 0; c < 3; ++c) {
+    auto xc = x[c].detach().requires_grad_(), wc = w[c].detach().requires_grad_(), bc = b[c].detach().requires_grad_();
+    auto yc = torch::sigmoid(torch::nn::functional::linear(xc, wc, bc));
+    auto gc = torch::autograd::grad({yc}, {xc, wc, bc}, {gy[c]});
+    EXPECT_LE((y[c] - yc).abs().max().item<double>(), 1e-5) << c;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_LE((grads[i][c] - gc[i]).abs().max().item<double>(), 1e-5 * std::max(1.0, gc[i].abs().max().item<double>()))
+          << c << " " << i;
+  }
 }
 
 // models/relu_pool.h against ATen's relu + max_pool2d: bit for bit, values and input gradients, even and

@@ -1,14 +1,15 @@
 // kernels/matmul.h: the matrix products of the models' own passes, through oneDNN or ATen.
 #include "kernels/matmul.h"
 
-#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #if defined(SGMCMC_HAVE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
@@ -41,18 +42,26 @@ void activate_(torch::Tensor& t, Activation act) {
 }
 
 void check_shapes(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const char* what) {
-  if (a.dim() == 2 && b.dim() == 2 && out.dim() == 2 && a.size(1) == b.size(0) && out.size(0) == a.size(0) &&
-      out.size(1) == b.size(1))
-    return;
+  const int64_t d = a.dim();
+  bool ok = (d == 2 || d == 3) && b.dim() == d && out.dim() == d && a.size(-1) == b.size(-2) &&
+            out.size(-2) == a.size(-2) && out.size(-1) == b.size(-1);
+  if (ok && d == 3) ok = a.size(0) == b.size(0) && out.size(0) == a.size(0);
+  if (ok) return;
   std::ostringstream msg;
   msg << what << ": shapes do not match (out " << out.sizes() << ", a " << a.sizes() << ", b " << b.sizes() << ")";
   throw std::invalid_argument(msg.str());
 }
 
+// The bias's shape: [n] for 2-D products, [batch, n] for batched ones.
+bool bias_fits(const torch::Tensor& bias, const torch::Tensor& out) {
+  if (out.dim() == 2) return bias.dim() == 1 && bias.size(0) == out.size(1);
+  return bias.dim() == 2 && bias.size(0) == out.size(0) && bias.size(1) == out.size(2);
+}
+
 #if defined(SGMCMC_HAVE_ONEDNN)
-// A 2-D operand oneDNN takes as it is: float32 on the CPU, row- or column-major (a transposed view).
+// An operand oneDNN takes as it is: float32 on the CPU, each matrix row- or column-major (a transposed view).
 bool plain_operand(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && (t.stride(1) == 1 || t.stride(0) == 1);
+  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && (t.stride(-1) == 1 || t.stride(-2) == 1);
 }
 
 bool onednn_applies(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
@@ -62,12 +71,19 @@ bool onednn_applies(const torch::Tensor& out, const torch::Tensor& a, const torc
   if (!plain_operand(a) || !plain_operand(b) || !out.device().is_cpu() || out.scalar_type() != torch::kFloat32 ||
       !out.is_contiguous())
     return false;
-  return !bias.defined() || (bias.device().is_cpu() && bias.scalar_type() == torch::kFloat32 &&
-                             bias.dim() == 1 && bias.is_contiguous());
+  return !bias.defined() || (bias.device().is_cpu() && bias.scalar_type() == torch::kFloat32 && bias.is_contiguous());
 }
 
 dnnl::memory::desc desc_of(const torch::Tensor& t) {
-  return dnnl::memory::desc({t.size(0), t.size(1)}, dnnl::memory::data_type::f32, {t.stride(0), t.stride(1)});
+  return dnnl::memory::desc(dnnl::memory::dims(t.sizes().begin(), t.sizes().end()), dnnl::memory::data_type::f32,
+                            dnnl::memory::dims(t.strides().begin(), t.strides().end()));
+}
+
+// The bias as oneDNN broadcasts it over the rows: [1, n], or [batch, 1, n].
+dnnl::memory::desc bias_desc_of(const torch::Tensor& out) {
+  const int64_t n = out.size(-1);
+  if (out.dim() == 2) return dnnl::memory::desc({1, n}, dnnl::memory::data_type::f32, {n, 1});
+  return dnnl::memory::desc({out.size(0), 1, n}, dnnl::memory::data_type::f32, {n, n, 1});
 }
 
 dnnl::algorithm algorithm_of(Activation act) {
@@ -86,58 +102,73 @@ dnnl::engine& cpu_engine() {
 // The matmul primitive for these shapes, strides, epilogue and thread count, created once (oneDNN
 // generates its kernels at creation: ~0.1–1 ms) and kept. A run sees a handful of shapes (the
 // training batch, the evaluation batch and its last, partial one), so the cache is small; it is
-// emptied if a process ever accumulates more than 256.
-using Key = std::array<int64_t, 11>;
+// emptied if a process ever accumulates more than 256. A configuration oneDNN has no optimized kernel
+// for (its reference implementation, `ref:*`, is orders of magnitude slower) or rejects is cached as
+// none, and the caller takes ATen.
+// A batched product's bias [B, n] is a binary-add post-op broadcast over the rows (oneDNN's matmul
+// bias argument takes it only in its reference implementation); a 2-D product's is the bias argument.
+using Key = std::vector<int64_t>;
 
-dnnl::matmul primitive_for(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool bias,
-                           Activation act, bool accumulate) {
+std::optional<dnnl::matmul> primitive_for(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                                          bool bias, Activation act, bool accumulate) {
   static std::mutex mutex;
-  static std::map<Key, dnnl::matmul> cache;
-  const Key key{a.size(0), a.size(1), b.size(1), a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                bias,      static_cast<int64_t>(act), accumulate, at::get_num_threads()};
+  static std::map<Key, std::optional<dnnl::matmul>> cache;
+  Key key{bias, static_cast<int64_t>(act), accumulate, at::get_num_threads(), out.size(0)};
+  for (const auto* t : {&a, &b})
+    for (int64_t d = 0; d < t->dim(); ++d) key.insert(key.end(), {t->size(d), t->stride(d)});
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  dnnl::post_ops ops;
-#if DNNL_VERSION_MAJOR >= 3
-  if (accumulate) ops.append_sum(1.f);
-  if (act != Activation::kNone) ops.append_eltwise(algorithm_of(act), 0.f, 0.f);
-#else
-  if (accumulate) ops.append_sum(1.f);
-  if (act != Activation::kNone) ops.append_eltwise(1.f, algorithm_of(act), 0.f, 0.f);
-#endif
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
-  const auto n = b.size(1);
-  const dnnl::memory::desc bias_desc({1, n}, dnnl::memory::data_type::f32, {n, 1});
-#if DNNL_VERSION_MAJOR >= 3
-  auto pd = bias ? dnnl::matmul::primitive_desc(cpu_engine(), desc_of(a), desc_of(b), bias_desc, desc_of(out), attr)
-                 : dnnl::matmul::primitive_desc(cpu_engine(), desc_of(a), desc_of(b), desc_of(out), attr);
-#else
-  auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc_of(a), desc_of(b), bias_desc, desc_of(out)),
-                                                attr, cpu_engine())
-                 : dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc_of(a), desc_of(b), desc_of(out)), attr,
-                                                cpu_engine());
-#endif
   if (cache.size() >= 256) cache.clear();
-  return cache.emplace(key, dnnl::matmul(pd)).first->second;
+  const bool bias_arg = bias && out.dim() == 2, bias_post_op = bias && out.dim() == 3;
+  std::optional<dnnl::matmul> prim;
+  try {
+    dnnl::post_ops ops;
+    if (accumulate) ops.append_sum(1.f);
+    if (bias_post_op) ops.append_binary(dnnl::algorithm::binary_add, bias_desc_of(out));
+#if DNNL_VERSION_MAJOR >= 3
+    if (act != Activation::kNone) ops.append_eltwise(algorithm_of(act), 0.f, 0.f);
+#else
+    if (act != Activation::kNone) ops.append_eltwise(1.f, algorithm_of(act), 0.f, 0.f);
+#endif
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+#if DNNL_VERSION_MAJOR >= 3
+    auto pd = bias_arg ? dnnl::matmul::primitive_desc(cpu_engine(), desc_of(a), desc_of(b), bias_desc_of(out),
+                                                      desc_of(out), attr)
+                       : dnnl::matmul::primitive_desc(cpu_engine(), desc_of(a), desc_of(b), desc_of(out), attr);
+#else
+    auto pd = bias_arg ? dnnl::matmul::primitive_desc(
+                             dnnl::matmul::desc(desc_of(a), desc_of(b), bias_desc_of(out), desc_of(out)), attr,
+                             cpu_engine())
+                       : dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc_of(a), desc_of(b), desc_of(out)),
+                                                      attr, cpu_engine());
+#endif
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) prim = dnnl::matmul(pd);
+  } catch (const dnnl::error&) {
+    prim.reset();
+  }
+  return cache.emplace(key, prim).first->second;
 }
 
-void onednn_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
+// false: oneDNN has no fast kernel for this product (the caller runs ATen's).
+bool onednn_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
                    Activation act, bool accumulate) {
   auto prim = primitive_for(out, a, b, bias.defined(), act, accumulate);
+  if (!prim) return false;
   auto& engine = cpu_engine();
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, dnnl::memory(desc_of(a), engine, a.data_ptr())},
       {DNNL_ARG_WEIGHTS, dnnl::memory(desc_of(b), engine, b.data_ptr())},
       {DNNL_ARG_DST, dnnl::memory(desc_of(out), engine, out.data_ptr())}};
   if (bias.defined()) {
-    const auto n = bias.size(0);
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, n}, dnnl::memory::data_type::f32, {n, 1}}, engine, bias.data_ptr()));
+    const int slot = out.dim() == 2 ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1);
+    args.emplace(slot, dnnl::memory(bias_desc_of(out), engine, bias.data_ptr()));
   }
   static thread_local dnnl::stream stream(engine);
-  prim.execute(stream, args);
+  prim->execute(stream, args);
   stream.wait();
   onednn_calls.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 #endif
 
@@ -173,22 +204,29 @@ std::string matmul_backend_name() { return matmul_backend() == MatmulBackend::kO
 void matmul_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
                 Activation act) {
   check_shapes(out, a, b, "matmul_out");
-  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out.size(1)))
-    throw std::invalid_argument("matmul_out: bias must be 1-D of out.size(1)");
+  if (bias.defined() && !bias_fits(bias, out))
+    throw std::invalid_argument("matmul_out: bias must be [n] (or [batch, n] for batched products) for out [.., m, n]");
 #if defined(SGMCMC_HAVE_ONEDNN)
-  if (onednn_applies(out, a, b, bias)) return onednn_matmul(out, a, b, bias, act, false);
+  if (onednn_applies(out, a, b, bias) && onednn_matmul(out, a, b, bias, act, false)) return;
 #endif
-  if (bias.defined()) at::addmm_out(out, bias, a, b);
-  else at::mm_out(out, a, b);
+  if (out.dim() == 3) {
+    if (bias.defined()) at::baddbmm_out(out, bias.unsqueeze(1), a, b);
+    else at::bmm_out(out, a, b);
+  } else if (bias.defined()) {
+    at::addmm_out(out, bias, a, b);
+  } else {
+    at::mm_out(out, a, b);
+  }
   activate_(out, act);
 }
 
 void matmul_acc_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
   check_shapes(out, a, b, "matmul_acc_");
 #if defined(SGMCMC_HAVE_ONEDNN)
-  if (onednn_applies(out, a, b, {})) return onednn_matmul(out, a, b, {}, Activation::kNone, true);
+  if (onednn_applies(out, a, b, {}) && onednn_matmul(out, a, b, {}, Activation::kNone, true)) return;
 #endif
-  out.addmm_(a, b);
+  if (out.dim() == 3) out.baddbmm_(a, b);
+  else out.addmm_(a, b);
 }
 
 }  // namespace sgmcmc::kernels

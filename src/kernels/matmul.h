@@ -2,7 +2,9 @@
 //   matmul_out(out, a, b, bias, act):  out ← act(a·b + 1·biasᵀ)     (bias and act optional)
 //   matmul_acc_(out, a, b):            out ← out + a·b                (β = 1: a weight gradient
 //                                                                      accumulating into .grad)
-// a and b may be transposed views (w.t(), g.t()): any 2-D strides with one of them 1.
+// a and b may be transposed views (w.t(), g.t()): any strides with one of the last two 1. Batched
+// products take 3-D tensors, a [B, m, k], b [B, k, n], out [B, m, n] and a bias [B, n] (the
+// parallel chains' layers); 2-D ones a [m, k], b [k, n], out [m, n] and a bias [n].
 //
 // Backends. ATen (at::addmm / at::mm, i.e. the BLAS LibTorch links, OpenBLAS on Debian), then the
 // activation as its own in-place pass; or oneDNN's matmul primitive (the library LibTorch itself links
