@@ -1,10 +1,9 @@
 #include "models/mlp.h"
 
-#include "kernels/matmul.h"
-#include "models/linear.h"
-
 #include <stdexcept>
 
+#include "kernels/matmul.h"
+#include "models/linear.h"
 
 namespace sgmcmc {
 

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include "kernels/matmul.h"
+#include "models/linear.h"
 #include "models/mlp.h"
 
 namespace sgmcmc {
@@ -31,11 +32,8 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   std::vector<torch::Tensor> h(L + 1);
   h[0] = batch.inputs.reshape({batch.inputs.size(0), -1});
   const auto act = kernels::activation_from_name(options_.activation);
-  for (size_t l = 0; l < L; ++l) {  // h_{l+1} = act(h_l W_lᵀ + b_l), the activation in the GEMM's epilogue
-    h[l + 1] = at::empty({h[l].size(0), layers_[l]->weight.size(0)}, h[l].options());
-    kernels::matmul_out(h[l + 1], h[l], layers_[l]->weight.t(), layers_[l]->bias,
-                        l + 1 < L ? act : kernels::Activation::kNone);
-  }
+  for (size_t l = 0; l < L; ++l)  // h_{l+1} = act(h_l W_lᵀ + b_l), the activation in the GEMM's epilogue
+    h[l + 1] = linear(h[l], layers_[l]->weight, layers_[l]->bias, l + 1 < L ? act : kernels::Activation::kNone);
   torch::Tensor nll, g;
   if (options_.classification()) {
     auto lsm = at::log_softmax(h[L], 1);
