@@ -28,9 +28,12 @@ torch::Tensor activation_grad(const torch::Tensor& g, const torch::Tensor& y, ke
 }
 
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
+  // `bias` is an empty placeholder when has_bias is false (LibTorch 1.13's Function::apply does not take
+  // undefined tensors).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
-                               const torch::Tensor& bias, int64_t act) {
-    auto y = forward_out(x, weight, bias, static_cast<kernels::Activation>(act));
+                               const torch::Tensor& bias, int64_t act, bool has_bias) {
+    auto y = forward_out(x, weight, has_bias ? bias : torch::Tensor(), static_cast<kernels::Activation>(act));
+    ctx->saved_data["has_bias"] = has_bias;
     ctx->saved_data["act"] = act;
     ctx->save_for_backward({x, weight, y});
     return y;
@@ -51,8 +54,8 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
       gw = at::empty_like(weight, at::MemoryFormat::Contiguous);
       kernels::matmul_out(gw, g.transpose(-2, -1), x);
     }
-    if (ctx->needs_input_grad(2)) gb = g.sum(-2);
-    return {gx, gw, gb, torch::Tensor()};
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum(-2);
+    return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -60,11 +63,13 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      kernels::Activation act) {
-  if (!torch::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad() || bias.requires_grad())) {
+  const bool bias_grad = bias.defined() && bias.requires_grad();
+  if (!torch::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad() || bias_grad)) {
     torch::NoGradGuard no_grad;
     return forward_out(x, weight, bias, act);
   }
-  return LinearFunction::apply(x, weight, bias, static_cast<int64_t>(act));
+  return LinearFunction::apply(x, weight, bias.defined() ? bias : at::empty({0}, x.options()), static_cast<int64_t>(act),
+                               bias.defined());
 }
 
 }  // namespace sgmcmc

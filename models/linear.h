@@ -16,6 +16,7 @@
 
 namespace sgmcmc {
 
+// `bias` may be undefined (no bias).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      kernels::Activation act = kernels::Activation::kNone);
 

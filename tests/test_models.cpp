@@ -137,6 +137,13 @@ TEST(Models, FusedLinearEqualsLinearAndActivation) {
     EXPECT_FALSE(eval.requires_grad());
     EXPECT_TRUE(close(eval, want.detach()));
   }
+  {  // without a bias
+    auto x = torch::randn({5, 4}, gen).requires_grad_(), w = torch::randn({3, 4}, gen).requires_grad_();
+    auto y = linear(x, w, torch::Tensor(), Activation::kTanh);
+    EXPECT_LE((y - torch::tanh(x.mm(w.t()))).abs().max().item<double>(), 1e-6);
+    y.sum().backward();
+    EXPECT_TRUE(w.grad().defined());
+  }
   // Batched (the parallel chains): chain c's slice equals the 2-D layer of chain c, values and gradients.
   auto x = torch::randn({3, 23, 37}, gen).requires_grad_(), w = torch::randn({3, 11, 37}, gen).requires_grad_();
   auto b = torch::randn({3, 11}, gen).requires_grad_();
