@@ -17,16 +17,6 @@ torch::Tensor forward_out(const torch::Tensor& x, const torch::Tensor& weight, c
   return y;
 }
 
-// g_y ⊙ act'(y), from the layer's output y.
-torch::Tensor activation_grad(const torch::Tensor& g, const torch::Tensor& y, kernels::Activation act) {
-  switch (act) {
-    case kernels::Activation::kSigmoid: return at::sigmoid_backward(g, y);
-    case kernels::Activation::kTanh: return at::tanh_backward(g, y);
-    case kernels::Activation::kRelu: return at::threshold_backward(g, y, 0);
-    default: return g;
-  }
-}
-
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
   // `bias` is an empty placeholder when has_bias is false (LibTorch 1.13's Function::apply does not take
   // undefined tensors).
@@ -44,7 +34,12 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
     const auto& x = saved[0];
     const auto& weight = saved[1];
     const auto act = static_cast<kernels::Activation>(ctx->saved_data["act"].toInt());
-    const auto g = activation_grad(grads[0].contiguous(), saved[2], act);
+    auto g = grads[0].contiguous();
+    if (act != kernels::Activation::kNone) {
+      auto gz = at::empty_like(g);
+      activation_backward_out(gz, g, saved[2], act);
+      g = gz;
+    }
     torch::Tensor gx, gw, gb;
     if (ctx->needs_input_grad(0)) {
       gx = at::empty_like(x, at::MemoryFormat::Contiguous);
@@ -60,6 +55,16 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
 };
 
 }  // namespace
+
+void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y,
+                             kernels::Activation act) {
+  switch (act) {
+    case kernels::Activation::kSigmoid: at::sigmoid_backward_out(out, g, y); break;
+    case kernels::Activation::kTanh: at::tanh_backward_out(out, g, y); break;
+    case kernels::Activation::kRelu: at::threshold_backward_out(out, g, y, 0); break;
+    case kernels::Activation::kNone: if (!out.is_same(g)) out.copy_(g); break;
+  }
+}
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      kernels::Activation act) {

@@ -15,13 +15,6 @@ torch::Tensor categorical_output_grad(torch::Tensor lsm, const torch::Tensor& y,
   g.scatter_add_(1, y.unsqueeze(1), at::full({y.size(0), 1}, -1.0, g.options()));
   return g.mul_(scale);
 }
-
-// The activation's derivative from its output h, applied to d in place.
-void activation_backward_(torch::Tensor& d, const torch::Tensor& h, const std::string& activation) {
-  if (activation == "sigmoid") at::sigmoid_backward_out(d, d, h);
-  else if (activation == "relu") at::threshold_backward_out(d, d, h, 0);
-  else at::tanh_backward_out(d, d, h);
-}
 }  // namespace
 
 torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
@@ -51,7 +44,7 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
     if (l == 0) break;
     auto d = at::empty({g.size(0), w.size(1)}, g.options());
     kernels::matmul_out(d, g, w);
-    activation_backward_(d, h[l], options_.activation);
+    activation_backward_out(d, d, h[l], act);
     g = d;
   }
   return nll;
