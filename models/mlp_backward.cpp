@@ -15,6 +15,7 @@ torch::Tensor categorical_output_grad(torch::Tensor lsm, const torch::Tensor& y,
   g.scatter_add_(1, y.unsqueeze(1), at::full({y.size(0), 1}, -1.0, g.options()));
   return g.mul_(scale);
 }
+
 }  // namespace
 
 torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
