@@ -2,6 +2,7 @@
 // (samplers/flat_params.h): golden values for Philox, accuracy of the float math, the noise's
 // distribution, fused == reference update with the same noise (every rule, float32 and float64),
 // fused == reference sampler trajectories, and flat-buffer bookkeeping.
+#include <cstring>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -14,6 +15,7 @@
 #include "config/option_map.h"
 #include "kernels/fused_update.h"
 #include "kernels/philox.h"
+#include "kernels/philox_fill.h"
 #include "kernels/update_rules.h"
 #include "samplers/flat_params.h"
 #include "samplers/registry.h"
@@ -124,6 +126,26 @@ TEST(Philox, NoiseIsCounterBased) {
   EXPECT_TRUE(torch::equal(a, d));
   // float64 output holds the same numbers
   EXPECT_TRUE(torch::equal(kernels::philox_normal(5001, {7, 3}, torch::kFloat64).to(torch::kFloat32), b));
+}
+
+// The AVX-512 noise loop gives the portable loop's bits: the counter's low word wrapping inside a
+// group of sixteen blocks (the high word's carry), a non-zero offset's both words, 64-bit keys, and
+// lengths that are not multiples of sixteen (the rest goes to the portable loop). Skipped on CPUs
+// without AVX-512.
+TEST(PhiloxFill, Avx512EqualsPortable) {
+  if (!kernels::detail::philox_avx512_available()) GTEST_SKIP() << "no AVX-512 on this CPU or in this build";
+  const int64_t nblocks = 1000;
+  std::vector<float> a(4 * nblocks), b(4 * nblocks), c(4 * nblocks);
+  for (uint64_t first : {uint64_t{0}, uint64_t{0xfffffff5u}, uint64_t{0x1234567fffffffa0ull}})
+    for (uint64_t key : {uint64_t{0}, uint64_t{0xfedcba9876543210ull}})
+      for (uint64_t offset : {uint64_t{0}, uint64_t{0x0000000700000003ull}}) {
+        kernels::detail::philox_fill_portable(a.data(), nblocks, first, key, offset);
+        EXPECT_EQ(kernels::detail::philox_fill_avx512(b.data(), nblocks, first, key, offset), nblocks / 16 * 16);
+        kernels::philox_fill(c.data(), nblocks, first, key, offset);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * 4 * (nblocks / 16 * 16)), 0)
+            << "first " << first << " key " << key << " offset " << offset;
+        EXPECT_EQ(std::memcmp(a.data(), c.data(), sizeof(float) * 4 * nblocks), 0);
+      }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/fused_elementwise.h"
+#include "kernels/philox_fill.h"
 
 namespace sgmcmc::kernels {
 
@@ -29,22 +30,6 @@ namespace {
 // update runs over the tile; both loops are simple enough for the compiler to vectorize.
 constexpr int64_t kTile = 1024;
 constexpr int64_t kTileBlocks = kTile / 4;
-
-// Normals 4·first_block … 4·(first_block + nblocks) − 1 of the stream into z. Compiled for the
-// baseline ISA and for AVX2+FMA (x86-64), chosen at load time; the noise is the same function, so a
-// reference tensor from philox_normal equals the fused kernel's noise on the same machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("default", "arch=haswell", "arch=x86-64-v4")))
-#endif
-void philox_fill(float* z, int64_t nblocks, uint64_t first_block, uint64_t key, uint64_t offset) {
-  for (int64_t j = 0; j < nblocks; ++j) {
-    const Normal4 r = philox_normal4(key, offset, first_block + static_cast<uint64_t>(j));
-    z[4 * j] = r.a;
-    z[4 * j + 1] = r.b;
-    z[4 * j + 2] = r.c;
-    z[4 * j + 3] = r.d;
-  }
-}
 
 template <FusedRule R, typename T, int F>
 void tile_loop(T* __restrict th, T* __restrict s0, T* __restrict s1, T* __restrict s2, T* __restrict s3,
