@@ -4,19 +4,9 @@
 #include "kernels/matmul.h"
 #include "models/linear.h"
 #include "models/mlp.h"
+#include "models/softmax_xent.h"
 
 namespace sgmcmc {
-
-namespace {
-// ∂(scale·nll)/∂f for the categorical likelihood: scale·(softmax(f) − onehot(y)); `lsm` = log_softmax(f)
-// is consumed (its storage becomes the result).
-torch::Tensor categorical_output_grad(torch::Tensor lsm, const torch::Tensor& y, double scale) {
-  auto g = lsm.exp_();
-  g.scatter_add_(1, y.unsqueeze(1), at::full({y.size(0), 1}, -1.0, g.options()));
-  return g.mul_(scale);
-}
-
-}  // namespace
 
 torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   for (const auto& layer : layers_)
@@ -30,9 +20,9 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
     h[l + 1] = linear(h[l], layers_[l]->weight, layers_[l]->bias, l + 1 < L ? act : kernels::Activation::kNone);
   torch::Tensor nll, g;
   if (options_.classification()) {
-    auto lsm = at::log_softmax(h[L], 1);
-    nll = at::nll_loss(lsm, batch.targets, {}, at::Reduction::Sum);
-    g = categorical_output_grad(lsm, batch.targets, scale);
+    // the output gradient, the nll and the output layer's ∇b in one pass (models/softmax_xent.h)
+    g = at::empty_like(h[L]);
+    nll = softmax_xent_backward(h[L], batch.targets, scale, g, layers_[L - 1]->bias.mutable_grad());
   } else {
     nll = likelihood_nll(options_, h[L], batch, tau_);
     const auto r = h[L].reshape({h[L].size(0)}) - batch.targets.to(h[L].dtype());
@@ -41,7 +31,7 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   for (size_t l = L; l-- > 0;) {
     auto& w = layers_[l]->weight;
     kernels::matmul_acc_(w.mutable_grad(), g.t(), h[l]);
-    layers_[l]->bias.mutable_grad().add_(g.sum(0));
+    if (l + 1 < L || !options_.classification()) layers_[l]->bias.mutable_grad().add_(g.sum(0));
     if (l == 0) break;
     auto d = at::empty({g.size(0), w.size(1)}, g.options());
     kernels::matmul_out(d, g, w);

@@ -9,6 +9,7 @@
 #include "models/linear.h"
 #include "models/mlp.h"
 #include "models/relu_pool.h"
+#include "models/softmax_xent.h"
 
 using namespace sgmcmc;
 
@@ -110,6 +111,36 @@ TEST(Models, FactoryErrors) {
 // each gradient entry is a sum of n = 6 or 40 products accumulated in a different order (one GEMM into
 // .grad against GEMM + add), so they agree to a few float32 ulps of the largest entry: 2e-6 relative
 // (16 ulps) is the bound.
+// models/softmax_xent.h against log_softmax + nll_loss (Sum) and autograd's ∂/∂f of scale·nll, and the
+// column sum added into a bias gradient: float64 (to 1e-12: fast_expf is not used there) and float32
+// (fast_expf's ~1 ulp and the float sums of a row: 1e-6 relative to the largest entry); 5,000 rows
+// span two tasks. A label outside [0, k) throws.
+TEST(Models, SoftmaxXentEqualsLogSoftmaxNll) {
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    torch::manual_seed(3);
+    const int64_t n = 5000, k = 10;
+    const double scale = 12.5;
+    auto f = (torch::randn({n, k}, torch::kFloat64) * 4).to(dt);
+    auto y = torch::randint(0, k, {n}, torch::kInt64);
+    auto fr = f.to(torch::kFloat64).requires_grad_(true);
+    auto nll_ref = torch::nll_loss(torch::log_softmax(fr, 1), y, {}, at::Reduction::Sum);
+    (nll_ref * scale).backward();
+    auto g_ref = fr.grad();
+    auto b0 = torch::randn({k}, torch::kFloat64);
+    auto b = b0.to(dt).clone();  // .to(float64) would be b0 itself
+    auto g = torch::empty_like(f);
+    auto nll = softmax_xent_backward(f, y, scale, g, b);
+    const double tol = dt == torch::kFloat64 ? 1e-12 : 1e-6;
+    EXPECT_EQ(nll.scalar_type(), dt);
+    EXPECT_NEAR(nll.item<double>(), nll_ref.item<double>(), tol * nll_ref.item<double>());
+    EXPECT_LT((g.to(torch::kFloat64) - g_ref).abs().max().item<double>(), tol * scale);
+    EXPECT_LT((b.to(torch::kFloat64) - (b0 + g_ref.sum(0))).abs().max().item<double>(), tol * scale * n / 100);
+    auto bad = y.clone();
+    bad[17] = k;
+    EXPECT_THROW(softmax_xent_backward(f, bad, scale, g, torch::Tensor()), std::invalid_argument);
+  }
+}
+
 // models/linear.h against torch::nn::functional::linear and the activation: output and the gradients of
 // x, W and b (float32 rounding: K = 37 products per element, tolerance 1e-5 relative to the largest).
 TEST(Models, FusedLinearEqualsLinearAndActivation) {
