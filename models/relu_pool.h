@@ -3,7 +3,8 @@
 // ATen runs as three ops forward (clamp_min, max_pool2d_with_indices) and three backward
 // (max_pool2d_with_indices_backward with its zero fill, threshold_backward) over the full-size map.
 //   forward:  y[n,c,i,j] = max(0, max_{a,b∈{0,1}} x[n,c,2i+a,2j+b]), the window's first maximum kept
-//   backward: ∂x at that first maximum = ∂y if y > 0, every other element of x 0.
+//   backward: ∂x at that first maximum = ∂y if y > 0, every other element of x 0 (each window's four
+//             elements written in one pass: no separate zero fill).
 // Values and gradients equal ATen's relu + max_pool2d bit for bit (first maximum, NaN propagated as
 // ATen does; tests/test_models.cpp). CPU float32 and float64 run the fused loop; other devices (CUDA)
 // run ATen's ops.
