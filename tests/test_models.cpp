@@ -114,7 +114,7 @@ TEST(Models, FactoryErrors) {
 // models/softmax_xent.h against log_softmax + nll_loss (Sum) and autograd's ∂/∂f of scale·nll, and the
 // column sum added into a bias gradient: float64 (to 1e-12: fast_expf is not used there) and float32
 // (fast_expf's ~1 ulp and the float sums of a row: 1e-6 relative to the largest entry); 5,000 rows
-// span two tasks. A label outside [0, k) throws.
+// span two tasks. A label outside [0, k) throws. Non-contiguous logits take the ATen ops (CUDA's path).
 TEST(Models, SoftmaxXentEqualsLogSoftmaxNll) {
   for (auto dt : {torch::kFloat64, torch::kFloat32}) {
     torch::manual_seed(3);
@@ -138,6 +138,14 @@ TEST(Models, SoftmaxXentEqualsLogSoftmaxNll) {
     auto bad = y.clone();
     bad[17] = k;
     EXPECT_THROW(softmax_xent_backward(f, bad, scale, g, torch::Tensor()), std::invalid_argument);
+    // the ATen ops (the path of CUDA tensors), here taken by non-contiguous logits
+    auto ft = f.t().contiguous().t();
+    auto b2 = b0.to(dt).clone();
+    auto g2 = torch::empty_like(f);
+    auto nll2 = softmax_xent_backward(ft, y, scale, g2, b2);
+    EXPECT_NEAR(nll2.item<double>(), nll_ref.item<double>(), tol * nll_ref.item<double>());
+    EXPECT_LT((g2.to(torch::kFloat64) - g_ref).abs().max().item<double>(), tol * scale);
+    EXPECT_LT((b2.to(torch::kFloat64) - (b0 + g_ref.sum(0))).abs().max().item<double>(), tol * scale * n / 100);
   }
 }
 
