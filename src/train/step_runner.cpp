@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/gather_rows.h"
+
 namespace sgmcmc {
 
 double LossMeter::take_mean() {
@@ -73,8 +75,9 @@ torch::Tensor StepRunner::gradient() {
 }
 
 void StepRunner::select_batch(const torch::Tensor& idx) {
-  batch_.inputs = train_.inputs.index_select(0, idx);
-  batch_.targets = train_.targets.index_select(0, idx);
+  // into the same buffers every step on the CPU (kernels/gather_rows.h); index_select elsewhere
+  kernels::gather_rows_out(batch_.inputs, train_.inputs, idx);
+  kernels::gather_rows_out(batch_.targets, train_.targets, idx);
 }
 
 void StepRunner::add_batch_loss() { loss_.add(batch_nll_, 1.0 / loss_denominator_); }
