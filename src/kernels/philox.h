@@ -164,19 +164,16 @@ SGMCMC_HD void sincos_2pi(float t, float* s, float* c) {
   *c = bits_float(((bc & ~swap) | (bs & swap)) ^ c_sign);
 }
 
-// Four standard normals from one Philox block: counter (block, offset), key (key).
+// Four standard normals from one Philox block's four words (x, y, z, w): two Box–Muller transforms.
 struct Normal4 {
   float a, b, c, d;
 };
-SGMCMC_HD Normal4 philox_normal4(uint64_t key, uint64_t offset, uint64_t block) {
-  const Uint4 ctr{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
-                  static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
-  const Uint4 r = philox4x32_10(ctr, static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
+SGMCMC_HD Normal4 box_muller4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
   constexpr float k2m32 = 2.3283064365386963e-10f;  // 2^-32
-  const float u1 = (static_cast<float>(r.x) + 0.5f) * k2m32;
-  const float u2 = static_cast<float>(r.y) * k2m32;
-  const float u3 = (static_cast<float>(r.z) + 0.5f) * k2m32;
-  const float u4 = static_cast<float>(r.w) * k2m32;
+  const float u1 = (static_cast<float>(x) + 0.5f) * k2m32;
+  const float u2 = static_cast<float>(y) * k2m32;
+  const float u3 = (static_cast<float>(z) + 0.5f) * k2m32;
+  const float u4 = static_cast<float>(w) * k2m32;
   // u1, u3 may round up to 1.0f (ln = 0, r = 0); u2, u4 too: sincos_2pi(1) = sincos_2pi(0) by the
   // quadrant wrap (k & 3).
   const float l1 = fast_logf(u1), l3 = fast_logf(u3);
@@ -186,6 +183,14 @@ SGMCMC_HD Normal4 philox_normal4(uint64_t key, uint64_t offset, uint64_t block) 
   sincos_2pi(u2, &s1, &c1);
   sincos_2pi(u4, &s2, &c2);
   return Normal4{r1 * c1, r1 * s1, r2 * c2, r2 * s2};
+}
+
+// Four standard normals from one Philox block: counter (block, offset), key (key).
+SGMCMC_HD Normal4 philox_normal4(uint64_t key, uint64_t offset, uint64_t block) {
+  const Uint4 ctr{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                  static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
+  const Uint4 r = philox4x32_10(ctr, static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
+  return box_muller4(r.x, r.y, r.z, r.w);
 }
 
 }  // namespace sgmcmc::kernels

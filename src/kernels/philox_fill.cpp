@@ -80,22 +80,12 @@ SGMCMC_V4 void philox16(uint64_t first, uint64_t key, uint64_t offset, uint32_t*
 // Box–Muller of sixteen blocks' words (q as philox16 leaves it) into z[0 … 63], block by block in
 // order: the arithmetic of philox_normal4, which the compiler vectorizes sixteen wide.
 SGMCMC_V4 void box_muller16(const uint32_t* q, float* z) {
-  constexpr float k2m32 = 2.3283064365386963e-10f;  // 2^-32
   for (int j = 0; j < 16; ++j) {
-    const float u1 = (static_cast<float>(q[j]) + 0.5f) * k2m32;
-    const float u2 = static_cast<float>(q[16 + j]) * k2m32;
-    const float u3 = (static_cast<float>(q[32 + j]) + 0.5f) * k2m32;
-    const float u4 = static_cast<float>(q[48 + j]) * k2m32;
-    const float l1 = fast_logf(u1), l3 = fast_logf(u3);
-    const float r1 = sqrtf_hd(-2.0f * bits_float(float_bits(l1) & (0u - static_cast<uint32_t>(l1 < 0.0f))));
-    const float r2 = sqrtf_hd(-2.0f * bits_float(float_bits(l3) & (0u - static_cast<uint32_t>(l3 < 0.0f))));
-    float s1, c1, s2, c2;
-    sincos_2pi(u2, &s1, &c1);
-    sincos_2pi(u4, &s2, &c2);
-    z[4 * j] = r1 * c1;
-    z[4 * j + 1] = r1 * s1;
-    z[4 * j + 2] = r2 * c2;
-    z[4 * j + 3] = r2 * s2;
+    const Normal4 r = box_muller4(q[j], q[16 + j], q[32 + j], q[48 + j]);
+    z[4 * j] = r.a;
+    z[4 * j + 1] = r.b;
+    z[4 * j + 2] = r.c;
+    z[4 * j + 3] = r.d;
   }
 }
 
