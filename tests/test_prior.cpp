@@ -137,6 +137,24 @@ TEST(Prior, SeededGradientEqualsAddedGradient) {
   EXPECT_TRUE(torch::allclose(seeded_w, w.grad(), 1e-15, 1e-15));
 }
 
+// On float32 CPU parameters with gradients, seed_grad() is one loop over every group
+// (kernels/scale_segments.h): the same bits as at::mul_out by the group's float32 λ, for chain slices
+// and a tensor large enough (120,000 elements per slice) to be split over threads.
+TEST(Prior, SeedGradFloat32EqualsMulOut) {
+  auto gen = compat::make_generator(torch::kCPU, 7);
+  auto w = at::randn({2, 300, 400}, gen, torch::kFloat32).requires_grad_(true);
+  auto b = at::randn({5}, gen, torch::kFloat32).requires_grad_(true);
+  w.mutable_grad() = torch::full_like(w, 7.0);
+  b.mutable_grad() = torch::full_like(b, 7.0);
+  GaussianPrior prior({{"w0", {w}, 0}, {"w1", {w}, 1}, {"b", {b}}}, 1.0, false, 1, 1);
+  prior.set_precisions({0.3, 2.7, 1e-3});
+  prior.seed_grad();
+  const auto lam = [](double l) { return torch::full({}, l, torch::kFloat32); };
+  EXPECT_TRUE(torch::equal(w.grad().select(0, 0), at::mul(w.detach().select(0, 0), lam(0.3))));
+  EXPECT_TRUE(torch::equal(w.grad().select(0, 1), at::mul(w.detach().select(0, 1), lam(2.7))));
+  EXPECT_TRUE(torch::equal(b.grad(), at::mul(b.detach(), lam(1e-3))));
+}
+
 // Gamma(α, 1) over shapes from below 1 to very large: sample mean and variance against α. With n
 // draws, sd(mean) = sqrt(α/n) and sd(sample variance) ≈ α·sqrt((2 + 6/α)/n) (Gamma excess kurtosis
 // 6/α); bounds are 5 sd. Same seed → same draws; shape or rate ≤ 0 is rejected.

@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include "kernels/scale_segments.h"
+
 #include <map>
 #include <stdexcept>
 
@@ -59,9 +61,28 @@ void GaussianPrior::add_grad() const {
 }
 
 void GaussianPrior::seed_grad() const {
+  if (seed_grad_cpu()) return;
   for_each_grad([](torch::Tensor& grad, const torch::Tensor& p, const torch::Tensor& lambda) {
     at::mul_out(grad, p, lambda);
   });
+}
+
+bool GaussianPrior::seed_grad_cpu() const {
+  std::vector<kernels::ScaleSegment> segments;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (const auto& p : groups_[g].params) {
+      const auto& grad = p.grad();
+      if (!grad.defined() || !p.device().is_cpu() || p.scalar_type() != torch::kFloat32 ||
+          grad.scalar_type() != torch::kFloat32)
+        return false;
+      auto gv = groups_[g].view(grad);
+      auto pv = groups_[g].view(p.detach());
+      if (!gv.is_contiguous() || !pv.is_contiguous() || gv.numel() != pv.numel()) return false;
+      // λ as lambda_dev_ holds it (a float32 tensor filled from the double): the same float
+      segments.push_back({gv.data_ptr<float>(), pv.data_ptr<float>(), gv.numel(), static_cast<float>(lambda_[g])});
+    }
+  kernels::scale_segments(segments);
+  return true;
 }
 
 bool GaussianPrior::covers(const std::vector<torch::Tensor>& params) const {
