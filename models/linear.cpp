@@ -56,16 +56,6 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
 
 }  // namespace
 
-void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y,
-                             kernels::Activation act) {
-  switch (act) {
-    case kernels::Activation::kSigmoid: at::sigmoid_backward_out(out, g, y); break;
-    case kernels::Activation::kTanh: at::tanh_backward_out(out, g, y); break;
-    case kernels::Activation::kRelu: at::threshold_backward_out(out, g, y, 0); break;
-    case kernels::Activation::kNone: if (!out.is_same(g)) out.copy_(g); break;
-  }
-}
-
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      kernels::Activation act) {
   const bool bias_grad = bias.defined() && bias.requires_grad();

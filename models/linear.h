@@ -13,16 +13,12 @@
 #include <torch/torch.h>
 
 #include "kernels/matmul.h"
+#include "models/activation_backward.h"
 
 namespace sgmcmc {
 
 // `bias` may be undefined (no bias).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      kernels::Activation act = kernels::Activation::kNone);
-
-// out = g ⊙ act'(y), from the layer's output y (σ' = y(1−y), tanh' = 1−y², relu' = [y > 0]); out may
-// be g itself. Shared by the autograd node above and the MLP's own backward (mlp_backward.cpp).
-void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y,
-                             kernels::Activation act);
 
 }  // namespace sgmcmc

@@ -31,11 +31,13 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   for (size_t l = L; l-- > 0;) {
     auto& w = layers_[l]->weight;
     kernels::matmul_acc_(w.mutable_grad(), g.t(), h[l]);
-    if (l + 1 < L || !options_.classification()) layers_[l]->bias.mutable_grad().add_(g.sum(0));
+    // the output layer's ∇b (the categorical one came with g); the hidden layers' with their g below
+    if (l + 1 == L && !options_.classification()) layers_[l]->bias.mutable_grad().add_(g.sum(0));
     if (l == 0) break;
     auto d = at::empty({g.size(0), w.size(1)}, g.options());
     kernels::matmul_out(d, g, w);
-    activation_backward_out(d, d, h[l], act);
+    // g_{l−1} = (g_l W_l) ⊙ act'(h_l), and ∇b_{l−1} += Σ_i g_{l−1} in the same pass
+    activation_backward_out(d, d, h[l], act, layers_[l - 1]->bias.mutable_grad());
     g = d;
   }
   return nll;

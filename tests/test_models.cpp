@@ -4,6 +4,7 @@
 
 #include "compat.h"
 #include "config/option_map.h"
+#include "models/activation_backward.h"
 #include "models/cnn.h"
 #include "models/factory.h"
 #include "models/linear.h"
@@ -111,6 +112,34 @@ TEST(Models, FactoryErrors) {
 // each gradient entry is a sum of n = 6 or 40 products accumulated in a different order (one GEMM into
 // .grad against GEMM + add), so they agree to a few float32 ulps of the largest entry: 2e-6 relative
 // (16 ulps) is the bound.
+// models/activation_backward.h: out bit for bit ATen's sigmoid_backward / tanh_backward /
+// threshold_backward, in place too; the bias gradient's column sums (float64 per task) within float
+// rounding of out.sum(0): 2,000 rows (13 tasks) of 100, |out| ≤ 3 per entry, so 1e-6·2000·3 for float32.
+TEST(Models, ActivationBackwardEqualsAtenAndSumsTheBias) {
+  torch::manual_seed(4);
+  using kernels::Activation;
+  for (auto dt : {torch::kFloat32, torch::kFloat64})
+    for (auto act : {Activation::kSigmoid, Activation::kTanh, Activation::kRelu, Activation::kNone}) {
+      const auto z = torch::randn({2000, 100}, torch::kFloat64).to(dt);
+      const auto y = act == Activation::kSigmoid ? z.sigmoid() : act == Activation::kTanh ? z.tanh()
+                     : act == Activation::kRelu  ? z.relu()    : z;
+      const auto g = torch::randn({2000, 100}, torch::kFloat64).to(dt);
+      torch::Tensor ref = act == Activation::kSigmoid ? at::sigmoid_backward(g, y)
+                          : act == Activation::kTanh  ? at::tanh_backward(g, y)
+                          : act == Activation::kRelu  ? at::threshold_backward(g, y, 0) : g.clone();
+      auto out = torch::empty_like(g);
+      auto b0 = torch::randn({100}, torch::kFloat64).to(dt);
+      auto b = b0.clone();
+      activation_backward_out(out, g, y, act, b);
+      EXPECT_TRUE(torch::equal(out, ref)) << static_cast<int>(act);
+      const double tol = dt == torch::kFloat32 ? 1e-6 * 2000 * 3 : 1e-12;
+      EXPECT_LT((b.to(torch::kFloat64) - b0.to(torch::kFloat64) - ref.to(torch::kFloat64).sum(0)).abs().max().item<double>(), tol);
+      auto inplace = g.clone();
+      activation_backward_out(inplace, inplace, y, act);
+      EXPECT_TRUE(torch::equal(inplace, ref));
+    }
+}
+
 // models/softmax_xent.h against log_softmax + nll_loss (Sum) and autograd's ∂/∂f of scale·nll, and the
 // column sum added into a bias gradient: float64 (to 1e-12: fast_expf is not used there) and float32
 // (fast_expf's ~1 ulp and the float sums of a row: 1e-6 relative to the largest entry); 5,000 rows

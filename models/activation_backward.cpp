@@ -1,0 +1,102 @@
+#include "models/activation_backward.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace sgmcmc {
+
+namespace {
+
+void aten_path(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y, kernels::Activation act,
+               const torch::Tensor& bias_grad) {
+  switch (act) {
+    case kernels::Activation::kSigmoid: at::sigmoid_backward_out(out, g, y); break;
+    case kernels::Activation::kTanh: at::tanh_backward_out(out, g, y); break;
+    case kernels::Activation::kRelu: at::threshold_backward_out(out, g, y, 0); break;
+    case kernels::Activation::kNone: if (!out.is_same(g)) out.copy_(g); break;
+  }
+  if (bias_grad.defined()) {
+    torch::Tensor b = bias_grad;  // the same storage
+    b.add_(out.sum(0));
+  }
+}
+
+// ATen's formulas (aten/src/ATen/native/cpu/BinaryOpsKernel.cpp, Activation.cpp in 1.13)
+template <typename T>
+inline T derivative_times(kernels::Activation act, T g, T y) {
+  switch (act) {
+    case kernels::Activation::kSigmoid: return g * (T(1) - y) * y;
+    case kernels::Activation::kRelu: return y <= T(0) ? T(0) : g;
+    case kernels::Activation::kNone:
+    case kernels::Activation::kTanh:  // never here (activation_backward_out)
+      return g;
+  }
+  return g;
+}
+
+// Rows [r0, r1); the activation a compile-time constant so that the loop vectorizes.
+template <typename T, kernels::Activation A>
+void rows(T* out, const T* g, const T* y, int64_t r0, int64_t r1, int64_t k, double* colsum) {
+  for (int64_t i = r0; i < r1; ++i) {
+    T* o = out + i * k;
+    const T* gi = g + i * k;
+    const T* yi = y + i * k;
+    for (int64_t j = 0; j < k; ++j) o[j] = derivative_times<T>(A, gi[j], yi[j]);
+    if (colsum)
+      for (int64_t j = 0; j < k; ++j) colsum[j] += o[j];
+  }
+}
+
+template <typename T>
+void cpu_path(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y, kernels::Activation act,
+              const torch::Tensor& bias_grad) {
+  const int64_t n = g.size(0), k = g.size(1);
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1));  // rows per task
+  const int64_t chunks = (n + grain - 1) / grain;
+  std::vector<double> colsum(bias_grad.defined() ? chunks * k : 0, 0.0);
+  T* op = out.data_ptr<T>();
+  const T* gp = g.data_ptr<T>();
+  const T* yp = y.data_ptr<T>();
+  const auto run = [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t r0 = c * grain, r1 = std::min(n, r0 + grain);
+      double* cs = colsum.empty() ? nullptr : colsum.data() + c * k;
+      switch (act) {
+        case kernels::Activation::kSigmoid: rows<T, kernels::Activation::kSigmoid>(op, gp, yp, r0, r1, k, cs); break;
+        case kernels::Activation::kTanh: break;  // not here (activation_backward_out)
+        case kernels::Activation::kRelu: rows<T, kernels::Activation::kRelu>(op, gp, yp, r0, r1, k, cs); break;
+        case kernels::Activation::kNone: rows<T, kernels::Activation::kNone>(op, gp, yp, r0, r1, k, cs); break;
+      }
+    }
+  };
+  if (chunks == 1) run(0, 1);  // no parallel region for a small layer
+  else at::parallel_for(0, chunks, 1, run);
+  if (!bias_grad.defined()) return;
+  T* bp = bias_grad.data_ptr<T>();
+  for (int64_t j = 0; j < k; ++j) {
+    double s = 0;
+    for (int64_t c = 0; c < chunks; ++c) s += colsum[c * k + j];
+    bp[j] += static_cast<T>(s);
+  }
+}
+
+}  // namespace
+
+void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y,
+                             kernels::Activation act, const torch::Tensor& bias_grad) {
+  const auto dt = g.scalar_type();
+  // tanh stays with ATen: its kernel computes 1 − y² with one rounding (a contracted FMA), which a
+  // portable loop does not reproduce bit for bit
+  const bool cpu = act != kernels::Activation::kTanh && g.device().is_cpu() && g.dim() == 2 && (dt == torch::kFloat32 || dt == torch::kFloat64) &&
+                   g.is_contiguous() && y.is_contiguous() && out.is_contiguous() && y.sizes() == g.sizes() &&
+                   out.sizes() == g.sizes() && y.scalar_type() == dt && out.scalar_type() == dt &&
+                   (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
+                                             bias_grad.numel() == g.size(1)));
+  if (!cpu) return aten_path(out, g, y, act, bias_grad);
+  if (dt == torch::kFloat64) cpu_path<double>(out, g, y, act, bias_grad);
+  else cpu_path<float>(out, g, y, act, bias_grad);
+}
+
+}  // namespace sgmcmc
