@@ -18,6 +18,9 @@ class Cnn : public Model {
   Cnn(const CnnOptions& options, at::Generator& init_generator);
   Task task() const override { return Task::kClassification; }
   torch::Tensor nll(const Batch& batch) override;
+  // The gradient by hand (cnn_backward.cpp states the equations): no autograd graph, the products
+  // accumulating straight into .grad. CPU only; the same values as autograd to float rounding.
+  torch::Tensor nll_backward(const Batch& batch, double scale) override;
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor forward(const torch::Tensor& inputs);
 

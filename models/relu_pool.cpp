@@ -84,18 +84,9 @@ void backward_kernel(const torch::Tensor& gy, const torch::Tensor& arg, torch::T
   });
 }
 
-// y and the window positions of its maxima (4 where y = 0).
-std::pair<torch::Tensor, torch::Tensor> fused_forward(const torch::Tensor& input) {
-  const auto x = input.contiguous();
-  auto y = at::empty({x.size(0), x.size(1), x.size(2) / 2, x.size(3) / 2}, x.options());
-  auto arg = at::empty(y.sizes(), x.options().dtype(torch::kUInt8));
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "relu_max_pool2x2", [&] { forward_kernel<scalar_t>(x, y, arg); });
-  return {y, arg};
-}
-
 struct ReluPoolFunction : torch::autograd::Function<ReluPoolFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x) {
-    auto [y, arg] = fused_forward(x);
+    auto [y, arg] = relu_max_pool2x2_forward(x);
     ctx->save_for_backward({arg});
     ctx->saved_data["sizes"] = x.sizes();
     return y;
@@ -103,23 +94,40 @@ struct ReluPoolFunction : torch::autograd::Function<ReluPoolFunction> {
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto arg = ctx->get_saved_variables()[0];
-    const auto gy = grads[0].contiguous();
-    auto gx = at::empty(ctx->saved_data["sizes"].toIntVector(), gy.options());
-    AT_DISPATCH_FLOATING_TYPES(gy.scalar_type(), "relu_max_pool2x2_backward",
-                               [&] { backward_kernel<scalar_t>(gy, arg, gx); });
-    return {gx};
+    return {relu_max_pool2x2_backward(grads[0], arg, ctx->saved_data["sizes"].toIntVector())};
   }
 };
 
 }  // namespace
 
+bool relu_max_pool2x2_fusable(const torch::Tensor& x) {
+  return x.device().is_cpu() && x.dim() == 4 && x.size(2) >= 2 && x.size(3) >= 2 &&
+         (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kFloat64);
+}
+
+// y and the window positions of its maxima (4 where y = 0).
+std::pair<torch::Tensor, torch::Tensor> relu_max_pool2x2_forward(const torch::Tensor& input) {
+  const auto x = input.contiguous();
+  auto y = at::empty({x.size(0), x.size(1), x.size(2) / 2, x.size(3) / 2}, x.options());
+  auto arg = at::empty(y.sizes(), x.options().dtype(torch::kUInt8));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "relu_max_pool2x2", [&] { forward_kernel<scalar_t>(x, y, arg); });
+  return {y, arg};
+}
+
+torch::Tensor relu_max_pool2x2_backward(const torch::Tensor& grad_y, const torch::Tensor& arg,
+                                        c10::IntArrayRef input_sizes) {
+  const auto gy = grad_y.contiguous();
+  auto gx = at::empty(input_sizes, gy.options());
+  AT_DISPATCH_FLOATING_TYPES(gy.scalar_type(), "relu_max_pool2x2_backward",
+                             [&] { backward_kernel<scalar_t>(gy, arg, gx); });
+  return gx;
+}
+
 torch::Tensor relu_max_pool2x2(const torch::Tensor& x) {
-  const bool fused = x.device().is_cpu() && x.dim() == 4 && x.size(2) >= 2 && x.size(3) >= 2 &&
-                     (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kFloat64);
-  if (!fused) return torch::max_pool2d(torch::relu(x), 2);
+  if (!relu_max_pool2x2_fusable(x)) return torch::max_pool2d(torch::relu(x), 2);
   if (!torch::GradMode::is_enabled() || !x.requires_grad()) {
     torch::NoGradGuard no_grad;
-    return fused_forward(x).first;
+    return relu_max_pool2x2_forward(x).first;
   }
   return ReluPoolFunction::apply(x);
 }

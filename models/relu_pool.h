@@ -12,8 +12,18 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 namespace sgmcmc {
 
 torch::Tensor relu_max_pool2x2(const torch::Tensor& x);
+
+// The two halves without autograd, for a model's own backward (models/cnn_backward.cpp); CPU float32 /
+// float64 only (relu_max_pool2x2_fusable). The forward returns y and each window's position of its
+// maximum (a byte, 4 where y = 0); the backward writes ∂x ([n, c, H, W] = `input_sizes`) from ∂y.
+bool relu_max_pool2x2_fusable(const torch::Tensor& x);
+std::pair<torch::Tensor, torch::Tensor> relu_max_pool2x2_forward(const torch::Tensor& x);
+torch::Tensor relu_max_pool2x2_backward(const torch::Tensor& grad_y, const torch::Tensor& arg,
+                                        c10::IntArrayRef input_sizes);
 
 }  // namespace sgmcmc

@@ -252,6 +252,48 @@ TEST(Models, ReluMaxPoolEqualsAtenBitForBit) {
   }
 }
 
+// models/cnn_backward.cpp against autograd on nll(): the nll and every parameter's gradient added into
+// a seeded .grad, in float64 (1e-10 of the largest entry: the two orders of the same sums) and in
+// float32 (oneDNN and ATen round differently: 2e-5 of the largest entry, ~2·K·u for the K ≤ 500
+// products per entry). 20×20 images (maps 16 → 8 → 4 → 2). Without a .grad the model declines.
+TEST(Models, CnnBackwardEqualsAutograd) {
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    Dataset d;
+    d.task = Task::kClassification;
+    d.num_classes = 3;
+    d.dims = {{"channels", 1}, {"height", 20}, {"width", 20}, {"features", 400}};
+    d.train = Batch{torch::rand({9, 1, 20, 20}, compat::make_generator(torch::kCPU, 8)).to(dt),
+                    torch::tensor({0, 1, 2, 0, 1, 2, 2, 1, 0}, torch::kInt64)};
+    OptionMap o("model");
+    o.set("name", "cnn");
+    o.set("conv1", "4");
+    o.set("conv2", "6");
+    o.set("fc", "8");
+    auto m = make_model(o, d, 11);
+    m->to(dt);
+    const double scale = 37.0;
+    auto seed = [&] {
+      for (auto& p : m->parameters()) p.mutable_grad() = 0.5 * p.detach();
+    };
+    seed();
+    auto nll = m->nll(d.train);
+    nll.backward(torch::full({}, scale, nll.options()));
+    std::vector<torch::Tensor> want;
+    for (auto& p : m->parameters()) want.push_back(p.grad().clone());
+    seed();
+    auto got = m->nll_backward(d.train, scale);
+    ASSERT_TRUE(got.defined());
+    const double rel = dt == torch::kFloat64 ? 1e-10 : 2e-5;
+    EXPECT_NEAR(got.item<double>(), nll.item<double>(), rel * std::abs(nll.item<double>()));
+    auto params = m->parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_LE((params[i].grad() - want[i]).abs().max().item<double>(), rel * want[i].abs().max().item<double>())
+          << i;
+    params[0].mutable_grad() = torch::Tensor();
+    EXPECT_FALSE(m->nll_backward(d.train, scale).defined());
+  }
+}
+
 TEST(Models, MlpBackwardEqualsAutograd) {
   Dataset reg;
   reg.task = Task::kRegression;
