@@ -5,7 +5,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 #include <utility>
+
+#include "models/relu_pool_avx512.h"
 
 namespace sgmcmc {
 
@@ -50,6 +55,13 @@ inline void backward_row(const T* g, const uint8_t* arg, T* q0, T* q1, int64_t w
   }
 }
 
+// SGMCMC_POOL=portable: the portable loops only (A/B timings; tests/test_models.cpp checks both paths).
+// Read on every call (a getenv per kernel launch), so that a test can switch it.
+bool portable_only() {
+  const char* env = std::getenv("SGMCMC_POOL");
+  return env && std::string(env) == "portable";
+}
+
 template <typename T>
 void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& arg) {
   const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), h = H / 2, w = W / 2;
@@ -57,6 +69,10 @@ void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& arg
   T* yp = y.data_ptr<T>();
   uint8_t* ap = arg.data_ptr<uint8_t>();
   at::parallel_for(0, planes, 16, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (detail::relu_pool_avx512_available() && !portable_only())
+        return detail::relu_pool_forward_avx512(xp, yp, ap, begin, end, H, W);
+    }
     for (int64_t p = begin; p < end; ++p)
       for (int64_t i = 0; i < h; ++i) {
         const T* r0 = xp + (p * H + 2 * i) * W;
@@ -72,11 +88,18 @@ void backward_kernel(const torch::Tensor& gy, const torch::Tensor& arg, torch::T
   const uint8_t* ap = arg.data_ptr<uint8_t>();
   T* xp = gx.data_ptr<T>();
   at::parallel_for(0, planes, 16, [&](int64_t begin, int64_t end) {
+    bool rows_done = false;
+    if constexpr (std::is_same_v<T, float>) {
+      if (detail::relu_pool_avx512_available() && !portable_only()) {
+        detail::relu_pool_backward_avx512(gp, ap, xp, begin, end, H, W);
+        rows_done = true;
+      }
+    }
     for (int64_t p = begin; p < end; ++p) {
       T* plane = xp + p * H * W;
       for (int64_t i = 0; i < h; ++i) {
         T* q0 = plane + 2 * i * W;
-        backward_row(gp + (p * h + i) * w, ap + (p * h + i) * w, q0, q0 + W, w);
+        if (!rows_done) backward_row(gp + (p * h + i) * w, ap + (p * h + i) * w, q0, q0 + W, w);
         if (W > 2 * w) q0[W - 1] = q0[2 * W - 1] = T(0);  // an odd width's last column: no window
       }
       if (H > 2 * h) std::fill(plane + (H - 1) * W, plane + H * W, T(0));  // an odd height's last row

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "compat.h"
 #include "config/option_map.h"
@@ -232,24 +233,30 @@ TEST(Models, FusedLinearEqualsLinearAndActivation) {
 // models/relu_pool.h against ATen's relu + max_pool2d: bit for bit, values and input gradients, even and
 // odd map sizes, ties (a quantized input: many equal maxima, the first one must win), negative windows
 // and a NaN.
+// Both CPU paths: the AVX-512 loop where the CPU has it (float32) and the portable loop
+// (SGMCMC_POOL=portable); 40 wide for rows of more than sixteen windows.
 TEST(Models, ReluMaxPoolEqualsAtenBitForBit) {
   auto gen = compat::make_generator(torch::kCPU, 22);
-  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
-    for (auto shape : {std::vector<int64_t>{3, 4, 24, 24}, {2, 5, 7, 9}, {1, 1, 2, 2}}) {
-      auto x0 = torch::randn(shape, gen).to(dtype);
-      x0 = (x0 * 2).round() / 2;  // ties
-      x0.view(-1)[5 % x0.numel()] = std::nan("");
-      auto gy = torch::randn({shape[0], shape[1], shape[2] / 2, shape[3] / 2}, gen).to(dtype);
-      auto x = x0.clone().requires_grad_(), xr = x0.clone().requires_grad_();
-      auto got = relu_max_pool2x2(x), want = torch::max_pool2d(torch::relu(xr), 2);
-      got.backward(gy);
-      want.backward(gy);
-      EXPECT_TRUE(torch::equal(got.nan_to_num(-7), want.nan_to_num(-7))) << shape[2];
-      EXPECT_TRUE(torch::equal(x.grad().nan_to_num(-7), xr.grad().nan_to_num(-7))) << shape[2];
-      torch::NoGradGuard no_grad;
-      EXPECT_TRUE(torch::equal(relu_max_pool2x2(x0).nan_to_num(-7), want.detach().nan_to_num(-7)));
+  for (const char* path : {"default", "portable"}) {
+    setenv("SGMCMC_POOL", path, 1);
+    for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+      for (auto shape : {std::vector<int64_t>{3, 4, 24, 24}, {2, 5, 7, 9}, {1, 1, 2, 2}, {1, 3, 6, 41}}) {
+        auto x0 = torch::randn(shape, gen).to(dtype);
+        x0 = (x0 * 2).round() / 2;  // ties
+        x0.view(-1)[5 % x0.numel()] = std::nan("");
+        auto gy = torch::randn({shape[0], shape[1], shape[2] / 2, shape[3] / 2}, gen).to(dtype);
+        auto x = x0.clone().requires_grad_(), xr = x0.clone().requires_grad_();
+        auto got = relu_max_pool2x2(x), want = torch::max_pool2d(torch::relu(xr), 2);
+        got.backward(gy);
+        want.backward(gy);
+        EXPECT_TRUE(torch::equal(got.nan_to_num(-7), want.nan_to_num(-7))) << path << " " << shape[3];
+        EXPECT_TRUE(torch::equal(x.grad().nan_to_num(-7), xr.grad().nan_to_num(-7))) << path << " " << shape[3];
+        torch::NoGradGuard no_grad;
+        EXPECT_TRUE(torch::equal(relu_max_pool2x2(x0).nan_to_num(-7), want.detach().nan_to_num(-7)));
+      }
     }
   }
+  unsetenv("SGMCMC_POOL");
 }
 
 // models/cnn_backward.cpp against autograd on nll(): the nll and every parameter's gradient added into
