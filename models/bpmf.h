@@ -44,6 +44,9 @@ class Bpmf : public Model {
 
   Task task() const override { return Task::kRegression; }
   torch::Tensor nll(const Batch& batch) override;
+  // The gradient by hand (bpmf_backward.cpp states the equations): one pass for the errors, one that
+  // adds the rows into .grad, without autograd's gathers, products and sparse gradients. CPU float32.
+  torch::Tensor nll_backward(const Batch& batch, double scale) override;
   // ŷ = U_iᵀV_j + a_i + b_j + μ for inputs [n, 2] int64 (user, item); unclipped.
   torch::Tensor predict(const torch::Tensor& inputs) override;
   // {U}, {V}, {a}, {b}: one prior precision each.
