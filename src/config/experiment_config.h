@@ -93,7 +93,7 @@ struct TrainConfig {
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)
   bool tf32 = false;               // allow TF32 matmuls/convolutions on CUDA (Ampere and later)
   bool graph = false;              // capture the whole step once and replay it (CUDA graph; see StepGraph)
-  std::string backward = "auto";   // auto: the model's own backward pass where it has one (mlp) | autograd
+  std::string backward = "auto";   // auto: the model's own backward pass where it has one (mlp, cnn, bpmf on the CPU) | autograd
 };
 
 struct OutputConfig {
