@@ -1,9 +1,8 @@
 #include "models/activation_backward.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
-#include <vector>
+
+#include "models/row_tasks.h"
 
 namespace sgmcmc {
 
@@ -54,32 +53,18 @@ void cpu_path(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y
               const torch::Tensor& bias_grad) {
   const int64_t n = g.size(0), k = g.size(1);
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1));  // rows per task
-  const int64_t chunks = (n + grain - 1) / grain;
-  std::vector<double> colsum(bias_grad.defined() ? chunks * k : 0, 0.0);
   T* op = out.data_ptr<T>();
   const T* gp = g.data_ptr<T>();
   const T* yp = y.data_ptr<T>();
-  const auto run = [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const int64_t r0 = c * grain, r1 = std::min(n, r0 + grain);
-      double* cs = colsum.empty() ? nullptr : colsum.data() + c * k;
-      switch (act) {
-        case kernels::Activation::kSigmoid: rows<T, kernels::Activation::kSigmoid>(op, gp, yp, r0, r1, k, cs); break;
-        case kernels::Activation::kTanh: break;  // not here (activation_backward_out)
-        case kernels::Activation::kRelu: rows<T, kernels::Activation::kRelu>(op, gp, yp, r0, r1, k, cs); break;
-        case kernels::Activation::kNone: rows<T, kernels::Activation::kNone>(op, gp, yp, r0, r1, k, cs); break;
-      }
+  rows_with_column_sums<T>(n, k, grain, bias_grad, [&](int64_t r0, int64_t r1, double* cs) {
+    switch (act) {
+      case kernels::Activation::kSigmoid: rows<T, kernels::Activation::kSigmoid>(op, gp, yp, r0, r1, k, cs); break;
+      case kernels::Activation::kTanh: break;  // not here (activation_backward_out)
+      case kernels::Activation::kRelu: rows<T, kernels::Activation::kRelu>(op, gp, yp, r0, r1, k, cs); break;
+      case kernels::Activation::kNone: rows<T, kernels::Activation::kNone>(op, gp, yp, r0, r1, k, cs); break;
     }
-  };
-  if (chunks == 1) run(0, 1);  // no parallel region for a small layer
-  else at::parallel_for(0, chunks, 1, run);
-  if (!bias_grad.defined()) return;
-  T* bp = bias_grad.data_ptr<T>();
-  for (int64_t j = 0; j < k; ++j) {
-    double s = 0;
-    for (int64_t c = 0; c < chunks; ++c) s += colsum[c * k + j];
-    bp[j] += static_cast<T>(s);
-  }
+    return 0.0;
+  });
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ inline void backward_row(const T* g, const uint8_t* arg, T* q0, T* q1, int64_t w
 }
 
 // SGMCMC_POOL=portable: the portable loops only (A/B timings; tests/test_models.cpp checks both paths).
-// Read on every call (a getenv per kernel launch), so that a test can switch it.
+// Read once per call of the kernels (not cached), so that a test can switch it.
 bool portable_only() {
   const char* env = std::getenv("SGMCMC_POOL");
   return env && std::string(env) == "portable";
@@ -68,10 +68,10 @@ void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& arg
   const T* xp = x.data_ptr<T>();
   T* yp = y.data_ptr<T>();
   uint8_t* ap = arg.data_ptr<uint8_t>();
+  const bool avx512 = std::is_same_v<T, float> && detail::relu_pool_avx512_available() && !portable_only();
   at::parallel_for(0, planes, 16, [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
-      if (detail::relu_pool_avx512_available() && !portable_only())
-        return detail::relu_pool_forward_avx512(xp, yp, ap, begin, end, H, W);
+      if (avx512) return detail::relu_pool_forward_avx512(xp, yp, ap, begin, end, H, W);
     }
     for (int64_t p = begin; p < end; ++p)
       for (int64_t i = 0; i < h; ++i) {
@@ -87,14 +87,12 @@ void backward_kernel(const torch::Tensor& gy, const torch::Tensor& arg, torch::T
   const T* gp = gy.data_ptr<T>();
   const uint8_t* ap = arg.data_ptr<uint8_t>();
   T* xp = gx.data_ptr<T>();
+  const bool avx512 = std::is_same_v<T, float> && detail::relu_pool_avx512_available() && !portable_only();
   at::parallel_for(0, planes, 16, [&](int64_t begin, int64_t end) {
-    bool rows_done = false;
     if constexpr (std::is_same_v<T, float>) {
-      if (detail::relu_pool_avx512_available() && !portable_only()) {
-        detail::relu_pool_backward_avx512(gp, ap, xp, begin, end, H, W);
-        rows_done = true;
-      }
+      if (avx512) detail::relu_pool_backward_avx512(gp, ap, xp, begin, end, H, W);
     }
+    const bool rows_done = avx512;
     for (int64_t p = begin; p < end; ++p) {
       T* plane = xp + p * H * W;
       for (int64_t i = 0; i < h; ++i) {

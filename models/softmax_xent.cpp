@@ -1,13 +1,12 @@
 #include "models/softmax_xent.h"
 
-#include <ATen/Parallel.h>
-
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/philox.h"
+#include "models/row_tasks.h"
 
 namespace sgmcmc {
 
@@ -44,16 +43,14 @@ void exp_in_place(double* x, int64_t n) {
 
 // Rows [r0, r1): the gradient rows, their nll Σ (returned) and their column sums into `colsum` (k).
 template <typename T>
-double rows(const T* f, const int64_t* y, T* g, int64_t r0, int64_t r1, int64_t k, T s, double* colsum,
-            bool* bad_label) {
+double rows(const T* f, const int64_t* y, T* g, int64_t r0, int64_t r1, int64_t k, T s, double* colsum) {
   double nll = 0;
   for (int64_t i = r0; i < r1; ++i) {  // g = f − max_j f (each row shifted: e^g ≤ 1)
     const T* fi = f + i * k;
     const int64_t yi = y[i];
-    if (yi < 0 || yi >= k) {
-      *bad_label = true;
-      return 0;
-    }
+    if (yi < 0 || yi >= k)
+      throw std::invalid_argument("softmax_xent_backward: label " + std::to_string(yi) + " is outside [0, " +
+                                  std::to_string(k) + ")");
     T m = fi[0];
     for (int64_t j = 1; j < k; ++j) m = fi[j] > m ? fi[j] : m;
     T* gi = g + i * k;
@@ -79,38 +76,15 @@ template <typename T>
 torch::Tensor cpu_path(const torch::Tensor& f, const torch::Tensor& y, double scale, torch::Tensor& grad,
                        const torch::Tensor& bias_grad) {
   const int64_t n = f.size(0), k = f.size(1);
-  // ~32k elements per task: H.1's 500 × 10 block stays on the calling thread (a wake-up costs more)
+  // ~32k elements per task: H.1's 500 × 10 block is one task, on the calling thread
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(k, 1));
-  const int64_t chunks = (n + grain - 1) / grain;
-  std::vector<double> nll(chunks, 0.0), colsum(bias_grad.defined() ? chunks * k : 0, 0.0);
-  std::vector<char> bad(chunks, 0);
   const T* fp = f.data_ptr<T>();
   const int64_t* yp = y.data_ptr<int64_t>();
   T* gp = grad.data_ptr<T>();
-  const auto run = [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      bool b = false;
-      nll[c] = rows<T>(fp, yp, gp, c * grain, std::min(n, (c + 1) * grain), k, static_cast<T>(scale),
-                       colsum.empty() ? nullptr : colsum.data() + c * k, &b);
-      bad[c] = b;
-    }
-  };
-  if (chunks == 1) run(0, 1);  // at::parallel_for would still open a parallel region
-  else at::parallel_for(0, chunks, 1, run);
-  double total = 0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    if (bad[c]) throw std::invalid_argument("softmax_xent_backward: a label is outside [0, " + std::to_string(k) + ")");
-    total += nll[c];
-  }
-  if (bias_grad.defined()) {
-    T* bp = bias_grad.data_ptr<T>();
-    for (int64_t j = 0; j < k; ++j) {
-      double s = 0;
-      for (int64_t c = 0; c < chunks; ++c) s += colsum[c * k + j];
-      bp[j] += static_cast<T>(s);
-    }
-  }
-  return torch::full({}, total, f.options());
+  const double nll = rows_with_column_sums<T>(n, k, grain, bias_grad, [&](int64_t r0, int64_t r1, double* cs) {
+    return rows<T>(fp, yp, gp, r0, r1, k, static_cast<T>(scale), cs);
+  });
+  return torch::full({}, nll, f.options());
 }
 
 }  // namespace

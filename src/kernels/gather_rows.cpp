@@ -47,8 +47,8 @@ void gather_rows_out(torch::Tensor& out, const torch::Tensor& src, const torch::
   char* dst = static_cast<char*>(out.data_ptr());
   const char* sp = static_cast<const char*>(src.data_ptr());
   const int64_t grain = std::max<int64_t>(1, kTaskBytes / row_bytes);
-  if (n <= grain) copy_rows(dst, sp, ip, 0, n, row_bytes);  // no parallel region for a few rows
-  else at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { copy_rows(dst, sp, ip, b, e, row_bytes); });
+  // a few rows (up to one grain) run on the calling thread: at::parallel_for opens no region for them
+  at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { copy_rows(dst, sp, ip, b, e, row_bytes); });
 }
 
 }  // namespace sgmcmc::kernels

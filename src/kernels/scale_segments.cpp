@@ -26,9 +26,9 @@ void scale_segments(const std::vector<ScaleSegment>& segments) {
       if (hi > lo) scale(s.dst + lo, s.src + lo, hi - lo, s.scale);
     }
   };
-  constexpr int64_t kGrain = 32768;  // elements per task
-  if (start.back() <= kGrain) run(0, start.back());  // no parallel region for small models
-  else at::parallel_for(0, start.back(), kGrain, run);
+  // elements per task; a small model's one task runs on the calling thread (no parallel region)
+  constexpr int64_t kGrain = 32768;
+  at::parallel_for(0, start.back(), kGrain, run);
 }
 
 }  // namespace sgmcmc::kernels
