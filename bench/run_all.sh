@@ -21,10 +21,12 @@ if ! $PY -c "import torch" 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null
 fi
 BUILD=${SGMCMC_BUILD_DIR:-build}
-bash scripts/build.sh -DSGMCMC_BENCH=ON >/dev/null
-ninja -C "$BUILD" bench_update >/dev/null 2>&1 || cmake --build "$BUILD" --target bench_update >/dev/null
+if [ -z "${SGMCMC_NO_BUILD:-}" ]; then  # SGMCMC_NO_BUILD=1: the binaries in $BUILD as they are
+  bash scripts/build.sh -DSGMCMC_BENCH=ON >/dev/null
+  ninja -C "$BUILD" bench_update >/dev/null 2>&1 || cmake --build "$BUILD" --target bench_update >/dev/null
+fi
 BIN=$BUILD/sgmcmc
-FMNIST=/usr/share/datasets/fashion-mnist
+FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
 RATINGS=${RATINGS:-../shared/data/movielens-small/ratings.dat}
 [ -f "$RATINGS" ] || RATINGS=data/movielens-small/ratings.dat
 EPOCHS=10; BSTEPS=4000; PARAMS=10000000
@@ -67,6 +69,8 @@ echo "mnist sghmc, 10 parallel chains ..." >&2
 CH_EPOCHS=$(( EPOCHS > 2 ? EPOCHS / 2 : 1 ))
 c_ch1=$(best steps_per_second ours $MN --set chains=1 --set train.epochs=$CH_EPOCHS)
 c_ch10=$(best steps_per_second ours $MN --set chains=10 --set train.epochs=$CH_EPOCHS)
+c_ch100=0
+if [ "$DEVICE" = cuda ]; then c_ch100=$(best steps_per_second ours $MN --set chains=100 --set train.epochs=$CH_EPOCHS); fi
 echo "bpmf sghmc ..." >&2
 c_bp=$(best steps_per_second ours $BP)
 p_bp=$(best steps_per_second $PY bench/ref_bpmf.py --ratings "$RATINGS" --steps $BSTEPS --eval 20 --threads "$THREADS" --device "$DEVICE")
@@ -95,6 +99,8 @@ if $c_graph > 0:
 print(f"| same, plain SGD | {$c_sgd:.1f} steps/s | {$p_sgd:.1f} steps/s | {r($c_sgd, $p_sgd)} |")
 print(f"| SGHMC / SGD time per step (sampler overhead) | {$c_sgd/$c_sghmc:.2f} | {$p_sgd/$p_sghmc:.2f} | |")
 print(f"| MNIST BNN SGHMC, 10 parallel chains (\`chains: 10\`) vs \`chains: 1\` | {$c_ch10:.1f} vs {$c_ch1:.1f} steps/s: 10 chains cost {$c_ch1/$c_ch10:.1f}× one | | |")
+if $c_ch100 > 0:
+    print(f"| MNIST BNN SGHMC, 100 parallel chains vs \`chains: 1\` | {$c_ch100:.1f} vs {$c_ch1:.1f} steps/s: 100 chains cost {$c_ch1/$c_ch100:.1f}× one | | |")
 print(f"| BPMF movielens-small fold 0, d 20, batch 4,000, SGHMC | {$c_bp:.1f} steps/s ({$c_bp*4000/1e6:.2f} M ratings/s) | {$p_bp:.1f} steps/s | {r($c_bp, $p_bp)} |")
 print()
 print("Sampler update alone on a flat float32 buffer of $PARAMS parameters (bytes = 2·(θ + state)·4 + ∇·4 per parameter):")

@@ -1,29 +1,130 @@
 #!/usr/bin/env bash
-# Everything a session with a GPU machine (the `device` tool) needs in one call, so the 30 minutes of
-# device time go to measuring. Here first:  ../shared/tools/device-deps.sh nlohmann-json3-dev
-# Then, as the device command (carry .devdeps):  bash scripts/gpu_session.sh [--quick]
-# It builds against the machine's PyTorch LibTorch (2.x, CUDA) with -DSGMCMC_CUDA=ON into build-cuda/,
-# runs the CUDA tests, then bench/run_all.sh --device cuda, and leaves the logs and the updated
-# docs/performance.md in $OUT (the device tool brings $OUT back).
+# A session with a GPU machine (the `device` tool), in as few calls as its 30 minutes allow.
+# Here first:  ../shared/tools/device-deps.sh nlohmann-json3-dev
+#              mkdir -p .devdata && cp -r /usr/share/datasets/fashion-mnist .devdata/   (the GPU machine
+#              has no Fashion-MNIST; .devdata is ignored: add /.devdata/ to .git/info/exclude)
+# Then, as the device command (carry .devdeps and .devdata):  bash scripts/gpu_session.sh [STAGE ...]
+# Stages, in the order given (default: build tests job pack bench):
+#   build  configure and build build-cuda/ against the machine's PyTorch LibTorch (2.x, CUDA),
+#          -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON
+#   unpack instead of build: unpack .gpubin/bin.tgz (a `pack` brought back from an earlier call and
+#          carried as .gpubin) into build-cuda/, so a later call on a fresh machine skips the build
+#   tests  the CUDA tests (fused kernels vs the ATen reference, graph replay vs eager, CPU vs CUDA),
+#          c10d's one-rank NCCL group
+#   ctest  every test of the CUDA build (the CPU ones too, against LibTorch 2.x)
+#   job    the main job's config on device cuda, 5 epochs: the same kind of result as on the CPU
+#   pack   the binaries into $OUT/bin.tgz
+#   bench  bench/run_all.sh --device cuda (writes docs/performance.md's CUDA table; copied to $OUT)
+#   h1     App. H.1 in full: 800 epochs (80,000 SGHMC steps, 800 Gibbs steps, 800 evaluations),
+#          eager and train.graph, timed wall clock
+#   bpmf   BPMF at ml-1M's shape (a synthetic file of 1,000,209 ratings), SGHMC, steps/s
+# Logs go to $OUT (the device tool brings $OUT back).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/sgmcmc-gpu-out}
 mkdir -p "$OUT"
-QUICK=()
-[ "${1:-}" = --quick ] && QUICK=(--quick)
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
-if ! bash .devdeps/device-build.sh -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON > "$OUT/build.log" 2>&1; then
-  echo "build failed:"; grep -E "error|Error" "$OUT/build.log" | head -40; tail -20 "$OUT/build.log"; exit 1
-fi
-grep -E "Distributed runs|CUDA" "$OUT/build.log" | head -5   # which c10d backends (NCCL?) the build found
+L=/tmp/gpu-logs; mkdir -p $L   # every log; tarred into $OUT/logs.tgz at the end (the tool brings back 8 files)
 export LD_LIBRARY_PATH="/tmp/devdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for t in test_fused test_graph test_cuda_consistency; do
-  build-cuda/$t > "$OUT/$t.log" 2>&1
-  echo "$t rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) " "$OUT/$t.log"
+export FMNIST=${FMNIST:-$PWD/.devdata/fashion-mnist}
+B=build-cuda
+STAGES=("$@")
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(build tests job pack bench)
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+
+gtest_summary() { grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[  FAILED  \]" "$1" | sort -u | head -30; }
+
+stage_build() {
+  nvidia-smi > "$L/nvidia-smi.txt" 2>&1
+  if ! bash .devdeps/device-build.sh -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON > "$L/build.log" 2>&1; then
+    echo "build failed:"; grep -E "error|Error" "$L/build.log" | head -40; tail -20 "$L/build.log"; exit 1
+  fi
+  grep -E "^torch |Distributed runs|NCCL" "$L/build.log" | head -5
+}
+stage_unpack() {
+  mkdir -p /tmp/devdeps && for f in .devdeps/*.deb; do dpkg-deb -x "$f" /tmp/devdeps; done
+  cat .gpubin/bin.tgz.part-* | tar xz
+}
+stage_tests() {
+  for t in test_fused test_graph test_cuda_consistency; do
+    timeout 300 $B/$t > "$L/$t.log" 2>&1
+    echo "$t rc=$?"; gtest_summary "$L/$t.log"
+  done
+  # c10d on the GPU: a one-rank NCCL group (one GPU cannot host two NCCL ranks) and the backend errors.
+  timeout 120 $B/test_distributed --gtest_filter='C10dCommunicator.*:DistributedConfig.*' > "$L/test_distributed.log" 2>&1
+  echo "test_distributed (c10d) rc=$?"; gtest_summary "$L/test_distributed.log"
+}
+stage_ctest() {
+  (cd $B && timeout 420 ctest -j8 --timeout 300 -E 'cuda_compile' > "$L/ctest.log" 2>&1)
+  echo "ctest rc=$?"; grep -E "tests passed|Failed|\*\*\*" "$L/ctest.log" | head -30
+}
+stage_job() {
+  $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+    --set train.epochs=5 --set train.burn_in=1 --out /tmp/job --overwrite > "$L/job.log" 2>&1
+  echo "job rc=$?"; tail -8 "$L/job.log"; cp /tmp/job/summary.json "$L/job_summary.json" 2>/dev/null
+}
+stage_pack() {  # stripped, in parts of 15 MB (the tool brings back files of 16 MB at most)
+  strip $B/sgmcmc $B/test_* $B/bench_* 2>/dev/null
+  tar czf /tmp/bin.tgz $B/sgmcmc $B/test_* $B/bench_* 2>/dev/null
+  split -b 15M /tmp/bin.tgz "$OUT/bin.tgz.part-"; ls -la "$OUT"/bin.tgz.part-*
+}
+stage_debug() {  # the tests that crash: their output and a backtrace (cuda-gdb also debugs host code)
+  for t in ${DEBUG_TESTS:-test_config test_graph test_bpmf test_sweep test_simulate test_trainer}; do
+    timeout 120 $B/$t > "$L/$t.log" 2>&1; echo "== $t rc=$?"; tail -4 "$L/$t.log"
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args $B/$t > "$L/$t.gdb" 2>&1
+    grep -E "^#[0-9]+ " "$L/$t.gdb" | head -12 | cut -c1-220
+  done
+}
+stage_bench() {
+  PY=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout 540 \
+    bash bench/run_all.sh --device cuda > "$L/bench.log" 2>&1
+  echo "bench rc=$?"; tail -25 "$L/bench.log"
+  cp docs/performance.md "$L/"
+}
+stage_h1() {
+  for g in false true; do
+    local s=$(date +%s.%N)
+    timeout ${H1_TIMEOUT:-120} $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set train.graph=$g --out /tmp/h1_$g --overwrite -q > "$L/h1_$g.log" 2>&1
+    local rc=$? e=$(date +%s.%N)
+    echo "H.1 800 epochs, train.graph=$g: rc=$rc wall $(python3 -c "print(f'{$e-$s:.2f}')") s"
+    cp /tmp/h1_$g/summary.json "$L/h1_${g}_summary.json" 2>/dev/null
+  done
+}
+# Nsight Compute: every kernel of a stretch of eager H.1 steps (names, GPU time), then whole graph
+# replays (--graph-profiling graph: one replay's GPU time, start of its first kernel to end of its last).
+stage_profile() {
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  local h1="configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set train.epochs=3 --set train.burn_in=1"
+  # shellcheck disable=SC2086
+  timeout 200 "$ncu" --metrics gpu__time_duration.sum --launch-skip ${NCU_SKIP:-6000} --launch-count ${NCU_COUNT:-300} \
+    --csv --print-units base $B/sgmcmc train $h1 --out /tmp/prof_eager --overwrite -q > "$L/ncu_eager.csv" 2> "$L/ncu_eager.err"
+  echo "ncu eager rc=$?"
+  # shellcheck disable=SC2086
+  timeout 200 "$ncu" --graph-profiling graph --metrics gpu__time_duration.sum --launch-skip ${NCU_GSKIP:-400} \
+    --launch-count 20 --csv --print-units base $B/sgmcmc train $h1 --set train.graph=true --out /tmp/prof_graph \
+    --overwrite -q > "$L/ncu_graph.csv" 2> "$L/ncu_graph.err"
+  echo "ncu graph rc=$?"
+  python3 scripts/ncu_summary.py "$L/ncu_eager.csv" "$L/ncu_graph.csv" 2>&1 | tee "$L/ncu_summary.txt"
+}
+stage_bpmf() {
+  python3 - /tmp/ml1m.dat <<'EOF'
+import sys, numpy as np
+r = np.random.RandomState(0); n = 1000209
+u, i, s = r.randint(1, 6041, n), r.randint(1, 3707, n), r.randint(1, 6, n)
+np.savetxt(sys.argv[1], np.stack([u, i, s, np.zeros(n, int)], 1), fmt="%d", delimiter="::")
+EOF
+  for g in false true; do
+    $B/sgmcmc train configs/movielens_bpmf_sghmc.yaml --set data.path=/tmp/ml1m.dat --set data.fold=0 \
+      --set device=cuda --set train.steps=20000 --set train.burn_in_steps=0 --set train.eval_every_steps=20000 \
+      --set train.graph=$g --out /tmp/bp_$g --overwrite -q > "$L/bpmf_$g.log" 2>&1
+    echo "BPMF ml-1M shape, train.graph=$g: rc=$? $(python3 -c "import json; d=json.load(open('/tmp/bp_$g/summary.json')); print(d['steps_per_second'], 'steps/s')" 2>&1)"
+    cp /tmp/bp_$g/summary.json "$L/bpmf_${g}_summary.json" 2>/dev/null
+  done
+}
+for s in "${STAGES[@]}"; do
+  stamp "stage $s"
+  "stage_$s"
 done
-# c10d on the GPU: a one-rank NCCL group (one GPU cannot host two NCCL ranks) and the backend errors.
-build-cuda/test_distributed --gtest_filter='C10dCommunicator.*:DistributedConfig.*' > "$OUT/test_distributed.log" 2>&1
-echo "test_distributed (c10d) rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) " "$OUT/test_distributed.log"
-PY=$(command -v python3) SGMCMC_BUILD_DIR=build-cuda bash bench/run_all.sh --device cuda "${QUICK[@]}" > "$OUT/bench.log" 2>&1
-echo "bench rc=$?"; tail -25 "$OUT/bench.log"
-cp docs/performance.md "$OUT/"
+tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+stamp done

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/remove_tree.h"
 #include "compat.h"
 #include "config/experiment_config.h"
 #include "data/kfold.h"
@@ -328,7 +329,7 @@ void write_low_rank_ratings(const std::string& path, uint64_t seed) {
 TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("sgmcmc_test_bpmf_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
   fs::create_directories(dir);
   const std::string ratings = (dir / "ratings.dat").string();
   write_low_rank_ratings(ratings, 5);
@@ -367,7 +368,7 @@ TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
   EXPECT_EQ(first, "user,0,1000");
   EXPECT_TRUE(fs::exists(dir / "run" / "summary.json"));
   EXPECT_TRUE(fs::exists(dir / "run" / "metrics.csv"));
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }
 
 // `sgmcmc train` on ratings without data.fold: every fold into OUT/fold<k>, and OUT/summary.json with
@@ -375,7 +376,7 @@ TEST(Bpmf, TrainsEndToEndFromRatingsFile) {
 TEST(Bpmf, CliRunsAllFolds) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("sgmcmc_test_bpmf_cli_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
   fs::create_directories(dir);
   const std::string ratings = (dir / "ratings.dat").string();
   write_low_rank_ratings(ratings, 6);
@@ -411,5 +412,5 @@ TEST(Bpmf, CliRunsAllFolds) {
   EXPECT_NEAR(std::stod(js.substr(pos + 17)), m.std, 1e-8);
   // The folds' test sets differ, so their RMSEs do too.
   EXPECT_GT(m.std, 0.0);
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }

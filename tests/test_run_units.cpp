@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/remove_tree.h"
 #include "compat.h"
 #include "proc_util.h"
 #include "config/experiment_config.h"
@@ -30,7 +31,7 @@ namespace {
 
 fs::path temp_dir(const std::string& name) {
   auto d = fs::temp_directory_path() / ("sgmcmc_units_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
+  sgmcmc::remove_tree(d);
   fs::create_directories(d);
   return d;
 }
@@ -325,4 +326,25 @@ TEST(PredictiveMetrics, CalibratedPredictionsHaveSmallEceAndNominalCoverage) {
   auto m = predictive_metrics(f, t, false, 4.0);
   EXPECT_NEAR(m.at("cover50"), 0.5, 0.014);
   EXPECT_NEAR(m.at("cover90"), 0.9, 0.009);
+}
+
+// remove_tree (the replacement for std::filesystem::remove_all, which crashed in CUDA builds): a
+// nested tree goes, a symbolic link inside it is removed without touching what it points to, and a
+// missing path or a plain file are handled.
+TEST(RemoveTree, RemovesNestedTreeButNotLinkTargets) {
+  const auto d = temp_dir("remove_tree");
+  const auto keep = temp_dir("remove_tree_keep") / "keep.txt";
+  std::ofstream(keep) << "keep";
+  fs::create_directories(d / "a" / "b");
+  std::ofstream(d / "a" / "b" / "f.txt") << "x";
+  std::ofstream(d / "top.txt") << "y";
+  fs::create_symlink(keep, d / "a" / "link");
+  fs::create_directory_symlink(keep.parent_path(), d / "dirlink");
+  sgmcmc::remove_tree(d);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(d)));
+  EXPECT_TRUE(fs::exists(keep));
+  EXPECT_NO_THROW(sgmcmc::remove_tree(d));  // missing: nothing to do
+  sgmcmc::remove_tree(keep);                // a plain file
+  EXPECT_FALSE(fs::exists(keep));
+  sgmcmc::remove_tree(keep.parent_path());
 }

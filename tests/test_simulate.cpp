@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/remove_tree.h"
 #include "simulate/experiments.h"
 
 using namespace sgmcmc::sim;
@@ -34,7 +35,7 @@ TEST(Simulate, Fig1SghmcAndHmcMatchTargetNaiveDoesNot) {
   EXPECT_GT(r.metrics["naive_sghmc.tv"], 2 * r.metrics["sghmc.tv"]);
   EXPECT_GT(r.metrics["naive_sghmc.kl"], r.metrics["sghmc.kl"]);
   EXPECT_TRUE(fs::exists(dir / "fig1_density.csv"));
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }
 
 TEST(Simulate, DoubleWellSplittingBeatsEulerAtLargeSteps) {
@@ -49,7 +50,7 @@ TEST(Simulate, DoubleWellSplittingBeatsEulerAtLargeSteps) {
   }
   // Thermostat → B = 1 (the only diffusion is the gradient noise, B = 1): SSI within 0.1 at h = 0.1.
   EXPECT_NEAR(r.metrics["msgnht-ssi.h=0.1.thermostat"], 1.0, 0.1);
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }
 
 TEST(Simulate, SantaEscapesLocalModeRmspropDoesNot) {
@@ -62,7 +63,7 @@ TEST(Simulate, SantaEscapesLocalModeRmspropDoesNot) {
   EXPECT_GE(r.metrics["santa.fraction_at_global_mode"], 0.3);
   EXPECT_LE(r.metrics["rmsprop.fraction_at_global_mode"], 0.05);
   EXPECT_LT(r.metrics["santa.mean_final_energy"], r.metrics["rmsprop.mean_final_energy"]);
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }
 
 TEST(Simulate, UnknownExperimentSuggestsNearest) {
@@ -97,5 +98,5 @@ TEST(Simulate, SummaryJsonKeysOrderAndNulls) {
   EXPECT_TRUE(j["experiments"]["zeta"]["nan"].is_null());
   EXPECT_TRUE(j["experiments"]["zeta"]["inf"].is_null());
   EXPECT_EQ(j["experiments"]["alpha"]["steps"].get<double>(), 100.0);
-  fs::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/remove_tree.h"
 #include "compat.h"
 #include "config/experiment_config.h"
 #include "data/idx.h"
@@ -43,7 +44,7 @@ inline void write_tiny_idx_dir(const std::string& dir, int64_t n_train = 600, in
 inline std::string temp_dir(const std::string& name) {
   auto base = std::filesystem::temp_directory_path() /
               ("sgmcmc_test_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(base);
+  sgmcmc::remove_tree(base);
   std::filesystem::create_directories(base);
   return base.string();
 }

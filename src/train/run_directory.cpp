@@ -6,6 +6,7 @@
 
 #include "train/model_io.h"
 #include "util/atomic_file.h"
+#include "util/remove_tree.h"
 #include "util/json_file.h"
 
 namespace fs = std::filesystem;
@@ -46,7 +47,7 @@ void RunDirectory::commit(const std::string& config_yaml, const std::map<std::st
     fs::create_directories(dir_);
     return;
   }
-  if (replace_) fs::remove_all(dir_);
+  if (replace_) remove_tree(dir_);
   replace_ = false;
   fs::create_directories(dir_);
   write_file_atomic(file("config.yaml").string(), config_yaml);
