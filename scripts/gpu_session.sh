@@ -54,6 +54,11 @@ stage_tests() {
   timeout 120 $B/test_distributed --gtest_filter='C10dCommunicator.*:DistributedConfig.*' > "$L/test_distributed.log" 2>&1
   echo "test_distributed (c10d) rc=$?"; gtest_summary "$L/test_distributed.log"
 }
+stage_dist() {  # every test of test_distributed, with its output
+  timeout 120 $B/test_distributed > "$L/test_distributed_all.log" 2>&1
+  echo "test_distributed rc=$?"; gtest_summary "$L/test_distributed_all.log"
+  grep -B2 -A12 "Failure\|error:" "$L/test_distributed_all.log" | head -60
+}
 stage_ctest() {
   (cd $B && timeout 420 ctest -j8 --timeout 300 -E 'cuda_compile' > "$L/ctest.log" 2>&1)
   echo "ctest rc=$?"; grep -E "tests passed|Failed|\*\*\*" "$L/ctest.log" | head -30
@@ -76,19 +81,20 @@ stage_debug() {  # the tests that crash: their output and a backtrace (cuda-gdb 
   done
 }
 stage_bench() {
-  PY=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout 540 \
-    bash bench/run_all.sh --device cuda > "$L/bench.log" 2>&1
+  [ -f .devdata/movielens-small/ratings.dat ] && export RATINGS=$PWD/.devdata/movielens-small/ratings.dat
+  PY=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${BENCH_TIMEOUT:-540} \
+    bash bench/run_all.sh --device cuda ${BENCH_ARGS:-} > "$L/bench.log" 2>&1
   echo "bench rc=$?"; tail -25 "$L/bench.log"
   cp docs/performance.md "$L/"
 }
-stage_h1() {
-  for g in false true; do
+stage_h1() {  # H1_GRAPHS (default "false true"), H1_SETS: more --set options, H1_TAG: a name for the logs
+  for g in ${H1_GRAPHS:-false true}; do
     local s=$(date +%s.%N)
     timeout ${H1_TIMEOUT:-120} $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-      --set train.graph=$g --out /tmp/h1_$g --overwrite -q > "$L/h1_$g.log" 2>&1
+      --set train.graph=$g ${H1_SETS:-} --out /tmp/h1_$g --overwrite -q > "$L/h1${H1_TAG:-}_$g.log" 2>&1
     local rc=$? e=$(date +%s.%N)
-    echo "H.1 800 epochs, train.graph=$g: rc=$rc wall $(python3 -c "print(f'{$e-$s:.2f}')") s"
-    cp /tmp/h1_$g/summary.json "$L/h1_${g}_summary.json" 2>/dev/null
+    echo "H.1 800 epochs, train.graph=$g ${H1_SETS:-}: rc=$rc wall $(python3 -c "print(f'{$e-$s:.2f}')") s"
+    cp /tmp/h1_$g/summary.json "$L/h1${H1_TAG:-}_${g}_summary.json" 2>/dev/null
   done
 }
 # Nsight Compute: every kernel of a stretch of eager H.1 steps (names, GPU time), then whole graph
@@ -97,11 +103,11 @@ stage_profile() {
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   local h1="configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set train.epochs=3 --set train.burn_in=1"
   # shellcheck disable=SC2086
-  timeout 200 "$ncu" --metrics gpu__time_duration.sum --launch-skip ${NCU_SKIP:-6000} --launch-count ${NCU_COUNT:-300} \
+  timeout ${NCU_TIMEOUT:-200} "$ncu" --metrics gpu__time_duration.sum --launch-skip ${NCU_SKIP:-6000} --launch-count ${NCU_COUNT:-300} \
     --csv --print-units base $B/sgmcmc train $h1 --out /tmp/prof_eager --overwrite -q > "$L/ncu_eager.csv" 2> "$L/ncu_eager.err"
   echo "ncu eager rc=$?"
   # shellcheck disable=SC2086
-  timeout 200 "$ncu" --graph-profiling graph --metrics gpu__time_duration.sum --launch-skip ${NCU_GSKIP:-400} \
+  timeout ${NCU_TIMEOUT:-200} "$ncu" --graph-profiling graph --metrics gpu__time_duration.sum --launch-skip ${NCU_GSKIP:-400} \
     --launch-count 20 --csv --print-units base $B/sgmcmc train $h1 --set train.graph=true --out /tmp/prof_graph \
     --overwrite -q > "$L/ncu_graph.csv" 2> "$L/ncu_graph.err"
   echo "ncu graph rc=$?"
@@ -125,6 +131,6 @@ EOF
 for s in "${STAGES[@]}"; do
   stamp "stage $s"
   "stage_$s"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs   # after every stage: a command cut off at its limit keeps them
 done
-tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
 stamp done

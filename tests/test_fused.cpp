@@ -13,6 +13,7 @@
 
 #include "compat.h"
 #include "config/option_map.h"
+#include "kernels/fused_elementwise.h"
 #include "kernels/fused_update.h"
 #include "kernels/philox.h"
 #include "kernels/philox_fill.h"
@@ -486,3 +487,80 @@ TEST(Fused, UpdatesModelParametersThroughViews) {
 }
 
 }  // namespace
+
+// The CUDA kernel's vectorized body (fused_block4: four elements through registers, one load and one
+// store per array) against the element loop it replaces, bit for bit, for every rule, both dtypes and
+// both first-step cases (Santa: exploring with the preconditioner term, and refining), run here on the
+// CPU with the same header code; only its 16-byte loads and stores are CUDA-only.
+namespace {
+
+#define SGMCMC_EACH_RULE(X)                                                                       \
+  X(kNoise) X(kSgld) X(kPsgld) X(kSghmcEuler) X(kSghmcSsi) X(kMsgnhtEuler) X(kMsgnhtSsi) X(kSantaEuler) \
+  X(kSantaSsi)
+
+template <typename T>
+void dispatch_element(FusedRule r, T* th, T* s0, T* s1, T* s2, T* s3, const T* g, int64_t i, float z,
+                      const kernels::FusedCoefs<T>& k) {
+  switch (r) {
+#define X(R) case FusedRule::R: kernels::fused_element<FusedRule::R, T>(th, s0, s1, s2, s3, g, i, z, k); break;
+    SGMCMC_EACH_RULE(X)
+#undef X
+  }
+}
+
+template <typename T>
+void dispatch_block4(FusedRule r, T* th, T* s0, T* s1, T* s2, T* s3, const T* g, int64_t i, const float (&z)[4],
+                     const kernels::FusedCoefs<T>& k) {
+  switch (r) {
+#define X(R) case FusedRule::R: kernels::fused_block4<FusedRule::R, T>(th, s0, s1, s2, s3, g, i, z, k); break;
+    SGMCMC_EACH_RULE(X)
+#undef X
+  }
+}
+
+template <typename T>
+void block4_case(const Case& c, const FusedScalars& s, torch::Dtype dt) {
+  const int64_t n = 4 * 257;
+  auto th = torch::randn({n}, dt), g = torch::randn({n}, dt), z = torch::randn({n}, torch::kFloat32);
+  auto st = make_state(c.rule, c.state, n, dt);
+  auto th_b = th.clone();
+  std::vector<torch::Tensor> st_b;
+  for (auto& t : st) st_b.push_back(t.clone());
+  const auto k = kernels::make_coefs<T>(c.rule, s);
+  auto ptr = [](std::vector<torch::Tensor>& v, size_t j) { return j < v.size() ? v[j].data_ptr<T>() : nullptr; };
+  const float* zp = z.data_ptr<float>();
+  for (int64_t i = 0; i < n; i += 4) {
+    const float zs[4] = {zp[i], zp[i + 1], zp[i + 2], zp[i + 3]};
+    for (int j = 0; j < 4; ++j)
+      dispatch_element(c.rule, th.data_ptr<T>(), ptr(st, 0), ptr(st, 1), ptr(st, 2), ptr(st, 3), g.data_ptr<T>(),
+                       i + j, zs[j], k);
+    dispatch_block4(c.rule, th_b.data_ptr<T>(), ptr(st_b, 0), ptr(st_b, 1), ptr(st_b, 2), ptr(st_b, 3),
+                    g.data_ptr<T>(), i, zs, k);
+  }
+  EXPECT_TRUE(torch::equal(th, th_b)) << c.name;
+  for (size_t j = 0; j < st.size(); ++j) EXPECT_TRUE(torch::equal(st[j], st_b[j])) << c.name << " state " << j;
+}
+
+}  // namespace
+
+TEST(Fused, Block4EqualsElementLoop) {
+  torch::manual_seed(11);
+  for (const bool first : {false, true}) {
+    for (const auto& c : cases()) {
+      FusedScalars s;
+      s.lr = 1e-3;
+      s.alpha = c.rule == FusedRule::kPsgld ? 0.99 : 0.1;
+      s.diffusion = 0.3;
+      s.eps = 1e-3;
+      s.sigma = 0.99;
+      s.data_size = 50;
+      s.beta = 2.0;
+      s.first = first;
+      s.precond_term = first;  // Santa: the exploration drive with and without its preconditioner term
+      s.exploring = first || c.rule == FusedRule::kSantaSsi;
+      s.alpha_fixed_point = first;
+      block4_case<float>(c, s, torch::kFloat32);
+      block4_case<double>(c, s, torch::kFloat64);
+    }
+  }
+}

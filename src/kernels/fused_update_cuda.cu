@@ -1,12 +1,16 @@
 // CUDA launcher of the fused updates (built with -DSGMCMC_CUDA=ON against LibTorch 2.x).
 // One thread per Philox block of 4 elements, grid-stride; the per-element body is the CPU loop's
-// (fused_elementwise.h). The key and offset come from the CUDA generator's Philox state through
+// (fused_elementwise.h). With every pointer 16-byte aligned (kVec), a whole block goes through
+// registers with one 16-byte load and store per array (fused_block4); the tail block, and misaligned
+// views, take the element loop. The key and offset come from the CUDA generator's Philox state through
 // PhiloxCudaState, which a CUDA graph capture records as a pointer to the live offset, so a replayed
 // graph draws fresh noise each time.
 //
-// STATUS: compiled (nvcc 13.0, sm_90, against LibTorch 1.13's ATen/cuda headers) by the ctest
-// cuda_compile_fused_update_cuda wherever nvcc is installed, but never linked or run on a GPU: no
-// GPU machine was lent to the sessions that wrote it; see docs/performance.md.
+// STATUS: run on an H100 (2026-11-24, PyTorch 2.11 / CUDA 13): Fused.CudaEqualsReferenceWithSameNoise
+// passed with the element loop alone, which moved 61 % (SGLD) to 52 % (Santa) of the copy bandwidth
+// over 100M parameters: each warp instruction touched every fourth word of 512 bytes. The kVec path
+// (fused_block4) came after that session: compiled (ctest cuda_compile_fused_update_cuda) and its body
+// tested on the CPU (Fused.Block4EqualsElementLoop), not yet run on a GPU; docs/performance.md.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraphsUtils.cuh>  // at::cuda::philox::unpack, in 1.13 and 2.x
@@ -14,6 +18,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <tuple>
 #include <vector>
@@ -27,7 +32,7 @@ namespace {
 // `kp`, when not null, points to the step's coefficients in device memory (fused_update_from: a
 // captured launch keeps its arguments, so the scalars of a replayed step must be read when it runs);
 // otherwise `kv` holds them.
-template <FusedRule R, typename T>
+template <FusedRule R, typename T, bool kVec>
 __global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, FusedCoefs<T> kv,
                              const FusedCoefs<T>* kp, at::PhiloxCudaState philox) {
   const FusedCoefs<T> k = kp ? *kp : kv;
@@ -39,9 +44,13 @@ __global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     const Normal4 z = philox_normal4(key, offset, static_cast<uint64_t>(b));
     const int64_t i = 4 * b;
     const float zs[4] = {z.a, z.b, z.c, z.d};
+    if (kVec && i + 3 < n) {
+      fused_block4<R, T>(th, s0, s1, s2, s3, gr, i, zs, k);
+    } else {
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (i + j < n) fused_element<R, T>(th, s0, s1, s2, s3, gr, i + j, zs[j], k);
+      for (int j = 0; j < 4; ++j)
+        if (i + j < n) fused_element<R, T>(th, s0, s1, s2, s3, gr, i + j, zs[j], k);
+    }
   }
 }
 
@@ -57,9 +66,14 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
   T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
   for (size_t j = 0; j < state.size(); ++j) sp[j] = state[j].data_ptr<T>();
   const T* gr = grad.defined() ? grad.data_ptr<T>() : nullptr;
-#define SGMCMC_FUSED_LAUNCH(R)                                                                           \
-  case R:                                                                                                \
-    fused_kernel<R, T><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, philox); \
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec = aligned(th) && aligned(sp[0]) && aligned(sp[1]) && aligned(sp[2]) && aligned(sp[3]) && aligned(gr);
+#define SGMCMC_FUSED_LAUNCH(R)                                                                                   \
+  case R:                                                                                                        \
+    if (vec)                                                                                                     \
+      fused_kernel<R, T, true><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, philox); \
+    else                                                                                                         \
+      fused_kernel<R, T, false><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, philox); \
     break;
   switch (rule) {
     SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)
