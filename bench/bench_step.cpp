@@ -21,9 +21,14 @@
 // of ATen ops per step (top-level and nested calls counted once each); `--by-parent` keys each op by
 // its caller (e.g. "AddmmBackward0 > aten::mm"), to see where an op comes from.
 //
+// On a GPU (`--set device=cuda`) every timed stretch ends with a device synchronisation, and
+// `--graph` runs the step as `train.graph: true` does (one CUDA graph replay per step) and the floor
+// captured in a graph of its own, so that the ratio compares the kernels' time without the launches
+// of either (on the CPU, --graph runs both eagerly, as StepGraph does there).
+//
 //   bench_step CONFIG [--set key=value ...] [--threads 2] [--rounds 5] [--steps 200] [--warmup 20]
 //              [--profile [--by-parent]] [--intra-threads N] [--json FILE] [--label NAME]
-//              [--matmul aten|onednn]
+//              [--matmul aten|onednn] [--graph]
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -44,6 +49,7 @@
 #include "runtime/cpu.h"
 #include "train/minibatches.h"
 #include "train/run_setup.h"
+#include "train/step_graph.h"
 #include "train/step_runner.h"
 
 using namespace sgmcmc;
@@ -52,6 +58,15 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Waits for the device's queued work (a no-op on the CPU), so that a host clock times it.
+void sync(const torch::Device& d) {
+#ifdef SGMCMC_WITH_CUDA
+  if (d.is_cuda()) torch::cuda::synchronize(d.index() < 0 ? -1 : d.index());
+#else
+  (void)d;
+#endif
+}
 
 struct Floor {
   std::function<void()> run;  // one step's worth of floor work
@@ -202,6 +217,7 @@ int main(int argc, char** argv) {
       ("json", "append one JSON line to FILE", cxxopts::value<std::string>()->default_value(""))
       ("label", "name of the row", cxxopts::value<std::string>()->default_value(""))
       ("matmul", "the models' matrix products: onednn | aten (default: the build's)", cxxopts::value<std::string>()->default_value(""))
+      ("graph", "step and floor each replayed as one CUDA graph (train.graph)")
       ("h,help", "help");
   cli.parse_positional({"config"});
   auto r = cli.parse(argc, argv);
@@ -218,12 +234,15 @@ int main(int argc, char** argv) {
   if (r["intra-threads"].as<int>() > 0) torch::set_num_threads(r["intra-threads"].as<int>());
   tune_allocator();
 
-  RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), r["set"].as<std::vector<std::string>>()));
+  auto sets = r["set"].as<std::vector<std::string>>();
+  if (r.count("graph")) sets.push_back("train.graph=true");  // the sampler in its prepare-and-replay mode
+  RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), sets));
   Model& model = *s.dm.model;
   LossMeter loss(s.dm.device);
   MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
+  const bool graph = s.config.train.graph;
   StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
-                    false, s.dm.device, s.gen_dev);
+                    graph, s.dm.device, s.gen_dev);
   runner.use_model_backward(s.config.train.backward == "auto");
   int64_t step_no = 0;
   auto one_step = [&] {
@@ -231,26 +250,34 @@ int main(int argc, char** argv) {
     runner.step(batches.next());
   };
   Floor floor = make_floor(s.config, model, s.dm.data.train, s.plan.batch_size * model.chains());
+  if (graph) {  // the floor's work captured too (after StepGraph's warm-up steps), replayed per step
+    auto g = std::make_shared<StepGraph>(s.dm.device, s.gen_dev);
+    floor.run = [g, body = floor.run] { g->run(body); };
+  }
+  const torch::Device dev = s.dm.device;
 
   for (int i = 0; i < r["warmup"].as<int>(); ++i) {
     one_step();
     floor.run();
   }
+  sync(dev);
   std::vector<double> step_rate, floor_rate;
   for (int round = 0; round < rounds; ++round) {
     auto t0 = Clock::now();
     for (int i = 0; i < steps; ++i) one_step();
     (void)loss.take_mean();  // the host read the trainer does at an evaluation
+    sync(dev);
     step_rate.push_back(steps / seconds_since(t0));
     t0 = Clock::now();
     for (int i = 0; i < steps; ++i) floor.run();
+    sync(dev);
     floor_rate.push_back(steps / seconds_since(t0));
   }
   const Stats st = stats(step_rate), fl = stats(floor_rate);
   const std::string label = r["label"].as<std::string>().empty() ? s.config.name : r["label"].as<std::string>();
   std::cout << std::fixed << std::setprecision(1) << label << " (" << threads << " threads, batch "
             << s.plan.batch_size << ", " << rounds << " rounds of " << steps << " steps, matmul "
-            << kernels::matmul_backend_name() << ")\n"
+            << kernels::matmul_backend_name() << (graph ? ", graph" : "") << ", " << dev << ")\n"
             << "  step   steps/s min " << st.min << "  median " << st.median << "  max " << st.max << "\n"
             << "  floor  steps/s min " << fl.min << "  median " << fl.median << "  max " << fl.max << "  ["
             << floor.what << "]\n"
@@ -264,7 +291,8 @@ int main(int argc, char** argv) {
                               {"steps", steps}, {"step_steps_per_s", step_rate}, {"floor_steps_per_s", floor_rate},
                               {"step_median", st.median}, {"floor_median", fl.median},
                               {"fraction_of_floor", st.median / fl.median}, {"floor", floor.what},
-                              {"matmul", kernels::matmul_backend_name()}};
+                              {"matmul", kernels::matmul_backend_name()}, {"graph", graph},
+                              {"device", dev.str()}};
   if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
 
   if (r.count("profile")) {

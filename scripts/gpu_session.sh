@@ -4,31 +4,39 @@
 #              mkdir -p .devdata && cp -r /usr/share/datasets/fashion-mnist .devdata/   (the GPU machine
 #              has no Fashion-MNIST; .devdata is ignored: add /.devdata/ to .git/info/exclude)
 # Then, as the device command (carry .devdeps and .devdata):  bash scripts/gpu_session.sh [STAGE ...]
-# Stages, in the order given (default: build tests job pack bench):
+# Stages, in the order given (default: build pack tests ctest job):
 #   build  configure and build build-cuda/ against the machine's PyTorch LibTorch (2.x, CUDA),
 #          -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON
-#   unpack instead of build: unpack .gpubin/bin.tgz (a `pack` brought back from an earlier call and
+#   unpack instead of build: unpack .gpubin/bin.tgz.part-* (a `pack` brought back from an earlier call and
 #          carried as .gpubin) into build-cuda/, so a later call on a fresh machine skips the build
 #   tests  the CUDA tests (fused kernels vs the ATen reference, graph replay vs eager, CPU vs CUDA),
 #          c10d's one-rank NCCL group
 #   ctest  every test of the CUDA build (the CPU ones too, against LibTorch 2.x)
 #   job    the main job's config on device cuda, 5 epochs: the same kind of result as on the CPU
-#   pack   the binaries into $OUT/bin.tgz
+#   pack   the binaries, stripped, into $OUT/bin.tgz.part-* (15 MB parts); carry them back as .gpubin/
+#          for `unpack` (only the binaries a call needs: the tree, .devdata and .gpubin share 64 MB)
 #   bench  bench/run_all.sh --device cuda (writes docs/performance.md's CUDA table; copied to $OUT)
 #   h1     App. H.1 in full: 800 epochs (80,000 SGHMC steps, 800 Gibbs steps, 800 evaluations),
 #          eager and train.graph, timed wall clock
 #   bpmf   BPMF at ml-1M's shape (a synthetic file of 1,000,209 ratings), SGHMC, steps/s
-# Logs go to $OUT (the device tool brings $OUT back).
+#   floors bench_step on the GPU for H.1, FNN-800, the CNN and BPMF: step against floor, eager and graph
+#   profile  Nsight Compute: the kernels of eager H.1 steps and whole graph replays (scripts/ncu_summary.py)
+#   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
+#   dist   every test of test_distributed, with its output
+# Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
+# A session's 30 device minutes, as the first one (2026-11-24) learned: the build takes 3-4 min and a
+# machine goes back 30 s after a call, so build once and pack; later calls unpack. For example
+#   call 1: build pack tests ctest job         call 2 (carry .gpubin): unpack bench h1 bpmf floors profile
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/sgmcmc-gpu-out}
 mkdir -p "$OUT"
-L=/tmp/gpu-logs; mkdir -p $L   # every log; tarred into $OUT/logs.tgz at the end (the tool brings back 8 files)
+L=/tmp/gpu-logs; mkdir -p $L   # every log (the tool brings back at most 8 files: they travel as one tar)
 export LD_LIBRARY_PATH="/tmp/devdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export FMNIST=${FMNIST:-$PWD/.devdata/fashion-mnist}
 B=build-cuda
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(build tests job pack bench)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(build pack tests ctest job)
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
@@ -113,13 +121,33 @@ stage_profile() {
   echo "ncu graph rc=$?"
   python3 scripts/ncu_summary.py "$L/ncu_eager.csv" "$L/ncu_graph.csv" 2>&1 | tee "$L/ncu_summary.txt"
 }
-stage_bpmf() {
+make_ml1m() {  # a synthetic ratings file of ml-1M's shape (as bench/floors.sh makes it)
+  [ -f /tmp/ml1m.dat ] && return
   python3 - /tmp/ml1m.dat <<'EOF'
 import sys, numpy as np
 r = np.random.RandomState(0); n = 1000209
 u, i, s = r.randint(1, 6041, n), r.randint(1, 3707, n), r.randint(1, 6, n)
 np.savetxt(sys.argv[1], np.stack([u, i, s, np.zeros(n, int)], 1), fmt="%d", delimiter="::")
 EOF
+}
+# bench_step on the GPU: each row's step against its floor (its products / convolutions / gathers
+# alone), eager and with step and floor each replayed as one CUDA graph; JSON lines in floors.jsonl.
+stage_floors() {
+  make_ml1m
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
+  declare -A cfg=([mlp_h1]="configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST"
+                  [fnn800]="configs/mnist_fnn800_sgld.yaml $sg" [cnn]="configs/mnist_cnn_sgld.yaml $sg"
+                  [bpmf_ml1m]="configs/movielens_bpmf_sghmc.yaml --set data.path=/tmp/ml1m.dat --set data.fold=0")
+  for row in mlp_h1 fnn800 cnn bpmf_ml1m; do
+    for g in "" --graph; do
+      # shellcheck disable=SC2086
+      timeout 120 $B/bench_step ${cfg[$row]} --set device=cuda --threads 16 --rounds 5 --steps ${FLOOR_STEPS:-500} \
+        $g --label "$row${g:+_graph}" --json "$L/floors.jsonl" 2>&1 | grep -E "^[a-z]|step at"
+    done
+  done
+}
+stage_bpmf() {
+  make_ml1m
   for g in false true; do
     $B/sgmcmc train configs/movielens_bpmf_sghmc.yaml --set data.path=/tmp/ml1m.dat --set data.fold=0 \
       --set device=cuda --set train.steps=20000 --set train.burn_in_steps=0 --set train.eval_every_steps=20000 \
