@@ -7,6 +7,11 @@
 
 #include "kernels/philox.h"
 #include "models/row_tasks.h"
+#if defined(SGMCMC_WITH_CUDA)
+#include <cstdlib>
+
+#include "kernels/softmax_xent_cuda.h"
+#endif
 
 namespace sgmcmc {
 
@@ -98,6 +103,19 @@ torch::Tensor softmax_xent_backward(const torch::Tensor& logits, const torch::Te
                    targets.size(0) == logits.size(0) &&
                    (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.numel() == logits.size(1) &&
                                              bias_grad.scalar_type() == logits.scalar_type()));
+#if defined(SGMCMC_WITH_CUDA)
+  // The one-kernel CUDA path (kernels/softmax_xent_cuda.h), until it has run on a GPU only on request.
+  static const bool cuda_kernel = [] {
+    const char* v = std::getenv("SGMCMC_CUDA_LOSS");
+    return v != nullptr && std::string(v) == "fused";
+  }();
+  if (cuda_kernel && logits.is_cuda() && logits.dim() == 2 && logits.is_contiguous() &&
+      (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kFloat64) && grad.is_contiguous() &&
+      grad.sizes() == logits.sizes() && grad.scalar_type() == logits.scalar_type() &&
+      targets.scalar_type() == torch::kInt64 && targets.is_contiguous() && targets.dim() == 1 &&
+      targets.size(0) == logits.size(0))
+    return kernels::softmax_xent_backward_cuda(logits, targets, scale, grad, bias_grad);
+#endif
   if (!cpu) return aten_path(logits, targets, scale, grad, bias_grad);
   if (logits.size(0) == 0) return torch::zeros({}, logits.options());
   return logits.scalar_type() == torch::kFloat64 ? cpu_path<double>(logits, targets, scale, grad, bias_grad)

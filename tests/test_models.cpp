@@ -12,6 +12,10 @@
 #include "models/mlp.h"
 #include "models/relu_pool.h"
 #include "models/softmax_xent.h"
+#include "kernels/softmax_xent_row.h"
+#if defined(SGMCMC_WITH_CUDA)
+#include "kernels/softmax_xent_cuda.h"
+#endif
 
 using namespace sgmcmc;
 
@@ -177,6 +181,74 @@ TEST(Models, SoftmaxXentEqualsLogSoftmaxNll) {
     EXPECT_LT((g2.to(torch::kFloat64) - g_ref).abs().max().item<double>(), tol * scale);
     EXPECT_LT((b2.to(torch::kFloat64) - (b0 + g_ref.sum(0))).abs().max().item<double>(), tol * scale * n / 100);
   }
+}
+
+// The CUDA kernel's row body (kernels/softmax_xent_row.h), run here on the host, against autograd on
+// log_softmax + nll_loss in float64, for k = 2, 10 and 100 with every label position, logits ~10·N(0, 1)
+// and a logit of 100 first and last in a row (e^100 overflows float32: the max shift must see every entry). Tolerances: float64 1e-12,
+// float32 2e-6, relative to the scale for the gradient and to 1 + the row's largest |f| for the nll.
+TEST(Models, SoftmaxXentRowEqualsAutograd) {
+  torch::manual_seed(5);
+  for (const int64_t k : {2, 10, 100}) {
+    const int64_t n = 3 * k;
+    const double scale = 7.5;
+    auto f64 = torch::randn({n, k}, torch::kFloat64) * 10;
+    f64[0][0] = 100;  // e^100 overflows float32: only the max shift keeps these rows finite
+    f64[1][k - 1] = 100;
+    auto y = torch::arange(n, torch::kInt64).remainder(k);
+    auto fr = f64.clone().requires_grad_(true);
+    auto nll_rows = -torch::log_softmax(fr, 1).gather(1, y.unsqueeze(1)).squeeze(1);
+    (nll_rows.sum() * scale).backward();
+    auto g_ref = fr.grad();
+    for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+      const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-6;
+      auto f = f64.to(dt).contiguous();
+      auto g = torch::full({n, k}, std::nan(""), dt);  // poisoned: every entry must be written
+      for (int64_t i = 0; i < n; ++i) {
+        double nll = 0;
+        if (dt == torch::kFloat64)
+          nll = kernels::softmax_xent_row<double>(f.data_ptr<double>() + i * k, y[i].item<int64_t>(), k, scale,
+                                                   g.data_ptr<double>() + i * k);
+        else
+          nll = kernels::softmax_xent_row<float>(f.data_ptr<float>() + i * k, y[i].item<int64_t>(), k,
+                                                  static_cast<float>(scale), g.data_ptr<float>() + i * k);
+        // m + log Σ − f_y cancels: the error is that of the row's largest |f|
+        const double amax = f64[i].abs().max().item<double>();
+        EXPECT_NEAR(nll, nll_rows[i].item<double>(), tol * (1 + amax)) << k << " " << i;
+      }
+      EXPECT_LT((g.to(torch::kFloat64) - g_ref).abs().max().item<double>(), tol * scale) << k;
+    }
+  }
+}
+
+// The CUDA kernel itself (on a GPU only): against the ATen ops on the same CUDA tensors.
+TEST(Models, SoftmaxXentCudaKernelEqualsAten) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  torch::manual_seed(6);
+  const torch::Device dev(torch::kCUDA);
+  const int64_t n = 5000, k = 10;
+  const double scale = 12.5;
+  auto f = (torch::randn({n, k}, torch::kFloat64) * 4).to(dev);
+  auto y = torch::randint(0, k, {n}, torch::kInt64).to(dev);
+  auto fr = f.clone().requires_grad_(true);
+  auto nll_ref = torch::nll_loss(torch::log_softmax(fr, 1), y, {}, at::Reduction::Sum);
+  (nll_ref * scale).backward();
+  auto g_ref = fr.grad();
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-6;
+    auto b0 = torch::randn({k}, torch::TensorOptions().dtype(dt).device(dev));
+    auto b = b0.clone();
+    auto g = torch::full({n, k}, std::nan(""), torch::TensorOptions().dtype(dt).device(dev));
+    auto nll = kernels::softmax_xent_backward_cuda(f.to(dt), y, scale, g, b);
+    EXPECT_NEAR(nll.item<double>(), nll_ref.item<double>(), tol * nll_ref.item<double>() * 10);
+    EXPECT_LT((g.to(torch::kFloat64) - g_ref).abs().max().item<double>(), tol * scale);
+    EXPECT_LT((b.to(torch::kFloat64) - (b0.to(torch::kFloat64) + g_ref.sum(0))).abs().max().item<double>(),
+              tol * scale * n / 100);
+  }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
 }
 
 // models/linear.h against torch::nn::functional::linear and the activation: output and the gradients of
