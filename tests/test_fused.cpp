@@ -212,6 +212,19 @@ void reference(FusedRule rule, torch::Tensor& th, std::vector<torch::Tensor>& st
 }
 
 // State tensors in a valid range for each rule (positive preconditioners, small thermostats).
+// The step's scalars the per-rule comparisons use (pSGLD's decay near 1, the others' friction 0.1).
+FusedScalars test_scalars(FusedRule rule) {
+  FusedScalars s;
+  s.lr = 1e-3;
+  s.alpha = rule == FusedRule::kPsgld ? 0.99 : 0.1;
+  s.diffusion = 0.3;
+  s.eps = 1e-3;
+  s.sigma = 0.99;
+  s.data_size = 50;
+  s.beta = 2.0;
+  return s;
+}
+
 std::vector<torch::Tensor> make_state(FusedRule rule, int count, int64_t n, torch::Dtype dt) {
   std::vector<torch::Tensor> st;
   for (int j = 0; j < count; ++j) st.push_back(torch::randn({n}, dt) * 0.1);
@@ -294,14 +307,7 @@ TEST(Fused, CudaEqualsReferenceWithSameNoise) {
   const torch::Device dev(torch::kCUDA);
   const int64_t n = 1 << 20 | 3;
   for (const auto& c : cases()) {
-    FusedScalars s;
-    s.lr = 1e-3;
-    s.alpha = c.rule == FusedRule::kPsgld ? 0.99 : 0.1;
-    s.diffusion = 0.3;
-    s.eps = 1e-3;
-    s.sigma = 0.99;
-    s.data_size = 50;
-    s.beta = 2.0;
+    FusedScalars s = test_scalars(c.rule);
     auto gen = compat::make_generator(dev, 17);
     const auto gen_state = compat::generator_state(gen);
     auto th = torch::randn({n}, torch::kFloat32).to(dev);
@@ -547,14 +553,7 @@ TEST(Fused, Block4EqualsElementLoop) {
   torch::manual_seed(11);
   for (const bool first : {false, true}) {
     for (const auto& c : cases()) {
-      FusedScalars s;
-      s.lr = 1e-3;
-      s.alpha = c.rule == FusedRule::kPsgld ? 0.99 : 0.1;
-      s.diffusion = 0.3;
-      s.eps = 1e-3;
-      s.sigma = 0.99;
-      s.data_size = 50;
-      s.beta = 2.0;
+      FusedScalars s = test_scalars(c.rule);
       s.first = first;
       s.precond_term = first;  // Santa: the exploration drive with and without its preconditioner term
       s.exploring = first || c.rule == FusedRule::kSantaSsi;

@@ -34,6 +34,21 @@ SGMCMC_HD double exp_hd(double x) {
   return std::exp(x);
 #endif
 }
+SGMCMC_HD float log_hd(float x) {
+#if defined(__CUDA_ARCH__)
+  return logf(x);
+#else
+  return std::log(x);
+#endif
+}
+SGMCMC_HD double log_hd(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::log(x);
+#else
+  return std::log(x);
+#endif
+}
+
 SGMCMC_HD float sqrt_hd(float x) { return sqrtf_hd(x); }
 SGMCMC_HD double sqrt_hd(double x) {
 #if defined(__CUDA_ARCH__)

@@ -9,24 +9,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/fused_elementwise.h"  // exp_hd, SGMCMC_HD
+#include "kernels/fused_elementwise.h"  // exp_hd, log_hd, SGMCMC_HD
 
 namespace sgmcmc::kernels {
-
-SGMCMC_HD float log_hd(float x) {
-#if defined(__CUDA_ARCH__)
-  return logf(x);
-#else
-  return std::log(x);
-#endif
-}
-SGMCMC_HD double log_hd(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::log(x);
-#else
-  return std::log(x);
-#endif
-}
 
 template <typename T>
 SGMCMC_HD T softmax_xent_row(const T* f, int64_t y, int64_t k, T scale, T* g) {
