@@ -35,7 +35,7 @@ if [ "$DEVICE" = cuda ]; then
   # On a GPU, 10 epochs (1,000 steps) are a third of a second: the table would time the start-up (CUDA
   # context, cuBLAS handles, the data's upload), as the first H100 run did (2026-11-24). 100 epochs.
   PARAMS=100000000
-  [ "$QUICK" = 1 ] || { EPOCHS=100; BSTEPS=20000; }
+  [ "$QUICK" = 1 ] || { EPOCHS=100; BSTEPS=10000; }
 fi
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 RES=$TMP/results.jsonl
