@@ -8,7 +8,8 @@
 // takes the ratings that fall into it), so tasks never write the same row and need no atomics. Where
 // autograd gathers U and V rows into [n, d] tensors, multiplies, sums and scatters back through
 // sparse gradients (about thirty ATen ops), this reads each touched row once or twice in place.
-// CPU float32 only; elsewhere the trainer runs autograd.
+// CPU float32; CUDA float32 through kernels/bpmf_cuda.h when SGMCMC_CUDA_BPMF=fused (until that kernel
+// has run on a GPU); elsewhere the trainer runs autograd.
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -17,6 +18,11 @@
 #include <vector>
 
 #include "models/bpmf.h"
+#if defined(SGMCMC_WITH_CUDA)
+#include <cstdlib>
+
+#include "kernels/bpmf_cuda.h"
+#endif
 
 namespace sgmcmc {
 
@@ -65,9 +71,29 @@ bool usable(const torch::Tensor& p) {
          p.grad().is_contiguous() && p.grad().layout() == torch::kStrided;
 }
 
+#if defined(SGMCMC_WITH_CUDA)
+bool usable_cuda(const torch::Tensor& p) {
+  return p.is_cuda() && p.scalar_type() == torch::kFloat32 && p.is_contiguous() && p.grad().defined() &&
+         p.grad().is_contiguous() && p.grad().layout() == torch::kStrided;
+}
+bool cuda_kernel_requested() {  // read at every call (a getenv per step), so that a test can set it
+  const char* v = std::getenv("SGMCMC_CUDA_BPMF");
+  return v != nullptr && std::string(v) == "fused";
+}
+#endif
+
 }  // namespace
 
 torch::Tensor Bpmf::nll_backward(const Batch& batch, double scale) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (usable_cuda(U_) && usable_cuda(V_) && usable_cuda(a_) && usable_cuda(b_) && cuda_kernel_requested()) {
+    check_inputs(batch.inputs);  // shape and dtype; the indices' range is asserted in the kernel
+    torch::NoGradGuard no_grad;
+    return kernels::bpmf_backward_cuda(batch.inputs.contiguous(), batch.targets.to(torch::kFloat32).contiguous(),
+                                       U_, V_, a_, b_, U_.mutable_grad(), V_.mutable_grad(), a_.mutable_grad(),
+                                       b_.mutable_grad(), mu_, tau_, scale);
+  }
+#endif
   if (!usable(U_) || !usable(V_) || !usable(a_) || !usable(b_)) return {};
   check_inputs(batch.inputs);
   const auto uv = batch.inputs.contiguous();

@@ -1,0 +1,28 @@
+// BPMF's likelihood gradient on CUDA tensors in one kernel (Bpmf::nll_backward's equations, models/bpmf.h):
+// a warp per rating computes U_u·V_v (a lane per latent dimension, a shuffle reduction), the residual
+// r = y − (U_u·V_v + a_u + b_v + μ) and e = −scale·τ·r, then adds e·V_v into ∇U_u, e·U_u into ∇V_v and e
+// into ∇a_u, ∇b_v with atomics (as ATen's index_add_ does on CUDA: the order of the additions, and so the
+// last bits, vary between runs), and the block's Σ r² into one float64; a one-thread kernel turns that
+// into the nll. τ and μ are read from their device buffers, so a CUDA graph capture stays valid when a
+// Gibbs step resamples τ in place. Autograd's version of the same step launches about thirty kernels
+// (gathers, products, sums, sparse gradients) and ran at 6,364 steps/s at ml-1M's shape on an H100
+// with train.graph (2026-11-24), against issue 14's target of 10,000.
+//
+// STATUS: written after that GPU session; compiled (ctest cuda_compile_bpmf_cuda), not yet run on a GPU.
+// Off unless SGMCMC_CUDA_BPMF=fused is set (models/bpmf_backward.cpp); Bpmf.CudaOwnBackwardEqualsAutograd
+// checks it where a GPU is.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace sgmcmc::kernels {
+
+// uv [n, 2] int64 (user, item), y [n] float32, U [users, d], V [items, d], a [users], b [items], their
+// .grad tensors (contiguous float32, all on one CUDA device), μ and τ 0-dim float32 device tensors.
+// Accumulates into the gradients; returns the nll (0-dim float32). Defined in CUDA builds only.
+torch::Tensor bpmf_backward_cuda(const torch::Tensor& uv, const torch::Tensor& y, const torch::Tensor& U,
+                                 const torch::Tensor& V, const torch::Tensor& a, const torch::Tensor& b,
+                                 torch::Tensor& gU, torch::Tensor& gV, torch::Tensor& ga, torch::Tensor& gb,
+                                 const torch::Tensor& mu, const torch::Tensor& tau, double scale);
+
+}  // namespace sgmcmc::kernels
