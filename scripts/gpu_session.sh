@@ -7,6 +7,8 @@
 # Stages, in the order given (default: build pack tests ctest job):
 #   build  configure and build build-cuda/ against the machine's PyTorch LibTorch (2.x, CUDA),
 #          -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON
+#   quick  instead of build, with little device time: builds test_fused and bench_update, runs the CUDA
+#          kernel checks and the update's bandwidth, then test_models and test_bpmf's CUDA kernel tests
 #   unpack instead of build: unpack .gpubin/bin.tgz.part-* (a `pack` brought back from an earlier call and
 #          carried as .gpubin) into build-cuda/, so a later call on a fresh machine skips the build
 #   tests  the CUDA tests (fused kernels vs the ATen reference, graph replay vs eager, CPU vs CUDA),
@@ -48,6 +50,25 @@ stage_build() {
     echo "build failed:"; grep -E "error|Error" "$L/build.log" | head -40; tail -20 "$L/build.log"; exit 1
   fi
   grep -E "^torch |Distributed runs|NCCL" "$L/build.log" | head -5
+}
+# Only some targets, for a call with little device time left: configure as device-build.sh does, build
+# and run the CUDA checks of the kernels in groups, the first group's results coming back first.
+stage_quick() {
+  local prefix=/tmp/devdeps tp
+  mkdir -p $prefix && for f in .devdeps/*.deb; do dpkg-deb -x "$f" $prefix; done
+  tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
+    -DSGMCMC_BENCH=ON "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
+    > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
+  stamp configured
+  cmake --build $B -j"$(nproc)" --target test_fused bench_update >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_fused bench_update"
+  $B/test_fused --gtest_filter='Fused.Cuda*:Fused.Block4*' 2>&1 | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |Failure" | head -20
+  $B/bench_update --device cuda --params 100000000 --threads 16 --samplers sgld,sghmc,santa,sgd 2>&1 | tail -6
+  cmake --build $B -j"$(nproc)" --target test_models test_bpmf >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_models test_bpmf"
+  $B/test_models --gtest_filter='Models.SoftmaxXent*' 2>&1 | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |Failure" | head
+  $B/test_bpmf --gtest_filter='Bpmf.Cuda*:Bpmf.OwnBackward*' 2>&1 | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |Failure" | head
 }
 stage_unpack() {
   mkdir -p /tmp/devdeps && for f in .devdeps/*.deb; do dpkg-deb -x "$f" /tmp/devdeps; done
@@ -158,7 +179,7 @@ stage_bpmf() {
 }
 for s in "${STAGES[@]}"; do
   stamp "stage $s"
-  "stage_$s"
+  "stage_$s" 2>&1 | tee -a "$OUT/progress.txt"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs   # after every stage: a command cut off at its limit keeps them
 done
 stamp done
