@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
   tune_allocator();
 
   auto sets = r["set"].as<std::vector<std::string>>();
-  if (r.count("graph")) sets.push_back("train.graph=true");  // the sampler in its prepare-and-replay mode
+  // the sampler in its prepare-and-replay mode, or not (train.graph's default, auto, captures on CUDA)
+  sets.push_back(r.count("graph") ? "train.graph=true" : "train.graph=false");
   RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), sets));
   Model& model = *s.dm.model;
   LossMeter loss(s.dm.device);

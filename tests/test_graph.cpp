@@ -16,6 +16,7 @@
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
 #include "tiny_idx.h"
+#include "train/run_setup.h"
 #include "train/step_graph.h"
 #include "train/trainer.h"
 
@@ -145,7 +146,9 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
            {"{name: msgnht, lr: 1.0e-3, integrator: ssi}", {"chains=2"}}}) {
     a.out_dir = dir + "/eager";
     a.overwrite = true;
-    auto eager = run_training(graph_config(dir + "/data", sampler, extra), a);
+    auto extra_e = extra;
+    extra_e.push_back("train.graph=false");
+    auto eager = run_training(graph_config(dir + "/data", sampler, extra_e), a);
     a.out_dir = dir + "/graph";
     auto extra_g = extra;
     extra_g.push_back("train.graph=true");
@@ -162,7 +165,7 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
   // Interrupted and resumed (the graph is captured again after the resume): the same run again.
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1, integrator: ssi}";
   a.out_dir = dir + "/eager";
-  auto whole = run_training(graph_config(dir + "/data", sampler, {}), a);
+  auto whole = run_training(graph_config(dir + "/data", sampler, {"train.graph=false"}), a);
   a.out_dir = dir + "/resumed";
   a.stop_after_steps = 25;  // of 60 (10 per epoch): mid-epoch, between two Gibbs steps
   auto part = run_training(graph_config(dir + "/data", sampler, {"train.graph=true"}), a);
@@ -200,9 +203,40 @@ TEST(Graph, CudaReplayReproducesEagerRun) {
   a.quiet = true;
   a.out_dir = dir + "/eager";
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
-  auto eager = run_training(graph_config(dir + "/data", sampler, {"device=cuda"}), a);
+  auto eager = run_training(graph_config(dir + "/data", sampler, {"device=cuda", "train.graph=false"}), a);
   a.out_dir = dir + "/graph";
   auto captured = run_training(graph_config(dir + "/data", sampler, {"device=cuda", "train.graph=true"}), a);
   EXPECT_NEAR(eager.values.at("test_nll"), captured.values.at("test_nll"), 1e-3);
   EXPECT_NEAR(eager.values.at("test_error"), captured.values.at("test_error"), 0.01);
+}
+
+// train.graph: auto (the default) captures exactly CUDA runs of a capturable sampler outside
+// distributed.mode: data; true and false are kept as given; other values are one-line errors.
+TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
+  auto dir = test_util::temp_dir("graph_auto");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  auto parse = [&](std::vector<std::string> extra) {
+    return graph_config(dir + "/data", "{name: sghmc, lr: 1.0e-3}", std::move(extra)).train;
+  };
+  const TrainConfig by_default = parse({});
+  EXPECT_TRUE(by_default.graph_auto);
+  EXPECT_FALSE(by_default.graph);
+  const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA);
+  EXPECT_TRUE(resolve_train_graph(by_default, cuda, true, false));
+  EXPECT_FALSE(resolve_train_graph(by_default, cpu, true, false));
+  EXPECT_FALSE(resolve_train_graph(by_default, cuda, false, false));  // e.g. sgnht, or train.fused: false
+  EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, true));   // distributed.mode: data
+  const TrainConfig on = parse({"train.graph=true"}), off = parse({"train.graph=off"});
+  EXPECT_FALSE(on.graph_auto);
+  EXPECT_TRUE(resolve_train_graph(on, cpu, true, false));  // explicit: the CPU twin runs it eagerly
+  EXPECT_FALSE(resolve_train_graph(off, cuda, true, false));
+  try {
+    parse({"train.graph=sometimes"});
+    ADD_FAILURE() << "train.graph: sometimes was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
+  }
+  // On the CPU a run under auto is eager: make_run_setup leaves graph off.
+  auto setup = make_run_setup(graph_config(dir + "/data", "{name: sghmc, lr: 1.0e-3}", {}));
+  EXPECT_FALSE(setup.config.train.graph);
 }

@@ -333,7 +333,8 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   check_nonneg_int(t.context() + ".threads", train.threads);
   train.fused = t.get_bool("fused", true);
   train.tf32 = t.get_bool("tf32", false);
-  train.graph = t.get_bool("graph", false);
+  train.graph_auto = t.get_string("graph", "auto") == "auto";
+  train.graph = train.graph_auto ? false : t.get_bool("graph", false);
   train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});
 }
 

@@ -93,6 +93,8 @@ struct TrainConfig {
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)
   bool tf32 = false;               // allow TF32 matmuls/convolutions on CUDA (Ampere and later)
   bool graph = false;              // capture the whole step once and replay it (CUDA graph; see StepGraph)
+  bool graph_auto = true;          // train.graph: auto (the default): decided by make_run_setup
+                                   // (resolve_train_graph); true / false set `graph` and clear this
   std::string backward = "auto";   // auto: the model's own backward pass where it has one (mlp, cnn, bpmf on the CPU) | autograd
 };
 
