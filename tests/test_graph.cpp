@@ -210,8 +210,8 @@ TEST(Graph, CudaReplayReproducesEagerRun) {
   EXPECT_NEAR(eager.values.at("test_error"), captured.values.at("test_error"), 0.01);
 }
 
-// train.graph: auto (the default) captures exactly CUDA runs of a capturable sampler outside
-// distributed.mode: data; true and false are kept as given; other values are one-line errors.
+// train.graph: auto (the default) captures exactly CUDA runs of a capturable sampler and a built-in
+// model outside distributed.mode: data; true and false are kept as given; other values are one-line errors.
 TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
   auto dir = test_util::temp_dir("graph_auto");
   test_util::write_tiny_idx_dir(dir + "/data");
@@ -222,14 +222,15 @@ TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
   EXPECT_TRUE(by_default.graph_auto);
   EXPECT_FALSE(by_default.graph);
   const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA);
-  EXPECT_TRUE(resolve_train_graph(by_default, cuda, true, false));
-  EXPECT_FALSE(resolve_train_graph(by_default, cpu, true, false));
-  EXPECT_FALSE(resolve_train_graph(by_default, cuda, false, false));  // e.g. sgnht, or train.fused: false
-  EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, true));   // distributed.mode: data
+  EXPECT_TRUE(resolve_train_graph(by_default, cuda, true, true, false));
+  EXPECT_FALSE(resolve_train_graph(by_default, cpu, true, true, false));
+  EXPECT_FALSE(resolve_train_graph(by_default, cuda, false, true, false));  // e.g. sgnht, or train.fused: false
+  EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, false, false));  // model: torchscript
+  EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, true, true));    // distributed.mode: data
   const TrainConfig on = parse({"train.graph=true"}), off = parse({"train.graph=off"});
   EXPECT_FALSE(on.graph_auto);
-  EXPECT_TRUE(resolve_train_graph(on, cpu, true, false));  // explicit: the CPU twin runs it eagerly
-  EXPECT_FALSE(resolve_train_graph(off, cuda, true, false));
+  EXPECT_TRUE(resolve_train_graph(on, cpu, true, true, false));  // explicit: the CPU twin runs it eagerly
+  EXPECT_FALSE(resolve_train_graph(off, cuda, true, true, false));
   try {
     parse({"train.graph=sometimes"});
     ADD_FAILURE() << "train.graph: sometimes was accepted";
