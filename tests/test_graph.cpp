@@ -211,7 +211,7 @@ TEST(Graph, CudaReplayReproducesEagerRun) {
 }
 
 // train.graph: auto (the default) captures exactly CUDA runs of a capturable sampler and a built-in
-// model outside distributed.mode: data; true and false are kept as given; other values are one-line errors.
+// single-chain model outside distributed.mode: data; true and false are kept as given; other values are one-line errors.
 TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
   auto dir = test_util::temp_dir("graph_auto");
   test_util::write_tiny_idx_dir(dir + "/data");
@@ -225,7 +225,7 @@ TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
   EXPECT_TRUE(resolve_train_graph(by_default, cuda, true, true, false));
   EXPECT_FALSE(resolve_train_graph(by_default, cpu, true, true, false));
   EXPECT_FALSE(resolve_train_graph(by_default, cuda, false, true, false));  // e.g. sgnht, or train.fused: false
-  EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, false, false));  // model: torchscript
+  EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, false, false));  // model: torchscript, or chains > 1
   EXPECT_FALSE(resolve_train_graph(by_default, cuda, true, true, true));    // distributed.mode: data
   const TrainConfig on = parse({"train.graph=true"}), off = parse({"train.graph=off"});
   EXPECT_FALSE(on.graph_auto);

@@ -27,9 +27,9 @@ auto with_source(const std::string& source, F&& f) {
 }  // namespace
 
 bool resolve_train_graph(const TrainConfig& train, const torch::Device& device, bool capturable,
-                         bool builtin_model, bool data_parallel) {
+                         bool model_capturable, bool data_parallel) {
   if (!train.graph_auto) return train.graph;
-  return device.is_cuda() && capturable && builtin_model && !data_parallel;
+  return device.is_cuda() && capturable && model_capturable && !data_parallel;
 }
 
 namespace {
@@ -41,7 +41,8 @@ SamplerPtr make_checked_sampler(RunSetup& s) {
   });
   sampler->set_fused(cfg.train.fused);
   s.config.train.graph = resolve_train_graph(cfg.train, s.dm.device, sampler->graph_capturable(),
-                                             cfg.model.get_string("name", "") != "torchscript", cfg.distributed.data_parallel());
+                                             cfg.model.get_string("name", "") != "torchscript" && s.dm.model->chains() <= 1,
+                                             cfg.distributed.data_parallel());
   if (cfg.train.graph)  // a sampler that cannot be captured is refused here, before anything is written
     with_source(cfg.source, [&] {
       sampler->set_step_mode(Sampler::StepMode::kPrepare);

@@ -42,12 +42,13 @@ struct RunSetup {
 
 // train.graph: auto → a whole-step graph exactly where one is known to pay and to hold: a CUDA device
 // (on the H100, App. H.1 in full went from 35.8 s eager to 25.7 s captured, with the same results), a
-// sampler whose step can be captured (Sampler::graph_capturable), a built-in model (a TorchScript
-// module of the user's may synchronize with the host inside its forward, which a capture refuses), and
+// sampler whose step can be captured (Sampler::graph_capturable), a model known to capture: a built-in
+// one with one chain (a TorchScript module of the user's may synchronize with the host inside its
+// forward, which a capture refuses; batched chains have been captured only on the CPU twin so far), and
 // no distributed.mode: data (its all-reduce cannot sit inside the graph). Explicit true / false are
 // kept as given.
 bool resolve_train_graph(const TrainConfig& train, const torch::Device& device, bool capturable,
-                         bool builtin_model, bool data_parallel);
+                         bool model_capturable, bool data_parallel);
 
 // Builds and checks every part (std::invalid_argument "<config file>: ..." on bad input).
 // `chain_seed` (default config.seed) seeds the model and the two generators, the data split always
