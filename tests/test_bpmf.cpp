@@ -109,45 +109,13 @@ TEST(Bpmf, SparseRowGradientEqualsDense) {
 // items repeat within the batch and straddle the tasks' row ranges). float32: the nll to 1e-6 relative
 // (float64 sums in both), the gradients to 1e-5 of their largest entry (float sums of up to ~100
 // terms per row in a different order). A rating outside the tables is an error naming it.
-TEST(Bpmf, OwnBackwardEqualsAutograd) {
-  BpmfOptions o;
-  o.dim(6).tau(1.7).mean(3.2).init_std(0.5);
-  auto m = std::make_shared<Bpmf>(60, 45, o, gen(9));
-  auto g = gen(10);
-  auto users = at::randint(0, 60, {3000}, g, torch::kInt64);
-  auto items = at::randint(0, 45, {3000}, g, torch::kInt64);
-  Batch b{torch::stack({users, items}, 1), (at::rand({3000}, g) * 4 + 1).to(torch::kFloat32)};
-  const double scale = 33.0;
-  auto seed = [&] {
-    for (auto& p : m->parameters()) p.mutable_grad() = 0.5 * p.detach();
-  };
-  seed();
-  auto nll = m->nll(b);
-  nll.backward(torch::full({}, scale));
-  std::vector<torch::Tensor> want;
-  for (auto& p : m->parameters()) want.push_back(p.grad().clone());
-  seed();
-  auto got = m->nll_backward(b, scale);
-  ASSERT_TRUE(got.defined());
-  EXPECT_NEAR(got.item<double>(), nll.item<double>(), 1e-6 * std::abs(nll.item<double>()));
-  auto params = m->parameters();
-  for (size_t i = 0; i < params.size(); ++i)
-    EXPECT_LE((params[i].grad() - want[i]).abs().max().item<double>(), 1e-5 * want[i].abs().max().item<double>()) << i;
-  Batch bad{torch::tensor({{0, 1}, {60, 2}}, torch::kInt64), torch::tensor({1.0f, 2.0f})};
-  EXPECT_THROW(m->nll_backward(bad, scale), std::out_of_range);
-  params[0].mutable_grad() = torch::Tensor();
-  EXPECT_FALSE(m->nll_backward(b, scale).defined());
-}
+namespace {
 
-// The CUDA kernel (kernels/bpmf_cuda.h, SGMCMC_CUDA_BPMF=fused) against autograd on the same device:
-// nll to 1e-6, gradients to 1e-5 of the largest (float32 atomics add in a varying order).
-TEST(Bpmf, CudaOwnBackwardEqualsAutograd) {
-#if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  setenv("SGMCMC_CUDA_BPMF", "fused", 1);
-  const torch::Device dev(torch::kCUDA);
+// A model of dimension d on `dev`, 3,000 ratings of 60 users × 45 items, and the comparison of
+// nll_backward with autograd from the same prior-seeded .grads. Returns the model and the batch.
+std::pair<std::shared_ptr<Bpmf>, Batch> expect_own_backward_equals_autograd(int64_t d, const torch::Device& dev) {
   BpmfOptions o;
-  o.dim(40).tau(1.7).mean(3.2).init_std(0.5);  // d > 32: two passes of the warp's lanes
+  o.dim(d).tau(1.7).mean(3.2).init_std(0.5);
   auto m = std::make_shared<Bpmf>(60, 45, o, gen(9));
   m->to(dev);
   auto g = gen(10);
@@ -165,11 +133,34 @@ TEST(Bpmf, CudaOwnBackwardEqualsAutograd) {
   for (auto& p : m->parameters()) want.push_back(p.grad().clone());
   seed();
   auto got = m->nll_backward(b, scale);
-  ASSERT_TRUE(got.defined());
+  EXPECT_TRUE(got.defined());
+  if (!got.defined()) return {m, b};
   EXPECT_NEAR(got.item<double>(), nll.item<double>(), 1e-6 * std::abs(nll.item<double>()));
   auto params = m->parameters();
   for (size_t i = 0; i < params.size(); ++i)
     EXPECT_LE((params[i].grad() - want[i]).abs().max().item<double>(), 1e-5 * want[i].abs().max().item<double>()) << i;
+  return {m, b};
+}
+
+}  // namespace
+
+TEST(Bpmf, OwnBackwardEqualsAutograd) {
+  auto [m, b] = expect_own_backward_equals_autograd(6, torch::kCPU);
+  Batch bad{torch::tensor({{0, 1}, {60, 2}}, torch::kInt64), torch::tensor({1.0f, 2.0f})};
+  EXPECT_THROW(m->nll_backward(bad, 33.0), std::out_of_range);
+  m->parameters()[0].mutable_grad() = torch::Tensor();
+  EXPECT_FALSE(m->nll_backward(b, 33.0).defined());
+}
+
+// The CUDA kernel (kernels/bpmf_cuda.h, SGMCMC_CUDA_BPMF=fused) against autograd on the same device,
+// with the same tolerances (float32 atomics add in a varying order); d = 40 > 32: two passes of a
+// warp's lanes.
+TEST(Bpmf, CudaOwnBackwardEqualsAutograd) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  setenv("SGMCMC_CUDA_BPMF", "fused", 1);
+  expect_own_backward_equals_autograd(40, torch::Device(torch::kCUDA));
+  unsetenv("SGMCMC_CUDA_BPMF");
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif
