@@ -66,16 +66,13 @@ void scatter(const Factors& f, const int64_t* uv, const float* e, int64_t n, int
   }
 }
 
-bool usable(const torch::Tensor& p) {
-  return p.device().is_cpu() && p.scalar_type() == torch::kFloat32 && p.is_contiguous() && p.grad().defined() &&
+// A contiguous float32 parameter on a device of type `type` with a dense .grad.
+bool usable(const torch::Tensor& p, torch::DeviceType type) {
+  return p.device().type() == type && p.scalar_type() == torch::kFloat32 && p.is_contiguous() && p.grad().defined() &&
          p.grad().is_contiguous() && p.grad().layout() == torch::kStrided;
 }
 
 #if defined(SGMCMC_WITH_CUDA)
-bool usable_cuda(const torch::Tensor& p) {
-  return p.is_cuda() && p.scalar_type() == torch::kFloat32 && p.is_contiguous() && p.grad().defined() &&
-         p.grad().is_contiguous() && p.grad().layout() == torch::kStrided;
-}
 bool cuda_kernel_requested() {  // read at every call (a getenv per step), so that a test can set it
   const char* v = std::getenv("SGMCMC_CUDA_BPMF");
   return v != nullptr && std::string(v) == "fused";
@@ -86,7 +83,8 @@ bool cuda_kernel_requested() {  // read at every call (a getenv per step), so th
 
 torch::Tensor Bpmf::nll_backward(const Batch& batch, double scale) {
 #if defined(SGMCMC_WITH_CUDA)
-  if (usable_cuda(U_) && usable_cuda(V_) && usable_cuda(a_) && usable_cuda(b_) && cuda_kernel_requested()) {
+  if (usable(U_, torch::kCUDA) && usable(V_, torch::kCUDA) && usable(a_, torch::kCUDA) && usable(b_, torch::kCUDA) &&
+      cuda_kernel_requested()) {
     check_inputs(batch.inputs);  // shape and dtype; the indices' range is asserted in the kernel
     torch::NoGradGuard no_grad;
     return kernels::bpmf_backward_cuda(batch.inputs.contiguous(), batch.targets.to(torch::kFloat32).contiguous(),
@@ -94,7 +92,8 @@ torch::Tensor Bpmf::nll_backward(const Batch& batch, double scale) {
                                        b_.mutable_grad(), mu_, tau_, scale);
   }
 #endif
-  if (!usable(U_) || !usable(V_) || !usable(a_) || !usable(b_)) return {};
+  if (!usable(U_, torch::kCPU) || !usable(V_, torch::kCPU) || !usable(a_, torch::kCPU) || !usable(b_, torch::kCPU))
+    return {};
   check_inputs(batch.inputs);
   const auto uv = batch.inputs.contiguous();
   const auto y = batch.targets.to(torch::kFloat32).contiguous();

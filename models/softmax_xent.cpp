@@ -96,26 +96,24 @@ torch::Tensor cpu_path(const torch::Tensor& f, const torch::Tensor& y, double sc
 
 torch::Tensor softmax_xent_backward(const torch::Tensor& logits, const torch::Tensor& targets, double scale,
                                     torch::Tensor& grad, const torch::Tensor& bias_grad) {
-  const bool cpu = logits.device().is_cpu() && logits.dim() == 2 && logits.is_contiguous() &&
-                   (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kFloat64) &&
-                   grad.is_contiguous() && grad.sizes() == logits.sizes() && grad.scalar_type() == logits.scalar_type() &&
-                   targets.scalar_type() == torch::kInt64 && targets.is_contiguous() && targets.dim() == 1 &&
-                   targets.size(0) == logits.size(0) &&
-                   (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.numel() == logits.size(1) &&
-                                             bias_grad.scalar_type() == logits.scalar_type()));
+  // the layouts the one-pass paths take (CPU loop, CUDA kernel); anything else gets the ATen ops
+  const bool plain = logits.dim() == 2 && logits.is_contiguous() &&
+                     (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kFloat64) &&
+                     grad.is_contiguous() && grad.sizes() == logits.sizes() && grad.scalar_type() == logits.scalar_type() &&
+                     targets.scalar_type() == torch::kInt64 && targets.is_contiguous() && targets.dim() == 1 &&
+                     targets.size(0) == logits.size(0) &&
+                     (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.numel() == logits.size(1) &&
+                                               bias_grad.scalar_type() == logits.scalar_type()));
 #if defined(SGMCMC_WITH_CUDA)
   // The one-kernel CUDA path (kernels/softmax_xent_cuda.h), until it has run on a GPU only on request.
   static const bool cuda_kernel = [] {
     const char* v = std::getenv("SGMCMC_CUDA_LOSS");
     return v != nullptr && std::string(v) == "fused";
   }();
-  if (cuda_kernel && logits.is_cuda() && logits.dim() == 2 && logits.is_contiguous() &&
-      (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kFloat64) && grad.is_contiguous() &&
-      grad.sizes() == logits.sizes() && grad.scalar_type() == logits.scalar_type() &&
-      targets.scalar_type() == torch::kInt64 && targets.is_contiguous() && targets.dim() == 1 &&
-      targets.size(0) == logits.size(0))
+  if (cuda_kernel && plain && logits.is_cuda())
     return kernels::softmax_xent_backward_cuda(logits, targets, scale, grad, bias_grad);
 #endif
+  const bool cpu = plain && logits.device().is_cpu();
   if (!cpu) return aten_path(logits, targets, scale, grad, bias_grad);
   if (logits.size(0) == 0) return torch::zeros({}, logits.options());
   return logits.scalar_type() == torch::kFloat64 ? cpu_path<double>(logits, targets, scale, grad, bias_grad)
