@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
       ("intra-threads", "LibTorch intra-op threads if not --threads (BLAS keeps --threads)", cxxopts::value<int>()->default_value("0"))
       ("rounds", "interleaved rounds", cxxopts::value<int>()->default_value("5"))
       ("steps", "steps per round (each of step and floor)", cxxopts::value<int>()->default_value("200"))
+      ("floor-steps", "steps per round of the floor (default: --steps; 0 with perf leaves the step alone)", cxxopts::value<int>()->default_value("-1"))
       ("warmup", "untimed steps first", cxxopts::value<int>()->default_value("20"))
       ("profile", "print the op profile of --steps steps")
       ("by-parent", "with --profile: every op keyed by its caller ('caller > op'), none left out")
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
     return r.count("help") ? 0 : 2;
   }
   const int threads = r["threads"].as<int>(), rounds = r["rounds"].as<int>(), steps = r["steps"].as<int>();
+  const int floor_steps = r["floor-steps"].as<int>() < 0 ? steps : r["floor-steps"].as<int>();
   set_cpu_threads(threads);
   if (const auto mm = r["matmul"].as<std::string>(); !mm.empty()) {
     if (mm != "aten" && mm != "onednn") throw std::invalid_argument("--matmul: aten or onednn, not '" + mm + "'");
@@ -270,9 +272,9 @@ int main(int argc, char** argv) {
     sync(dev);
     step_rate.push_back(steps / seconds_since(t0));
     t0 = Clock::now();
-    for (int i = 0; i < steps; ++i) floor.run();
+    for (int i = 0; i < floor_steps; ++i) floor.run();
     sync(dev);
-    floor_rate.push_back(steps / seconds_since(t0));
+    floor_rate.push_back(floor_steps / seconds_since(t0));
   }
   const Stats st = stats(step_rate), fl = stats(floor_rate);
   const std::string label = r["label"].as<std::string>().empty() ? s.config.name : r["label"].as<std::string>();

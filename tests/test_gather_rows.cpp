@@ -1,9 +1,13 @@
-// kernels/gather_rows.h: the minibatch gather into a reused buffer equals index_select.
+// kernels/gather_rows.h: the minibatch gather into a reused buffer equals index_select; data/byte_rows.h:
+// images gathered from their bytes equal the float gather.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <stdexcept>
+#include <utility>
 
+#include "data/byte_rows.h"
 #include "kernels/gather_rows.h"
 
 using sgmcmc::kernels::gather_rows_out;
@@ -47,4 +51,71 @@ TEST(GatherRows, ShapesFallbackAndErrors) {
   EXPECT_TRUE(torch::equal(out, xt.index_select(0, torch::tensor({2, 0}, torch::kInt64))));
   EXPECT_THROW(gather_rows_out(out, x, torch::tensor({0, 10}, torch::kInt64)), std::out_of_range);
   EXPECT_THROW(gather_rows_out(out, x, torch::tensor({-1}, torch::kInt64)), std::out_of_range);
+}
+
+// The widening gather of bytes: every byte at the two scales ByteRows uses gives the IEEE quotient
+// float(k) / s, bit for bit (golden: the division itself), through the rows split over threads.
+TEST(GatherRows, WidenEqualsDivisionForEveryByte) {
+  const auto bytes = torch::arange(256, torch::kInt32).to(torch::kUInt8).repeat({300, 1});  // 300 rows of 0..255
+  const auto idx = torch::arange(299, -1, -1, torch::kInt64);
+  for (const float s : {255.0f, 1.0f}) {
+    torch::Tensor out;
+    sgmcmc::kernels::gather_widen_rows_out(out, bytes, idx, s);
+    ASSERT_EQ(out.sizes(), (std::vector<int64_t>{300, 256}));
+    const float* o = out.data_ptr<float>();
+    for (int64_t r = 0; r < 300; ++r)
+      for (int k = 0; k < 256; ++k) ASSERT_EQ(o[r * 256 + k], static_cast<float>(k) / s) << "k " << k << " s " << s;
+  }
+  torch::Tensor out;
+  EXPECT_THROW(sgmcmc::kernels::gather_widen_rows_out(out, bytes, torch::tensor({300}, torch::kInt64), 255.0f),
+               std::out_of_range);
+  EXPECT_THROW(sgmcmc::kernels::gather_widen_rows_out(out, bytes.to(torch::kFloat32), idx, 255.0f),
+               std::invalid_argument);
+  EXPECT_THROW(sgmcmc::kernels::gather_widen_rows_out(out, bytes, idx, 0.0f), std::invalid_argument);
+}
+
+// Images as data/load.cpp makes them (bytes → float32, then div_(255.0), or raw) are taken as bytes,
+// and the gather gives index_select's bits, the buffer reused; repeated and edge indices included.
+TEST(ByteRows, GatherEqualsIndexSelectOfTheFloats) {
+  torch::manual_seed(3);
+  const auto raw = torch::randint(0, 256, {2500, 1, 28, 28}, torch::kInt64).to(torch::kUInt8);
+  const auto normalized = raw.to(torch::kFloat32).div_(255.0);
+  const auto unscaled = raw.to(torch::kFloat32);
+  for (const auto& [x, scale] : {std::pair{normalized, 255.0f}, std::pair{unscaled, 1.0f}}) {
+    const auto rows = sgmcmc::ByteRows::of(x);
+    ASSERT_TRUE(rows.has_value());
+    EXPECT_EQ(rows->scale(), scale);
+    EXPECT_TRUE(torch::equal(rows->bytes(), raw));
+    torch::Tensor out;
+    for (int call = 0; call < 2; ++call) {
+      auto idx = torch::randint(0, 2500, {1000}, torch::kInt64);
+      idx[0] = 2499;
+      idx[1] = 0;
+      idx[7] = idx[8];
+      const void* before = out.defined() ? out.data_ptr() : nullptr;
+      rows->gather_out(out, idx);
+      EXPECT_TRUE(torch::equal(out, x.index_select(0, idx)));
+      if (call == 1) EXPECT_EQ(out.data_ptr(), before);
+    }
+  }
+}
+
+// Anything that is not the widening of bytes keeps the float gather: standardized features, a value
+// between two bytes, −0, NaN, a value above 255, other dtypes, an empty tensor.
+TEST(ByteRows, DeclinesWhatIsNotBytes) {
+  const auto base = torch::arange(256, torch::kFloat32).div_(255.0).reshape({16, 16});
+  EXPECT_TRUE(sgmcmc::ByteRows::of(base).has_value());
+  EXPECT_FALSE(sgmcmc::ByteRows::of((base - 0.5) / 0.25).has_value());
+  auto mutate = [&](float v) {
+    auto y = base.clone();
+    y[9][3] = v;
+    return sgmcmc::ByteRows::of(y).has_value();
+  };
+  EXPECT_FALSE(mutate(0.5f / 255.0f));
+  EXPECT_FALSE(mutate(std::nextafter(1.0f / 255.0f, 1.0f)));
+  EXPECT_FALSE(mutate(-0.0f));
+  EXPECT_FALSE(mutate(std::nanf("")));
+  EXPECT_FALSE(sgmcmc::ByteRows::of(torch::full({4, 4}, 256.0f)).has_value());
+  EXPECT_FALSE(sgmcmc::ByteRows::of(base.to(torch::kFloat64)).has_value());
+  EXPECT_FALSE(sgmcmc::ByteRows::of(torch::empty({0, 4})).has_value());
 }

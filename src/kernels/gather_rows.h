@@ -14,4 +14,11 @@ namespace sgmcmc::kernels {
 
 void gather_rows_out(torch::Tensor& out, const torch::Tensor& src, const torch::Tensor& idx);
 
+// out = float32(src[idx]) / scale: uint8 rows (images kept as bytes: data/byte_rows.h) gathered and
+// widened in the same pass, so the gather reads a quarter of the bytes. CPU only; contiguous uint8
+// `src`, 1-D int64 `idx`, scale > 0 (else std::invalid_argument); `out` reused as above. The quotient
+// is x·(1/s) corrected once by its residual (two FMAs; the same bits on every CPU): ByteRows checks
+// these bits against the float data it stands for.
+void gather_widen_rows_out(torch::Tensor& out, const torch::Tensor& src, const torch::Tensor& idx, float scale);
+
 }  // namespace sgmcmc::kernels

@@ -31,6 +31,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
       loss_denominator_(static_cast<double>(batch_size * model.chains())),
       loss_(loss) {
   seed_with_prior_ = prior.covers(sampler.parameters());
+  if (byte_rows_enabled()) train_bytes_ = ByteRows::of(train.inputs);
   closure_ = [this] { return gradient(); };
   if (!graph) return;
   // The captured body reads static buffers only: the batch's indices (copied in before each step),
@@ -75,8 +76,10 @@ torch::Tensor StepRunner::gradient() {
 }
 
 void StepRunner::select_batch(const torch::Tensor& idx) {
-  // into the same buffers every step on the CPU (kernels/gather_rows.h); index_select elsewhere
-  kernels::gather_rows_out(batch_.inputs, train_.inputs, idx);
+  // into the same buffers every step on the CPU (kernels/gather_rows.h), images from their bytes
+  // (data/byte_rows.h); index_select elsewhere
+  if (train_bytes_ && idx.device().is_cpu()) train_bytes_->gather_out(batch_.inputs, idx);
+  else kernels::gather_rows_out(batch_.inputs, train_.inputs, idx);
   kernels::gather_rows_out(batch_.targets, train_.targets, idx);
 }
 

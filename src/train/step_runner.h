@@ -7,10 +7,12 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <torch/torch.h>
 
+#include "data/byte_rows.h"
 #include "models/model.h"
 #include "priors/gaussian_prior.h"
 #include "samplers/sampler.h"
@@ -70,6 +72,7 @@ class StepRunner {
   Sampler& sampler_;
   const GaussianPrior& prior_;
   const Batch& train_;
+  std::optional<ByteRows> train_bytes_;  // train_.inputs as bytes, when they are (CPU; data/byte_rows.h)
   double scale_;
   double loss_denominator_;  // n · chains: the loss is per example
   LossMeter& loss_;

@@ -1,0 +1,61 @@
+#include "data/byte_rows.h"
+
+#include <ATen/Parallel.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/gather_rows.h"
+
+namespace sgmcmc {
+
+namespace {
+
+// bytes[i] = k with table[k] == x[i] bit for bit, where k = round(x[i]·s); false if some x[i] has none.
+bool to_bytes(const float* x, uint8_t* bytes, int64_t n, const float* table, float s) {
+  std::atomic<bool> ok{true};
+  at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end && ok.load(std::memory_order_relaxed); ++i) {
+      const float k = std::nearbyint(x[i] * s);
+      if (!(k >= 0.0f && k <= 255.0f) || std::memcmp(&table[static_cast<int>(k)], &x[i], sizeof(float)) != 0) {
+        ok.store(false, std::memory_order_relaxed);
+        return;
+      }
+      bytes[i] = static_cast<uint8_t>(k);
+    }
+  });
+  return ok.load();
+}
+
+}  // namespace
+
+std::optional<ByteRows> ByteRows::of(const torch::Tensor& x) {
+  if (!x.defined() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat32 || x.dim() < 1 || x.numel() == 0)
+    return std::nullopt;
+  torch::NoGradGuard no_grad;
+  const auto xc = x.contiguous();
+  const auto all_bytes = torch::arange(256, torch::kInt32).to(torch::kUInt8).reshape({1, 256});
+  const auto first = torch::zeros({1}, torch::kInt64);
+  auto bytes = torch::empty(x.sizes(), x.options().dtype(torch::kUInt8));
+  for (const float s : {255.0f, 1.0f}) {
+    torch::Tensor table;  // table[k]: what the gather gives for byte k at this scale
+    kernels::gather_widen_rows_out(table, all_bytes, first, s);
+    if (to_bytes(xc.data_ptr<float>(), bytes.data_ptr<uint8_t>(), xc.numel(), table.data_ptr<float>(), s))
+      return ByteRows(bytes, s);
+  }
+  return std::nullopt;
+}
+
+void ByteRows::gather_out(torch::Tensor& out, const torch::Tensor& idx) const {
+  kernels::gather_widen_rows_out(out, bytes_, idx, scale_);
+}
+
+bool byte_rows_enabled() {
+  const char* env = std::getenv("SGMCMC_BYTE_ROWS");
+  return !(env && std::string(env) == "off");
+}
+
+}  // namespace sgmcmc
