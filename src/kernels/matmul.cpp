@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -100,27 +99,27 @@ dnnl::engine& cpu_engine() {
 }
 
 // The matmul primitive for these shapes, strides, epilogue and thread count, created once (oneDNN
-// generates its kernels at creation: ~0.1–1 ms) and kept. A run sees a handful of shapes (the
-// training batch, the evaluation batch and its last, partial one), so the cache is small; it is
-// emptied if a process ever accumulates more than 256. A configuration oneDNN has no optimized kernel
-// for (its reference implementation, `ref:*`, is orders of magnitude slower) or rejects is cached as
-// none, and the caller takes ATen.
+// generates its kernels at creation: ~0.1–1 ms) and kept, with its memory objects and argument map:
+// a call only points them at its tensors' data (set_data_handle), so the host's part of a product
+// is a lookup, not the creation of three or four memory descriptors and objects and a hash map. A
+// run sees a handful of shapes (the training batch, the evaluation batch and its last, partial one),
+// so the cache is small; it is emptied if a thread ever accumulates more than 256. The cache is per
+// thread (memory objects are not shared between concurrent calls); no lock. A configuration oneDNN
+// has no optimized kernel for (its reference implementation, `ref:*`, is orders of magnitude slower)
+// or rejects is cached as none, and the caller takes ATen.
 // A batched product's bias [B, n] is a binary-add post-op broadcast over the rows (oneDNN's matmul
 // bias argument takes it only in its reference implementation); a 2-D product's is the bias argument.
 using Key = std::vector<int64_t>;
 
-std::optional<dnnl::matmul> primitive_for(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                                          bool bias, Activation act, bool accumulate) {
-  static std::mutex mutex;
-  static std::map<Key, std::optional<dnnl::matmul>> cache;
-  Key key{bias, static_cast<int64_t>(act), accumulate, at::get_num_threads(), out.size(0)};
-  for (const auto* t : {&a, &b})
-    for (int64_t d = 0; d < t->dim(); ++d) key.insert(key.end(), {t->size(d), t->stride(d)});
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  if (cache.size() >= 256) cache.clear();
+struct Prepared {
+  dnnl::matmul prim;
+  std::unordered_map<int, dnnl::memory> args;  // src, weights, dst and (if any) the bias
+  int bias_slot = 0;                           // the bias's argument, 0 without one
+};
+
+std::optional<Prepared> prepare(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                                bool bias, Activation act, bool accumulate) {
   const bool bias_arg = bias && out.dim() == 2, bias_post_op = bias && out.dim() == 3;
-  std::optional<dnnl::matmul> prim;
   try {
     dnnl::post_ops ops;
     if (accumulate) ops.append_sum(1.f);
@@ -143,29 +142,48 @@ std::optional<dnnl::matmul> primitive_for(const torch::Tensor& out, const torch:
                        : dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc_of(a), desc_of(b), desc_of(out)),
                                                       attr, cpu_engine());
 #endif
-    if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) prim = dnnl::matmul(pd);
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return std::nullopt;
+    Prepared p{dnnl::matmul(pd), {}, 0};
+    auto& engine = cpu_engine();
+    p.args.emplace(DNNL_ARG_SRC, dnnl::memory(desc_of(a), engine, a.data_ptr()));
+    p.args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(desc_of(b), engine, b.data_ptr()));
+    p.args.emplace(DNNL_ARG_DST, dnnl::memory(desc_of(out), engine, out.data_ptr()));
+    if (bias) {
+      p.bias_slot = bias_arg ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1);
+      p.args.emplace(p.bias_slot, dnnl::memory(bias_desc_of(out), engine, DNNL_MEMORY_NONE));
+    }
+    return p;
   } catch (const dnnl::error&) {
-    prim.reset();
+    return std::nullopt;
   }
-  return cache.emplace(key, prim).first->second;
+}
+
+Prepared* prepared_for(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool bias,
+                       Activation act, bool accumulate) {
+  thread_local std::map<Key, std::optional<Prepared>> cache;
+  thread_local Key key;
+  key.assign({bias, static_cast<int64_t>(act), accumulate, at::get_num_threads(), out.size(0)});
+  for (const auto* t : {&a, &b})
+    for (int64_t d = 0; d < t->dim(); ++d) key.insert(key.end(), {t->size(d), t->stride(d)});
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() >= 256) cache.clear();
+    it = cache.emplace(key, prepare(out, a, b, bias, act, accumulate)).first;
+  }
+  return it->second ? &*it->second : nullptr;
 }
 
 // false: oneDNN has no fast kernel for this product (the caller runs ATen's).
 bool onednn_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
                    Activation act, bool accumulate) {
-  auto prim = primitive_for(out, a, b, bias.defined(), act, accumulate);
-  if (!prim) return false;
-  auto& engine = cpu_engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(desc_of(a), engine, a.data_ptr())},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(desc_of(b), engine, b.data_ptr())},
-      {DNNL_ARG_DST, dnnl::memory(desc_of(out), engine, out.data_ptr())}};
-  if (bias.defined()) {
-    const int slot = out.dim() == 2 ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(accumulate ? 1 : 0) | DNNL_ARG_SRC_1);
-    args.emplace(slot, dnnl::memory(bias_desc_of(out), engine, bias.data_ptr()));
-  }
-  static thread_local dnnl::stream stream(engine);
-  prim->execute(stream, args);
+  Prepared* p = prepared_for(out, a, b, bias.defined(), act, accumulate);
+  if (p == nullptr) return false;
+  p->args.at(DNNL_ARG_SRC).set_data_handle(a.data_ptr());
+  p->args.at(DNNL_ARG_WEIGHTS).set_data_handle(b.data_ptr());
+  p->args.at(DNNL_ARG_DST).set_data_handle(out.data_ptr());
+  if (p->bias_slot != 0) p->args.at(p->bias_slot).set_data_handle(bias.data_ptr());
+  static thread_local dnnl::stream stream(cpu_engine());
+  p->prim.execute(stream, p->args);
   stream.wait();
   onednn_calls.fetch_add(1, std::memory_order_relaxed);
   return true;
