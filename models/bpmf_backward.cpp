@@ -99,11 +99,12 @@ torch::Tensor Bpmf::nll_backward(const Batch& batch, double scale) {
   const auto y = batch.targets.to(torch::kFloat32).contiguous();
   const int64_t n = uv.size(0);
   const int64_t* up = uv.data_ptr<int64_t>();
+  const int64_t users = U_.size(0), items = V_.size(0);  // not per rating: size() is an out-of-line call
   for (int64_t i = 0; i < n; ++i)  // as index_select would
-    if (up[2 * i] < 0 || up[2 * i] >= U_.size(0) || up[2 * i + 1] < 0 || up[2 * i + 1] >= V_.size(0))
+    if (up[2 * i] < 0 || up[2 * i] >= users || up[2 * i + 1] < 0 || up[2 * i + 1] >= items)
       throw std::out_of_range("bpmf: rating " + std::to_string(i) + " has user " + std::to_string(up[2 * i]) +
-                              ", item " + std::to_string(up[2 * i + 1]) + " outside the " +
-                              std::to_string(U_.size(0)) + " users and " + std::to_string(V_.size(0)) + " items");
+                              ", item " + std::to_string(up[2 * i + 1]) + " outside the " + std::to_string(users) +
+                              " users and " + std::to_string(items) + " items");
   torch::NoGradGuard no_grad;
   const Factors f{U_.data_ptr<float>(),        V_.data_ptr<float>(),        a_.data_ptr<float>(),
                   b_.data_ptr<float>(),        U_.mutable_grad().data_ptr<float>(), V_.mutable_grad().data_ptr<float>(),
