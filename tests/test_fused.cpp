@@ -130,23 +130,24 @@ TEST(Philox, NoiseIsCounterBased) {
 }
 
 // The AVX-512 noise loop gives the portable loop's bits: the counter's low word wrapping inside a
-// group of sixteen blocks (the high word's carry), a non-zero offset's both words, 64-bit keys, and
-// lengths that are not multiples of sixteen (the rest goes to the portable loop). Skipped on CPUs
-// without AVX-512.
+// chain of eight blocks (the high word's carry), a non-zero offset's both words, 64-bit keys, and
+// lengths that take the 64-block loop, the 16-block loop and the portable rest (1000 = 15·64 + 2·16
+// + 8; 80 = 64 + 16; 47 = 2·16 + 15). Skipped on CPUs without AVX-512.
 TEST(PhiloxFill, Avx512EqualsPortable) {
   if (!kernels::detail::philox_avx512_available()) GTEST_SKIP() << "no AVX-512 on this CPU or in this build";
-  const int64_t nblocks = 1000;
-  std::vector<float> a(4 * nblocks), b(4 * nblocks), c(4 * nblocks);
-  for (uint64_t first : {uint64_t{0}, uint64_t{0xfffffff5u}, uint64_t{0x1234567fffffffa0ull}})
-    for (uint64_t key : {uint64_t{0}, uint64_t{0xfedcba9876543210ull}})
-      for (uint64_t offset : {uint64_t{0}, uint64_t{0x0000000700000003ull}}) {
-        kernels::detail::philox_fill_portable(a.data(), nblocks, first, key, offset);
-        EXPECT_EQ(kernels::detail::philox_fill_avx512(b.data(), nblocks, first, key, offset), nblocks / 16 * 16);
-        kernels::philox_fill(c.data(), nblocks, first, key, offset);
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * 4 * (nblocks / 16 * 16)), 0)
-            << "first " << first << " key " << key << " offset " << offset;
-        EXPECT_EQ(std::memcmp(a.data(), c.data(), sizeof(float) * 4 * nblocks), 0);
-      }
+  for (int64_t nblocks : {int64_t{1000}, int64_t{80}, int64_t{47}}) {
+    std::vector<float> a(4 * nblocks), b(4 * nblocks), c(4 * nblocks);
+    for (uint64_t first : {uint64_t{0}, uint64_t{0xfffffff5u}, uint64_t{0x1234567fffffffa0ull}})
+      for (uint64_t key : {uint64_t{0}, uint64_t{0xfedcba9876543210ull}})
+        for (uint64_t offset : {uint64_t{0}, uint64_t{0x0000000700000003ull}}) {
+          kernels::detail::philox_fill_portable(a.data(), nblocks, first, key, offset);
+          EXPECT_EQ(kernels::detail::philox_fill_avx512(b.data(), nblocks, first, key, offset), nblocks / 16 * 16);
+          kernels::philox_fill(c.data(), nblocks, first, key, offset);
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * 4 * (nblocks / 16 * 16)), 0)
+              << "blocks " << nblocks << " first " << first << " key " << key << " offset " << offset;
+          EXPECT_EQ(std::memcmp(a.data(), c.data(), sizeof(float) * 4 * nblocks), 0);
+        }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,48 +36,58 @@ namespace {
 
 #define SGMCMC_V4 __attribute__((target("arch=x86-64-v4"), always_inline)) inline
 
-// Sixteen 32×32-bit products: the low and the high words.
-SGMCMC_V4 void mulhilo16(__m512i a, __m512i m, __m512i* lo, __m512i* hi) {
-  const __m512i even = _mm512_mul_epu32(a, m);                         // lanes 0, 2, …: 64-bit products
-  const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);  // lanes 1, 3, …
-  *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
-  *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
-}
-
-// Philox4x32-10 of the sixteen counters (first + l, offset), l = 0 … 15, into q: the words x of the
-// sixteen blocks, then y, z, w (philox4x32_10 in kernels/philox.h, lane by lane).
-SGMCMC_V4 void philox16(uint64_t first, uint64_t key, uint64_t offset, uint32_t* q) {
-  const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i base = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first)));
-  __m512i x = _mm512_add_epi32(base, iota);
-  const __mmask16 carry = _mm512_cmplt_epu32_mask(x, base);  // the low word wrapped: high word + 1
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first >> 32)));
-  __m512i y = _mm512_mask_add_epi32(high, carry, high, _mm512_set1_epi32(1));
-  __m512i z = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(offset)));
-  __m512i w = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(offset >> 32)));
-  const __m512i m0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m512i m1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
+// Philox4x32-10 of the 16·U counters (first + l, offset), l = 0 … 16U − 1, into q: per unit of
+// sixteen blocks, the words x of its blocks, then y, z, w (philox4x32_10 in kernels/philox.h, lane by
+// lane). Each 32-bit word lives in the low half of a 64-bit lane, eight blocks to a register:
+// vpmuludq multiplies the low halves into the full 64-bit product, so a round is two products, two
+// shifts (the high words down) and two three-input xors, with no shuffles; what the xors leave in the
+// high halves is never read (vpmuludq ignores it) and the low words are packed at the end. 2U
+// independent chains of eight blocks run side by side: one chain alone waits on the multiplier's
+// latency every round.
+template <int U>
+SGMCMC_V4 void philox_units(uint64_t first, uint64_t key, uint64_t offset, uint32_t* q) {
+  constexpr int S = 2 * U;  // chains of eight blocks
+  const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i z0 = _mm512_set1_epi64(static_cast<long long>(offset & 0xffffffffu));
+  const __m512i w0 = _mm512_set1_epi64(static_cast<long long>(offset >> 32));
+  __m512i x[S], y[S], z[S], w[S];
+  for (int s = 0; s < S; ++s) {  // the 64-bit block number: its low word in x, its high word in y
+    const __m512i b = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(first + 8 * s)), iota);
+    x[s] = b;
+    y[s] = _mm512_srli_epi64(b, 32);
+    z[s] = z0;
+    w[s] = w0;
+  }
+  const __m512i m0 = _mm512_set1_epi64(0xD2511F53ll);
+  const __m512i m1 = _mm512_set1_epi64(0xCD9E8D57ll);
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
 #pragma GCC unroll 10
   for (int r = 0; r < 10; ++r) {
-    __m512i lo0, hi0, lo1, hi1;
-    mulhilo16(x, m0, &lo0, &hi0);
-    mulhilo16(z, m1, &lo1, &hi1);
-    // 0x96: a ^ b ^ c
-    x = _mm512_ternarylogic_epi32(hi1, y, _mm512_set1_epi32(static_cast<int>(k0)), 0x96);
-    y = lo1;
-    z = _mm512_ternarylogic_epi32(hi0, w, _mm512_set1_epi32(static_cast<int>(k1)), 0x96);
-    w = lo0;
+    const __m512i kx = _mm512_set1_epi32(static_cast<int>(k0)), kz = _mm512_set1_epi32(static_cast<int>(k1));
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) {
+      const __m512i p0 = _mm512_mul_epu32(x[s], m0);  // lo0 in the low half, hi0 in the high half
+      const __m512i p1 = _mm512_mul_epu32(z[s], m1);
+      // 0x96: a ^ b ^ c
+      x[s] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), y[s], kx, 0x96);
+      y[s] = p1;
+      z[s] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), w[s], kz, 0x96);
+      w[s] = p0;
+    }
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  _mm512_storeu_si512(q, x);
-  _mm512_storeu_si512(q + 16, y);
-  _mm512_storeu_si512(q + 32, z);
-  _mm512_storeu_si512(q + 48, w);
+  // the low words of two chains side by side: a unit's sixteen blocks in one register per word
+  const __m512i lows = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  for (int u = 0; u < U; ++u) {
+    _mm512_storeu_si512(q + 64 * u, _mm512_permutex2var_epi32(x[2 * u], lows, x[2 * u + 1]));
+    _mm512_storeu_si512(q + 64 * u + 16, _mm512_permutex2var_epi32(y[2 * u], lows, y[2 * u + 1]));
+    _mm512_storeu_si512(q + 64 * u + 32, _mm512_permutex2var_epi32(z[2 * u], lows, z[2 * u + 1]));
+    _mm512_storeu_si512(q + 64 * u + 48, _mm512_permutex2var_epi32(w[2 * u], lows, w[2 * u + 1]));
+  }
 }
 
-// Box–Muller of sixteen blocks' words (q as philox16 leaves it) into z[0 … 63], block by block in
+// Box–Muller of sixteen blocks' words (q as philox_units leaves it) into z[0 … 63], block by block in
 // order: the arithmetic of philox_normal4, which the compiler vectorizes sixteen wide.
 SGMCMC_V4 void box_muller16(const uint32_t* q, float* z) {
   for (int j = 0; j < 16; ++j) {
@@ -89,18 +99,24 @@ SGMCMC_V4 void box_muller16(const uint32_t* q, float* z) {
   }
 }
 
-#undef SGMCMC_V4
+// U units of sixteen blocks: Philox, then Box–Muller unit by unit.
+template <int U>
+SGMCMC_V4 void fill_units(float* z, uint64_t first_block, uint64_t key, uint64_t offset) {
+  alignas(64) uint32_t q[64 * U];
+  philox_units<U>(first_block, key, offset, q);
+  for (int u = 0; u < U; ++u) box_muller16(q + 64 * u, z + 64 * u);
+}
 
+// Four units at a time (eight chains fill the registers), then single units.
 __attribute__((target("arch=x86-64-v4"))) int64_t fill16(float* z, int64_t nblocks, uint64_t first_block,
                                                          uint64_t key, uint64_t offset) {
-  alignas(64) uint32_t q[64];
   int64_t j = 0;
-  for (; j + 16 <= nblocks; j += 16) {
-    philox16(first_block + static_cast<uint64_t>(j), key, offset, q);
-    box_muller16(q, z + 4 * j);
-  }
+  for (; j + 64 <= nblocks; j += 64) fill_units<4>(z + 4 * j, first_block + static_cast<uint64_t>(j), key, offset);
+  for (; j + 16 <= nblocks; j += 16) fill_units<1>(z + 4 * j, first_block + static_cast<uint64_t>(j), key, offset);
   return j;
 }
+
+#undef SGMCMC_V4
 
 }  // namespace
 

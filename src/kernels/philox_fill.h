@@ -6,13 +6,17 @@
 // - the portable loop, compiled for the baseline ISA, AVX2 and x86-64-v4, chosen at load time (the
 //   compiler vectorizes it, but emulates Philox's 32×32→64-bit products with 64-bit multiplies and
 //   shuffles each block's four words into place);
-// - on x86-64 CPUs with AVX-512 (x86-64-v4), sixteen blocks at a time with intrinsics: the four
-//   counter words of sixteen blocks in four registers, each round's two products as two vpmuludq on
-//   the even and odd lanes, the xors as one three-input vpternlogd. Box–Muller is the same C code as
-//   the portable loop, compiled for the same ISA, so the two agree bit for bit (tests/test_fused.cpp,
-//   PhiloxFill.Avx512EqualsPortable). 1.7× the portable loop's speed on an AMD EPYC (Zen 5): 0.57 vs
-//   0.95 ns per normal on one core; Philox is then bound by the multiplier (40 vpmuludq per sixteen
-//   blocks).
+// - on x86-64 CPUs with AVX-512 (x86-64-v4), with intrinsics: each 32-bit counter word in the low
+//   half of a 64-bit lane, eight blocks to a register, so a round's two 32×32→64-bit products are
+//   two vpmuludq whose results need only a shift (the high words) and no blend; the xors are one
+//   three-input vpternlogd; eight independent chains of eight blocks (64 blocks) run side by side,
+//   since one chain alone waits on the multiplier's latency every round. Box–Muller is the same C
+//   code as the portable loop, compiled for the same ISA, so the two agree bit for bit
+//   (tests/test_fused.cpp, PhiloxFill.Avx512EqualsPortable). On an AMD EPYC (Zen 5), one core:
+//   0.95 ns per normal for the portable loop; 0.57 for the first intrinsics version (sixteen blocks
+//   in 32-bit lanes, even and odd products blended; one chain); about 20 % less for this one
+//   (session 17: 1.00 → 0.80 ns in a slow phase of the VM, Philox alone 0.52 → 0.32; Box–Muller is
+//   now most of the cost).
 // The environment variable SGMCMC_NOISE=portable turns the AVX-512 loop off (for A/B timings).
 #pragma once
 
