@@ -31,7 +31,14 @@ namespace {
 constexpr int64_t kTile = 1024;
 constexpr int64_t kTileBlocks = kTile / 4;
 
+// Compiled for the baseline ISA, AVX2 and x86-64-v4, chosen at load time (the baseline is SSE2: four
+// floats per instruction). The file is compiled with -ffp-contract=off, so no clone fuses a product
+// and a sum into an FMA: every clone computes the baseline's roundings, and the update's bits do not
+// depend on the CPU.
 template <FusedRule R, typename T, int F>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("default", "arch=haswell", "arch=x86-64-v4")))
+#endif
 void tile_loop(T* __restrict th, T* __restrict s0, T* __restrict s1, T* __restrict s2, T* __restrict s3,
                const T* __restrict gr, int64_t len, const float* z, const FusedCoefs<T>& kc) {
   for (int64_t i = 0; i < len; ++i) fused_element<R, T, F>(th, s0, s1, s2, s3, gr, i, z[i], kc);
