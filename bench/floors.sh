@@ -73,7 +73,7 @@ if [ "$PROFILE" = 1 ]; then
     --profile --json "$OUT" > "$TMP/profile.txt"
   cat "$TMP/profile.txt" >&2
 fi
-NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $THREADS threads"
+NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1)$(bash scripts/cpu_generation.sh), $THREADS threads"
 $PY - "$OUT" "$NAME" "$(git rev-parse --short HEAD)" "$ROUNDS" "$STEPS" <<'EOF'
 import json, re, statistics, sys, datetime
 out, name, commit, rounds, steps = sys.argv[1:6]

@@ -87,7 +87,7 @@ p_upd=$($PY bench/ref_update.py --device "$DEVICE" --params $PARAMS --threads "$
 if [ "$DEVICE" = cuda ]; then
   NAME=$($PY -c "import torch; print(torch.cuda.get_device_name(0))")
 else
-  NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $THREADS threads"
+  NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1)$(bash scripts/cpu_generation.sh), $THREADS threads"
 fi
 TABLE=$TMP/table.md
 $PY - "$RES" "$p_upd" > "$TABLE" <<EOF
