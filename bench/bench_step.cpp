@@ -18,7 +18,9 @@
 //
 // `--profile` runs `--steps` more steps under LibTorch's (legacy, CPU) profiler and prints every
 // ATen op's self time per step, its share of the step and its count per step, and the total number
-// of ATen ops per step (top-level and nested calls counted once each); `--by-parent` keys each op by
+// of ATen ops per step (top-level and nested calls counted once each); our own kernels are named
+// "sgmcmc::…" (the products, the minibatch gather, the prior's seed, the loss and activation
+// backward, the fused update), timed alike and counted apart; `--by-parent` keys each op by
 // its caller (e.g. "AddmmBackward0 > aten::mm"), to see where an op comes from.
 //
 // On a GPU (`--set device=cuda`) every timed stretch ends with a device synchronisation, and
@@ -309,11 +311,14 @@ int main(int argc, char** argv) {
     auto ops = op_profile(disableProfilerLegacy(), by_parent, &top_us);
     std::vector<std::pair<std::string, OpStat>> sorted(ops.begin(), ops.end());
     std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second.self_us > b.second.self_us; });
-    int64_t calls = 0;
-    for (const auto& [name, o] : sorted) calls += o.count;
+    // ATen ops, and ours (named "sgmcmc::…" by RECORD_FUNCTION: the products, the gather, the seed,
+    // the loss and activation backward, the fused update), counted apart
+    int64_t calls = 0, own_calls = 0;
+    for (const auto& [name, o] : sorted) (name.rfind("sgmcmc::", 0) == 0 ? own_calls : calls) += o.count;
     std::cout << std::setprecision(1) << "  profile (" << steps << " steps, " << wall_us / steps
               << " us/step under the profiler, ops' total " << top_us / steps << " us/step, "
-              << static_cast<double>(calls) / steps << " op calls/step)\n"
+              << static_cast<double>(calls) / steps << " ATen op calls/step, "
+              << static_cast<double>(own_calls) / steps << " of ours)\n"
               << "    self us/step   share   calls/step  op\n";
     nlohmann::ordered_json prof = nlohmann::ordered_json::array();
     for (const auto& [name, o] : sorted) {
@@ -325,8 +330,9 @@ int main(int argc, char** argv) {
                       {"calls_per_step", static_cast<double>(o.count) / steps}});
     }
     std::cout << "    " << std::setw(11) << (wall_us - top_us) / steps << "  " << std::setw(5)
-              << 100 * (wall_us - top_us) / wall_us << " %  " << std::setw(10) << "" << "  (outside ATen ops)\n";
+              << 100 * (wall_us - top_us) / wall_us << " %  " << std::setw(10) << "" << "  (outside any named op)\n";
     j["profile"] = {{"us_per_step", wall_us / steps}, {"op_calls_per_step", static_cast<double>(calls) / steps},
+                    {"own_calls_per_step", static_cast<double>(own_calls) / steps},
                     {"ops", prof}};
   }
   if (const auto file = r["json"].as<std::string>(); !file.empty()) std::ofstream(file, std::ios::app) << j.dump() << "\n";

@@ -1,5 +1,7 @@
 #include "models/activation_backward.h"
 
+#include <ATen/record_function.h>
+
 #include <algorithm>
 
 #include "models/row_tasks.h"
@@ -77,6 +79,7 @@ void cpu_path(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y
 
 void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& y,
                              kernels::Activation act, const torch::Tensor& bias_grad) {
+  RECORD_FUNCTION("sgmcmc::activation_backward", std::vector<c10::IValue>());
   const auto dt = g.scalar_type();
   // tanh stays with ATen: its kernel computes 1 − y² with one rounding (a contracted FMA), which a
   // portable loop does not reproduce bit for bit

@@ -1,5 +1,7 @@
 #include "models/softmax_xent.h"
 
+#include <ATen/record_function.h>
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -96,6 +98,7 @@ torch::Tensor cpu_path(const torch::Tensor& f, const torch::Tensor& y, double sc
 
 torch::Tensor softmax_xent_backward(const torch::Tensor& logits, const torch::Tensor& targets, double scale,
                                     torch::Tensor& grad, const torch::Tensor& bias_grad) {
+  RECORD_FUNCTION("sgmcmc::softmax_xent", std::vector<c10::IValue>());
   // the layouts the one-pass paths take (CPU loop, CUDA kernel); anything else gets the ATen ops
   const bool plain = logits.dim() == 2 && logits.is_contiguous() &&
                      (logits.scalar_type() == torch::kFloat32 || logits.scalar_type() == torch::kFloat64) &&

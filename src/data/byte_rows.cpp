@@ -1,5 +1,7 @@
 #include "data/byte_rows.h"
 
+#include <ATen/record_function.h>
+
 #include <ATen/Parallel.h>
 
 #include <atomic>
@@ -50,6 +52,7 @@ std::optional<ByteRows> ByteRows::of(const torch::Tensor& x) {
 }
 
 void ByteRows::gather_out(torch::Tensor& out, const torch::Tensor& idx) const {
+  RECORD_FUNCTION("sgmcmc::gather_bytes", std::vector<c10::IValue>());
   kernels::gather_widen_rows_out(out, bytes_, idx, scale_);
 }
 

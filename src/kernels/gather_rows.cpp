@@ -1,5 +1,7 @@
 #include "kernels/gather_rows.h"
 
+#include <ATen/record_function.h>
+
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -68,6 +70,7 @@ void ensure_out(torch::Tensor& out, const torch::Tensor& src, int64_t n, torch::
 }  // namespace
 
 void gather_rows_out(torch::Tensor& out, const torch::Tensor& src, const torch::Tensor& idx) {
+  RECORD_FUNCTION("sgmcmc::gather_rows", std::vector<c10::IValue>());
   if (!src.device().is_cpu() || !idx.device().is_cpu() || !src.is_contiguous() || src.dim() < 1 ||
       idx.scalar_type() != torch::kInt64 || idx.dim() != 1 || !idx.is_contiguous()) {
     out = src.index_select(0, idx);

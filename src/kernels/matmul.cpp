@@ -1,6 +1,8 @@
 // kernels/matmul.h: the matrix products of the models' own passes, through oneDNN or ATen.
 #include "kernels/matmul.h"
 
+#include <ATen/record_function.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -221,6 +223,7 @@ std::string matmul_backend_name() { return matmul_backend() == MatmulBackend::kO
 
 void matmul_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
                 Activation act) {
+  RECORD_FUNCTION("sgmcmc::matmul", std::vector<c10::IValue>());
   check_shapes(out, a, b, "matmul_out");
   if (bias.defined() && !bias_fits(bias, out))
     throw std::invalid_argument("matmul_out: bias must be [n] (or [batch, n] for batched products) for out [.., m, n]");
@@ -239,6 +242,7 @@ void matmul_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor&
 }
 
 void matmul_acc_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
+  RECORD_FUNCTION("sgmcmc::matmul_acc", std::vector<c10::IValue>());
   check_shapes(out, a, b, "matmul_acc_");
 #if defined(SGMCMC_HAVE_ONEDNN)
   if (onednn_applies(out, a, b, {}) && onednn_matmul(out, a, b, {}, Activation::kNone, true)) return;

@@ -1,5 +1,7 @@
 #include "kernels/scale_segments.h"
 
+#include <ATen/record_function.h>
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@ void scale(float* __restrict dst, const float* __restrict src, int64_t n, float 
 }  // namespace
 
 void scale_segments(const std::vector<ScaleSegment>& segments) {
+  RECORD_FUNCTION("sgmcmc::prior_seed", std::vector<c10::IValue>());
   std::vector<int64_t> start(segments.size() + 1, 0);  // the segments laid end to end
   for (size_t k = 0; k < segments.size(); ++k) start[k + 1] = start[k] + segments[k].n;
   // [b, e) of the concatenation: the parts of the segments it overlaps
