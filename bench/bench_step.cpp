@@ -86,9 +86,11 @@ void add_linear_floor(std::vector<std::function<void()>>& ops, const std::vector
     auto x = torch::rand({n, w0.size(1)}, opts), g = torch::randn({n, w0.size(0)}, opts);
     auto y = torch::empty({n, w0.size(0)}, opts), dw = torch::empty_like(w), dx = torch::empty_like(x);
     const bool input_grad = l > 0 || first_needs_input_grad;
+    // the transposed views made once, as the MLP's own backward keeps them (models/mlp.h)
+    auto wt = w.t(), gt = g.t();
     ops.push_back([=]() mutable {  // through kernels/matmul.h: the library the models' products use
-      kernels::matmul_out(y, x, w.t(), b);
-      kernels::matmul_out(dw, g.t(), x);
+      kernels::matmul_out(y, x, wt, b);
+      kernels::matmul_out(dw, gt, x);
       if (input_grad) kernels::matmul_out(dx, g, w);
     });
   }

@@ -39,6 +39,14 @@ class Mlp : public Model {
 
  private:
   MlpOptions options_;
+  // nll_backward's tensors, kept from one step to the next (one minibatch shape): the layers' outputs
+  // h[l], the gradients g[l] flowing back, and transposed views of the weights and of g (a view is
+  // an ATen op on every call otherwise). A view is made again when its tensor's storage, shape or
+  // strides changed (models/mlp_backward.cpp).
+  struct BackwardBuffers {
+    std::vector<torch::Tensor> h, g, wt, gt;
+  };
+  BackwardBuffers bwd_;
   std::vector<torch::nn::Linear> layers_;
   torch::Tensor tau_;  // buffer "tau" (gaussian likelihood)
 };

@@ -8,20 +8,53 @@
 
 namespace sgmcmc {
 
+namespace {
+
+// `buf` as a [rows, cols] tensor with `like`'s dtype and device, reused when it already is one
+// (contents undefined).
+torch::Tensor sized(torch::Tensor& buf, int64_t rows, int64_t cols, const torch::Tensor& like) {
+  if (!buf.defined() || buf.dim() != 2 || buf.size(0) != rows || buf.size(1) != cols ||
+      buf.scalar_type() != like.scalar_type() || buf.device() != like.device())
+    buf = at::empty({rows, cols}, like.options().requires_grad(false));
+  return buf;
+}
+
+// tᵀ as a view of t, kept in `view` and made again only when t's data, shape or strides changed.
+torch::Tensor transposed(torch::Tensor& view, const torch::Tensor& t) {
+  if (!view.defined() || view.data_ptr() != t.data_ptr() || view.scalar_type() != t.scalar_type() ||
+      view.device() != t.device() || view.dim() != 2 || t.dim() != 2 || view.size(0) != t.size(1) ||
+      view.size(1) != t.size(0) || view.stride(0) != t.stride(1) || view.stride(1) != t.stride(0))
+    view = t.t();
+  return view;
+}
+
+}  // namespace
+
 torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   for (const auto& layer : layers_)
     if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};
   torch::NoGradGuard no_grad;
   const size_t L = layers_.size();
+  auto& buf = bwd_;
+  buf.h.resize(L + 1);
+  buf.g.resize(L + 1);
+  buf.wt.resize(L);
+  buf.gt.resize(L + 1);
   std::vector<torch::Tensor> h(L + 1);
-  h[0] = batch.inputs.reshape({batch.inputs.size(0), -1});
+  const auto& x = batch.inputs;
+  h[0] = x.dim() == 2 ? x : x.reshape({x.size(0), -1});
+  const int64_t n = h[0].size(0);
   const auto act = kernels::activation_from_name(options_.activation);
-  for (size_t l = 0; l < L; ++l)  // h_{l+1} = act(h_l W_lᵀ + b_l), the activation in the GEMM's epilogue
-    h[l + 1] = linear(h[l], layers_[l]->weight, layers_[l]->bias, l + 1 < L ? act : kernels::Activation::kNone);
+  for (size_t l = 0; l < L; ++l) {  // h_{l+1} = act(h_l W_lᵀ + b_l), the activation in the GEMM's epilogue
+    const auto& w = layers_[l]->weight;
+    h[l + 1] = sized(buf.h[l + 1], n, w.size(0), h[0]);
+    kernels::matmul_out(h[l + 1], h[l], transposed(buf.wt[l], w), layers_[l]->bias,
+                        l + 1 < L ? act : kernels::Activation::kNone);
+  }
   torch::Tensor nll, g;
   if (options_.classification()) {
     // the output gradient, the nll and the output layer's ∇b in one pass (models/softmax_xent.h)
-    g = at::empty_like(h[L]);
+    g = sized(buf.g[L], n, h[L].size(1), h[L]);
     nll = softmax_xent_backward(h[L], batch.targets, scale, g, layers_[L - 1]->bias.mutable_grad());
   } else {
     nll = likelihood_nll(options_, h[L], batch, tau_);
@@ -30,11 +63,11 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   }
   for (size_t l = L; l-- > 0;) {
     auto& w = layers_[l]->weight;
-    kernels::matmul_acc_(w.mutable_grad(), g.t(), h[l]);
+    kernels::matmul_acc_(w.mutable_grad(), transposed(buf.gt[l + 1], g), h[l]);
     // the output layer's ∇b (the categorical one came with g); the hidden layers' with their g below
     if (l + 1 == L && !options_.classification()) layers_[l]->bias.mutable_grad().add_(g.sum(0));
     if (l == 0) break;
-    auto d = at::empty({g.size(0), w.size(1)}, g.options());
+    auto d = sized(buf.g[l], n, w.size(1), g);
     kernels::matmul_out(d, g, w);
     // g_{l−1} = (g_l W_l) ⊙ act'(h_l), and ∇b_{l−1} += Σ_i g_{l−1} in the same pass
     activation_backward_out(d, d, h[l], act, layers_[l - 1]->bias.mutable_grad());

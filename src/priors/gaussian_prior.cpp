@@ -5,6 +5,7 @@
 #include "kernels/scale_segments.h"
 
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 namespace sgmcmc {
@@ -67,19 +68,30 @@ void GaussianPrior::seed_grad() const {
   });
 }
 
+namespace {
+// The elements of PriorGroup::view(t) as one run of floats: t whole, or its slice `chain` along dim 0;
+// {nullptr, 0} where they are not one contiguous float32 run on the CPU. Pointer arithmetic only:
+// no view tensor (an ATen op per parameter and step otherwise).
+std::pair<float*, int64_t> float_run(const PriorGroup& group, const torch::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != torch::kFloat32 || !t.is_contiguous())
+    return {nullptr, 0};
+  float* base = t.data_ptr<float>();
+  if (group.chain < 0) return {base, t.numel()};
+  if (t.dim() == 0 || group.chain >= t.size(0)) return {nullptr, 0};
+  return {base + group.chain * t.stride(0), t.numel() / t.size(0)};
+}
+}  // namespace
+
 bool GaussianPrior::seed_grad_cpu() const {
-  std::vector<kernels::ScaleSegment> segments;
+  thread_local std::vector<kernels::ScaleSegment> segments;
+  segments.clear();
   for (size_t g = 0; g < groups_.size(); ++g)
     for (const auto& p : groups_[g].params) {
-      const auto& grad = p.grad();
-      if (!grad.defined() || !p.device().is_cpu() || p.scalar_type() != torch::kFloat32 ||
-          grad.scalar_type() != torch::kFloat32)
-        return false;
-      auto gv = groups_[g].view(grad);
-      auto pv = groups_[g].view(p.detach());
-      if (!gv.is_contiguous() || !pv.is_contiguous() || gv.numel() != pv.numel()) return false;
+      const auto [gp, gn] = float_run(groups_[g], p.grad());
+      const auto [pp, pn] = float_run(groups_[g], p);
+      if (gp == nullptr || pp == nullptr || gn != pn) return false;
       // λ as lambda_dev_ holds it (a float32 tensor filled from the double): the same float
-      segments.push_back({gv.data_ptr<float>(), pv.data_ptr<float>(), gv.numel(), static_cast<float>(lambda_[g])});
+      segments.push_back({gp, pp, gn, static_cast<float>(lambda_[g])});
     }
   kernels::scale_segments(segments);
   return true;
