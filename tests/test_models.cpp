@@ -414,3 +414,42 @@ TEST(Models, MlpBackwardEqualsAutograd) {
     }
   }
 }
+
+// The MLP's own backward keeps its buffers and transposed views between calls (models/mlp.h). A
+// weight whose storage is replaced (as loading a checkpoint into it can) and a batch of another size
+// must be seen, not the kept ones. Tolerance as in MlpBackwardEqualsAutograd (the two sum the same
+// products in different orders: float rounding).
+TEST(Models, MlpBackwardFollowsNewWeightsAndBatchSizes) {
+  OptionMap o("model");
+  o.set("name", "mlp");
+  o.set("hidden", "7,5");
+  o.set("activation", "tanh");
+  const Dataset d = image_dataset();
+  auto m = make_model(o, d, 3);
+  auto grads = [&](const Batch& b, bool own) {
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
+    if (own) EXPECT_TRUE(m->nll_backward(b, 2.0).defined());
+    else m->nll(b).backward(torch::full({}, 2.0));
+    std::vector<torch::Tensor> g;
+    for (auto& p : m->parameters()) g.push_back(p.grad().clone());
+    return g;
+  };
+  auto expect_autograd = [&](const Batch& b, const char* what) {
+    const auto want = grads(b, false);
+    const auto got = grads(b, true);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_LE((got[i] - want[i]).abs().max().item<double>(), 2e-6 * want[i].abs().max().item<double>())
+          << what << ", parameter " << i;
+  };
+  expect_autograd(d.train, "first call");
+  auto named = m->named_parameters();
+  for (const char* name : {"fc1.weight", "fc2.weight"}) {
+    torch::NoGradGuard no_grad;
+    auto w = named[name];
+    w.set_(torch::randn(w.sizes(), compat::make_generator(torch::kCPU, 9)));
+  }
+  expect_autograd(d.train, "new weight storage");
+  const Batch four{d.train.inputs.narrow(0, 0, 4), d.train.targets.narrow(0, 0, 4)};
+  expect_autograd(four, "a batch of 4 after 6");
+  expect_autograd(d.train, "6 again");
+}
