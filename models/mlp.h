@@ -40,10 +40,11 @@ class Mlp : public Model {
  private:
   MlpOptions options_;
   // nll_backward's tensors, kept from one step to the next (one minibatch shape): the layers' outputs
-  // h[l], the gradients g[l] flowing back, and transposed views of the weights and of g (a view is
-  // an ATen op on every call otherwise). A view is made again when its tensor's storage, shape or
-  // strides changed (models/mlp_backward.cpp).
+  // h[l], the gradients g[l] flowing back, the inputs' 2-D view and transposed views of the weights
+  // and of g (a view is an ATen op on every call otherwise). A view is made again when its tensor's
+  // data, shape or strides changed (models/mlp_backward.cpp).
   struct BackwardBuffers {
+    torch::Tensor x;  // the batch's inputs as [n, features]
     std::vector<torch::Tensor> h, g, wt, gt;
   };
   BackwardBuffers bwd_;

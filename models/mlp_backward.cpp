@@ -19,12 +19,24 @@ torch::Tensor sized(torch::Tensor& buf, int64_t rows, int64_t cols, const torch:
   return buf;
 }
 
-// tᵀ as a view of t, kept in `view` and made again only when t's data, shape or strides changed.
+// tᵀ as a view of t, kept in `view` and made again only when t's data, shape or strides changed (the
+// kept view holds t's storage, so another tensor cannot take the old one's address).
 torch::Tensor transposed(torch::Tensor& view, const torch::Tensor& t) {
   if (!view.defined() || view.data_ptr() != t.data_ptr() || view.scalar_type() != t.scalar_type() ||
       view.device() != t.device() || view.dim() != 2 || t.dim() != 2 || view.size(0) != t.size(1) ||
       view.size(1) != t.size(0) || view.stride(0) != t.stride(1) || view.stride(1) != t.stride(0))
     view = t.t();
+  return view;
+}
+
+// x as [n, features]: x itself when 2-D, else a view kept in `view` and made again only when x's data,
+// shape or layout changed (a reshape is an ATen op on every call otherwise). The kept view holds x's
+// storage, so a new batch tensor cannot take the old one's address.
+torch::Tensor rows_of(torch::Tensor& view, const torch::Tensor& x) {
+  if (x.dim() == 2) return x;
+  if (!view.defined() || !x.is_contiguous() || view.data_ptr() != x.data_ptr() || view.size(0) != x.size(0) ||
+      view.numel() != x.numel() || view.scalar_type() != x.scalar_type() || view.device() != x.device())
+    view = x.reshape({x.size(0), -1});
   return view;
 }
 
@@ -41,8 +53,7 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   buf.wt.resize(L);
   buf.gt.resize(L + 1);
   std::vector<torch::Tensor> h(L + 1);
-  const auto& x = batch.inputs;
-  h[0] = x.dim() == 2 ? x : x.reshape({x.size(0), -1});
+  h[0] = rows_of(buf.x, batch.inputs);
   const int64_t n = h[0].size(0);
   const auto act = kernels::activation_from_name(options_.activation);
   for (size_t l = 0; l < L; ++l) {  // h_{l+1} = act(h_l W_lᵀ + b_l), the activation in the GEMM's epilogue

@@ -415,9 +415,9 @@ TEST(Models, MlpBackwardEqualsAutograd) {
   }
 }
 
-// The MLP's own backward keeps its buffers and transposed views between calls (models/mlp.h). A
-// weight whose storage is replaced (as loading a checkpoint into it can) and a batch of another size
-// must be seen, not the kept ones. Tolerance as in MlpBackwardEqualsAutograd (the two sum the same
+// The MLP's own backward keeps its buffers and views between calls (models/mlp.h). A weight whose
+// storage is replaced (as loading a checkpoint into it can), a batch of another size and other inputs
+// of the same shape must be seen, not the kept ones. Tolerance as in MlpBackwardEqualsAutograd (the two sum the same
 // products in different orders: float rounding).
 TEST(Models, MlpBackwardFollowsNewWeightsAndBatchSizes) {
   OptionMap o("model");
@@ -452,4 +452,6 @@ TEST(Models, MlpBackwardFollowsNewWeightsAndBatchSizes) {
   const Batch four{d.train.inputs.narrow(0, 0, 4), d.train.targets.narrow(0, 0, 4)};
   expect_autograd(four, "a batch of 4 after 6");
   expect_autograd(d.train, "6 again");
+  const Batch other{torch::rand(d.train.inputs.sizes(), compat::make_generator(torch::kCPU, 11)), d.train.targets};
+  expect_autograd(other, "other inputs of the same shape");
 }

@@ -13,6 +13,17 @@ double LossMeter::take_mean() {
   return mean;
 }
 
+void LossMeter::add(const torch::Tensor& nll, double weight) {
+  if (sum_.device().is_cpu() && nll.device().is_cpu() && nll.numel() == 1 &&
+      (nll.scalar_type() == torch::kFloat32 || nll.scalar_type() == torch::kFloat64)) {
+    const double x = nll.scalar_type() == torch::kFloat32 ? static_cast<double>(*nll.data_ptr<float>())
+                                                          : *nll.data_ptr<double>();
+    *sum_.data_ptr<double>() += weight * x;
+    return;
+  }
+  sum_.add_(nll, weight);
+}
+
 void LossMeter::load(torch::serialize::InputArchive& ar, int64_t count) {
   torch::Tensor s;
   ar.read("loss_sum", s, true);
@@ -46,16 +57,19 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   };
 }
 
+const torch::Tensor& StepRunner::scale_like(const torch::Tensor& t) {
+  if (!scale_t_.defined() || scale_t_.scalar_type() != t.scalar_type() || scale_t_.device() != t.device())
+    scale_t_ = torch::full({}, scale_, t.options().requires_grad(false));
+  return scale_t_;
+}
+
 torch::Tensor StepRunner::likelihood_backward() {
   if (model_backward_) {
     auto nll = model_.nll_backward(batch_, scale_);
     if (nll.defined()) return nll;
   }
   auto nll = model_.nll(batch_);
-  if (!scale_grad_.defined() || scale_grad_.scalar_type() != nll.scalar_type() ||
-      scale_grad_.device() != nll.device())
-    scale_grad_ = torch::full({}, scale_, nll.options().requires_grad(false));
-  nll.backward(scale_grad_);
+  nll.backward(scale_like(nll));
   return nll.detach();
 }
 
@@ -65,14 +79,14 @@ torch::Tensor StepRunner::gradient() {
     batch_nll_ = likelihood_backward();
     reduce_(batch_nll_);
     prior_.add_grad();
-    return batch_nll_ * scale_;
+    return batch_nll_ * scale_like(batch_nll_);
   }
   // .grad := λθ, then the backward pass accumulates (N/n)·∇nll into it: the N/n scaling is the
   // incoming gradient of the backward pass rather than a multiply in the graph.
   if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
   batch_nll_ = likelihood_backward();
   if (!seed_with_prior_) prior_.add_grad();
-  return batch_nll_ * scale_;
+  return batch_nll_ * scale_like(batch_nll_);
 }
 
 void StepRunner::select_batch(const torch::Tensor& idx) {
