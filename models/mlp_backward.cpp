@@ -2,7 +2,7 @@
 #include <ATen/ATen.h>
 
 #include "kernels/matmul.h"
-#include "models/linear.h"
+#include "models/activation_backward.h"
 #include "models/mlp.h"
 #include "models/softmax_xent.h"
 

@@ -14,10 +14,9 @@
 //   code as the portable loop, compiled for the same ISA, so the two agree bit for bit
 //   (tests/test_fused.cpp, PhiloxFill.Avx512EqualsPortable). On an AMD EPYC (Zen 5), one core:
 //   0.95 ns per normal for the portable loop; 0.57 for the first intrinsics version (sixteen blocks
-//   in 32-bit lanes, even and odd products blended; one chain); about 20 % less for this one
-//   (session 17, on a Zen 4 host, family 25 model 17 at 2.6 GHz: 1.00 → 0.80 ns, Philox alone 0.52 →
-//   0.32; Box–Muller is
-//   now most of the cost).
+//   in 32-bit lanes, even and odd products blended; one chain). This one, against that one on a
+//   Zen 4 core (family 25 model 17, 2.6 GHz): 1.00 → 0.80 ns, Philox alone 0.52 → 0.32, so
+//   Box–Muller is now most of the cost.
 // The environment variable SGMCMC_NOISE=portable turns the AVX-512 loop off (for A/B timings).
 #pragma once
 
