@@ -131,11 +131,11 @@ TEST(Philox, NoiseIsCounterBased) {
 
 // The AVX-512 noise loop gives the portable loop's bits: the counter's low word wrapping inside a
 // chain of eight blocks (the high word's carry), a non-zero offset's both words, 64-bit keys, and
-// lengths that take the 64-block loop, the 16-block loop and the portable rest (1000 = 15·64 + 2·16
-// + 8; 80 = 64 + 16; 47 = 2·16 + 15). Skipped on CPUs without AVX-512.
+// lengths that take the 32-block loop, the 16-block loop and the portable rest (1000 = 31·32 + 8;
+// 80 = 2·32 + 16; 47 = 32 + 15; 23 = 16 + 7). Skipped on CPUs without AVX-512.
 TEST(PhiloxFill, Avx512EqualsPortable) {
   if (!kernels::detail::philox_avx512_available()) GTEST_SKIP() << "no AVX-512 on this CPU or in this build";
-  for (int64_t nblocks : {int64_t{1000}, int64_t{80}, int64_t{47}}) {
+  for (int64_t nblocks : {int64_t{1000}, int64_t{80}, int64_t{47}, int64_t{23}}) {
     std::vector<float> a(4 * nblocks), b(4 * nblocks), c(4 * nblocks);
     for (uint64_t first : {uint64_t{0}, uint64_t{0xfffffff5u}, uint64_t{0x1234567fffffffa0ull}})
       for (uint64_t key : {uint64_t{0}, uint64_t{0xfedcba9876543210ull}})

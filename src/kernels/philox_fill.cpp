@@ -107,11 +107,14 @@ SGMCMC_V4 void fill_units(float* z, uint64_t first_block, uint64_t key, uint64_t
   for (int u = 0; u < U; ++u) box_muller16(q + 64 * u, z + 64 * u);
 }
 
-// Four units at a time (eight chains fill the registers), then single units.
+// Two units at a time (four chains: their sixteen state registers and the constants fit the 32 zmm
+// registers; eight chains spill ~250 vectors to the stack per 64 blocks, and one chain waits on the
+// multiplier), then single units. One Zen 4 core, 1.28M normals: 1.17 ms with four units at a time,
+// 1.05 ms with two, 1.16 with one (session 18, docs/performance.md).
 __attribute__((target("arch=x86-64-v4"))) int64_t fill16(float* z, int64_t nblocks, uint64_t first_block,
                                                          uint64_t key, uint64_t offset) {
   int64_t j = 0;
-  for (; j + 64 <= nblocks; j += 64) fill_units<4>(z + 4 * j, first_block + static_cast<uint64_t>(j), key, offset);
+  for (; j + 32 <= nblocks; j += 32) fill_units<2>(z + 4 * j, first_block + static_cast<uint64_t>(j), key, offset);
   for (; j + 16 <= nblocks; j += 16) fill_units<1>(z + 4 * j, first_block + static_cast<uint64_t>(j), key, offset);
   return j;
 }
