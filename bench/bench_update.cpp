@@ -12,7 +12,9 @@
 // arithmetic and the same Philox noise, materialised as a tensor, as separate ATen ops).
 //
 //   bench_update [--params 10000000] [--steps 20] [--device cpu|cuda] [--samplers sgld,sghmc,...]
-//                [--threads N] [--path fused|reference] [--set key=value ...] [--json FILE]
+//                [--threads N] [--path fused|reference] [--set key=value ...] [--fold λ] [--json FILE]
+// `--fold λ` folds a Gaussian prior's gradient λθ over the whole buffer into every step
+// (Sampler::fold_prior_into_next_step, issue 21): the kernel reads g + λθ.
 // `--set` adds a sampler option to every sampler (e.g. --set integrator=ssi).
 #include <chrono>
 #include <cmath>
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
       ("threads", "torch intra-op threads (0 = default)", cxxopts::value<int>()->default_value("0"))
       ("path", "fused or reference (ATen ops, same noise)", cxxopts::value<std::string>()->default_value("fused"))
       ("set", "sampler option key=value (repeatable)", cxxopts::value<std::vector<std::string>>()->default_value({}))
+      ("fold", "fold the prior's gradient λθ into each step with this λ (0: no fold)", cxxopts::value<double>()->default_value("0"))
       ("json", "append one JSON line per sampler to FILE", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "help");
   auto r = cli.parse(argc, argv);
@@ -117,10 +120,15 @@ int main(int argc, char** argv) {
     std::ostringstream blob;
     archive.save_to(blob);
     const int64_t state_elems = static_cast<int64_t>(std::llround(blob.str().size() / 4.0 / P)) * P;
-    for (int i = 0; i < 3; ++i) sampler->step();
+    const double fold = r["fold"].as<double>();
+    const auto one_step = [&] {
+      if (fold != 0) sampler->fold_prior_into_next_step({{kernels::PriorFoldSegment{0, P, fold}}});
+      sampler->step();
+    };
+    for (int i = 0; i < 3; ++i) one_step();
     sync(dev);
     t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) sampler->step();
+    for (int i = 0; i < steps; ++i) one_step();
     sync(dev);
     const double dt = seconds_since(t0) / steps;
     const double bytes = 2.0 * 4.0 * (P + state_elems) + 4.0 * P;

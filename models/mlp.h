@@ -32,12 +32,17 @@ class Mlp : public Model {
   // The same values as autograd to float rounding (tests/test_models.cpp), without autograd's
   // graph, its AccumulateGrad pass over every gradient and the temporaries between them.
   torch::Tensor nll_backward(const Batch& batch, double scale) override;
+  // ∇W_l := g_lᵀ h_{l−1} (the GEMM without its sum epilogue), ∇b_l := Σ_i g_l (zeroed, then summed).
+  torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) override;
+  bool overwrites_grad() const override { return true; }
   torch::Tensor predict(const torch::Tensor& inputs) override;
   void gibbs_step_likelihood(const Batch& train, at::Generator& generator) override;
   std::map<std::string, double> likelihood_hyperparameters() const override;
   torch::Tensor forward(const torch::Tensor& inputs);  // logits / means
 
  private:
+  torch::Tensor backward_pass(const Batch& batch, double scale, bool overwrite);
+
   MlpOptions options_;
   // nll_backward's tensors, kept from one step to the next (one minibatch shape): the layers' outputs
   // h[l], the gradients g[l] flowing back, the inputs' 2-D view and transposed views of the weights

@@ -1,6 +1,8 @@
 // Mlp::nll_backward: the multilayer perceptron's gradient by hand (models/mlp.h states the equations).
 #include <ATen/ATen.h>
 
+#include <cstring>
+
 #include "kernels/matmul.h"
 #include "models/activation_backward.h"
 #include "models/mlp.h"
@@ -40,12 +42,27 @@ torch::Tensor rows_of(torch::Tensor& view, const torch::Tensor& x) {
   return view;
 }
 
+// t := 0 in place (a memset on the CPU: no ATen op for these small tensors).
+void zero_in_place(torch::Tensor& t) {
+  if (t.device().is_cpu() && t.is_contiguous()) std::memset(t.data_ptr(), 0, t.numel() * t.element_size());
+  else t.zero_();
+}
+
 }  // namespace
 
-torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
+torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) { return backward_pass(batch, scale, false); }
+
+torch::Tensor Mlp::nll_backward_overwrite(const Batch& batch, double scale) {
+  return backward_pass(batch, scale, true);
+}
+
+torch::Tensor Mlp::backward_pass(const Batch& batch, double scale, bool overwrite) {
   for (const auto& layer : layers_)
     if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};
   torch::NoGradGuard no_grad;
+  // overwriting: the biases' gradients are sums accumulated below, so they start from zero
+  if (overwrite)
+    for (auto& layer : layers_) zero_in_place(layer->bias.mutable_grad());
   const size_t L = layers_.size();
   auto& buf = bwd_;
   buf.h.resize(L + 1);
@@ -74,7 +91,8 @@ torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) {
   }
   for (size_t l = L; l-- > 0;) {
     auto& w = layers_[l]->weight;
-    kernels::matmul_acc_(w.mutable_grad(), transposed(buf.gt[l + 1], g), h[l]);
+    if (overwrite) kernels::matmul_out(w.mutable_grad(), transposed(buf.gt[l + 1], g), h[l]);
+    else kernels::matmul_acc_(w.mutable_grad(), transposed(buf.gt[l + 1], g), h[l]);
     // the output layer's ∇b (the categorical one came with g); the hidden layers' with their g below
     if (l + 1 == L && !options_.classification()) layers_[l]->bias.mutable_grad().add_(g.sum(0));
     if (l == 0) break;

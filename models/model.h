@@ -50,6 +50,13 @@ class Model : public torch::nn::Module {
   // when the model has none or cannot use it here (a .grad not defined): the trainer then runs
   // autograd on nll(). train.backward: autograd skips it.
   virtual torch::Tensor nll_backward(const Batch& batch, double scale) { return {}; }
+  // The same pass, but every parameter's .grad is overwritten with ∇θ(scale · nll) rather than added
+  // to: for a step whose prior gradient the sampler folds into its update (Sampler::
+  // fold_prior_into_next_step, issue 21), so that nothing has to zero or seed .grad first. An
+  // undefined tensor (nothing written) when the model has no such pass; overwrites_grad() says
+  // whether it has one.
+  virtual torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) { return {}; }
+  virtual bool overwrites_grad() const { return false; }
   // Class probabilities [n, classes] (classification) or predicted means [n] (regression).
   // Posterior averaging averages these over samples.
   virtual torch::Tensor predict(const torch::Tensor& inputs) = 0;

@@ -302,6 +302,48 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
 
 // On CUDA (skipped without it): the kernel against the reference rules on the device, the noise
 // taken from the same generator state (philox_normal advances it exactly as the kernel does).
+// The prior folded into the update (kernels::PriorFold, issue 21): the kernel reads g + λθ over the
+// segments and g elsewhere, which must be the update on that gradient formed beforehand (ATen: θ·λ,
+// then the sum; the kernel's two roundings in the same order), bit for bit, for every rule, both
+// dtypes, first and later steps. Segments start and end inside tiles and inside 4-element noise
+// blocks, one is a single element, and the gaps read g as it is.
+TEST(Fused, PriorFoldEqualsFoldedGradient) {
+  torch::manual_seed(5);
+  const int64_t n = 10007;
+  const kernels::PriorFold fold = {{3, 1497, 0.7}, {1500, 1, 2.0}, {2001, 5999, 1e-3}, {9000, 1007, 5.0}};
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    for (const auto& c : cases()) {
+      for (int variant = 0; variant < 2; ++variant) {
+        FusedScalars s = test_scalars(c.rule);
+        s.first = variant == 0;
+        s.exploring = true;
+        const NoiseStream ns{0x51ed27u + static_cast<uint64_t>(variant), 3};
+        auto th = torch::randn({n}, dt);
+        auto g = torch::randn({n}, dt);
+        auto st = make_state(c.rule, c.state, n, dt);
+        auto th_ref = th.clone();
+        std::vector<torch::Tensor> st_ref;
+        for (auto& t : st) st_ref.push_back(t.clone());
+        auto g_full = g.clone();
+        for (const auto& seg : fold)
+          g_full.narrow(0, seg.begin, seg.n).add_(th.narrow(0, seg.begin, seg.n).mul(seg.lambda));
+        kernels::fused_update(c.rule, th_ref, st_ref, g_full, s, ns);
+        kernels::fused_update(c.rule, th, st, g, s, ns, nullptr, &fold);
+        const std::string what = std::string(c.name) + (dt == torch::kFloat32 ? " f32" : " f64") + " variant " +
+                                 std::to_string(variant);
+        EXPECT_TRUE(torch::equal(th, th_ref)) << what << ": θ max |Δ| " << (th - th_ref).abs().max().item<double>();
+        for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::equal(st[j], st_ref[j])) << what << ": state " << j;
+      }
+    }
+  }
+  // malformed folds: unsorted or overlapping segments, a segment past θ's end
+  auto th = torch::zeros({8});
+  const auto g = torch::zeros({8});
+  for (const kernels::PriorFold& bad : {kernels::PriorFold{{4, 2, 1.0}, {0, 2, 1.0}}, kernels::PriorFold{{0, 5, 1.0}, {4, 2, 1.0}},
+                                        kernels::PriorFold{{6, 3, 1.0}}})
+    EXPECT_THROW(kernels::fused_update(FusedRule::kSgld, th, {}, g, {}, {}, nullptr, &bad), std::invalid_argument);
+}
+
 TEST(Fused, CudaEqualsReferenceWithSameNoise) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";

@@ -415,6 +415,37 @@ TEST(Models, MlpBackwardEqualsAutograd) {
   }
 }
 
+// nll_backward_overwrite (the prior folded into the sampler's update, issue 21) writes what zeroing
+// the gradients and accumulating into them writes, whatever .grad held before: bit for bit (the
+// weights' GEMM without its sum epilogue computes 0 + Σ as Σ; the biases are zeroed, then summed in
+// the same order).
+TEST(Models, MlpBackwardOverwriteEqualsZeroThenAccumulate) {
+  Dataset reg;
+  reg.task = Task::kRegression;
+  reg.dims = {{"features", 3}};
+  reg.train = Batch{torch::randn({40, 3}, compat::make_generator(torch::kCPU, 7)),
+                    torch::randn({40}, compat::make_generator(torch::kCPU, 8))};
+  for (bool classification : {true, false}) {
+    OptionMap o("model");
+    o.set("name", "mlp");
+    o.set("hidden", classification ? "7,5" : "9");
+    const Dataset d = classification ? image_dataset() : reg;
+    auto m = make_model(o, d, 3);
+    EXPECT_TRUE(m->overwrites_grad());
+    auto params = m->parameters();
+    for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+    auto want_nll = m->nll_backward(d.train, 77.0);
+    std::vector<torch::Tensor> want;
+    for (auto& p : params) want.push_back(p.grad().clone());
+    for (auto& p : params) p.mutable_grad().fill_(123.0);  // stale values the pass must not keep
+    auto got_nll = m->nll_backward_overwrite(d.train, 77.0);
+    ASSERT_TRUE(got_nll.defined());
+    EXPECT_TRUE(torch::equal(got_nll, want_nll));
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(torch::equal(params[i].grad(), want[i])) << (classification ? "categorical " : "gaussian ") << i;
+  }
+}
+
 // The MLP's own backward keeps its buffers and views between calls (models/mlp.h). A weight whose
 // storage is replaced (as loading a checkpoint into it can), a batch of another size and other inputs
 // of the same shape must be seen, not the kept ones. Tolerance as in MlpBackwardEqualsAutograd (the two sum the same

@@ -145,10 +145,24 @@ FusedCoefs<T> make_coefs(FusedRule rule, const FusedScalars& s) {
 constexpr int kRuntimeFlags = -1;
 constexpr int kFlagFirst = 1, kFlagExploring = 2, kFlagPrecond = 4;
 
-// One element. th: θ; s0..s3: state (rule order of fused_update.h); gr: ∇Ũ; z: N(0,1).
-template <FusedRule R, typename T, int F = kRuntimeFlags>
+// ∇Ũ of element i: gr[i], or with the prior folded in (kernels::PriorFold) gr[i] + λθ[i], two
+// roundings. Read before θ[i] is written.
+template <bool Fold, typename T>
+SGMCMC_HD T grad_at(const T* gr, const T* th, int64_t i, T lambda) {
+  if constexpr (Fold) {
+    const T prior = lambda * th[i];
+    return gr[i] + prior;
+  } else {
+    (void)th, (void)lambda;
+    return gr[i];
+  }
+}
+
+// One element. th: θ; s0..s3: state (rule order of fused_update.h); gr: ∇Ũ (Fold: the likelihood's
+// part, λθ added here); z: N(0,1).
+template <FusedRule R, typename T, int F = kRuntimeFlags, bool Fold = false>
 SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t i, float zf,
-                             const FusedCoefs<T>& k) {
+                             const FusedCoefs<T>& k, T lambda = T(0)) {
   const T z = static_cast<T>(zf);
   const bool first = F == kRuntimeFlags ? k.first : (F & kFlagFirst) != 0;
   const bool exploring = F == kRuntimeFlags ? k.exploring : (F & kFlagExploring) != 0;
@@ -158,11 +172,11 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     th[i] = z;
   } else if constexpr (R == FusedRule::kSgld) {
     // θ.add_(g, −η); θ.add_(ξ, sqrt(2ηT))
-    T t = th[i] + k.a * gr[i];
+    T t = th[i] + k.a * grad_at<Fold>(gr, th, i, lambda);
     th[i] = t + k.b * z;
   } else if constexpr (R == FusedRule::kPsgld) {
     // V ← αV + (1−α)g² (V ← g² first); G = 1/(sqrt V + eps); θ ← θ − ηGg + sqrt(2ηT G) ξ
-    const T g = gr[i];
+    const T g = grad_at<Fold>(gr, th, i, lambda);
     const T v = first ? g * g : s0[i] * k.a + k.b * (g * g);
     s0[i] = v;
     const T G = T(1) / (sqrt_hd(v) + k.c);
@@ -171,13 +185,13 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     th[i] = t;
   } else if constexpr (R == FusedRule::kSghmcEuler) {
     // v ← (1−α)v − ηg + sd ξ;  θ ← θ + v
-    T v = s0[i] * k.a + k.b * gr[i];
+    T v = s0[i] * k.a + k.b * grad_at<Fold>(gr, th, i, lambda);
     v = v + k.c * z;
     s0[i] = v;
     th[i] = th[i] + v;
   } else if constexpr (R == FusedRule::kSghmcSsi) {
     // v ← e^{−α/2}v − ηg + sd ξ;  v ← e^{−α/2}v;  θ ← θ + v
-    T v = s0[i] * k.a + k.b * gr[i];
+    T v = s0[i] * k.a + k.b * grad_at<Fold>(gr, th, i, lambda);
     v = (v + k.c * z) * k.a;
     s0[i] = v;
     th[i] = th[i] + v;
@@ -186,7 +200,7 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     T p = s0[i];
     const T xi = s1[i];
     p = p + k.a * (xi * p);
-    p = p + k.a * gr[i];
+    p = p + k.a * grad_at<Fold>(gr, th, i, lambda);
     p = p + k.c * z;
     s0[i] = p;
     s1[i] = (xi + k.b * (p * p)) + k.d;
@@ -195,14 +209,14 @@ SGMCMC_HD void fused_element(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int
     // p ← e^{−hξ/2}(e^{−hξ/2}p − hg + sd ζ);  θ ← θ + h p;  ξ ← ξ + h p² − T h
     const T xi = s1[i];
     const T decay = exp_hd(xi * k.e);
-    T p = s0[i] * decay + k.a * gr[i];
+    T p = s0[i] * decay + k.a * grad_at<Fold>(gr, th, i, lambda);
     p = (p + k.c * z) * decay;
     s0[i] = p;
     th[i] = th[i] + k.b * p;
     s1[i] = (xi + k.b * (p * p)) + k.d;
   } else if constexpr (R == FusedRule::kSantaEuler || R == FusedRule::kSantaSsi) {
     // s0 = u, s1 = α, s2 = v, s3 = g_prev (update_rules.h, santa_*_update)
-    const T f = gr[i];
+    const T f = grad_at<Fold>(gr, th, i, lambda);
     const T v = first ? (f * f) * k.a : s2[i] * k.b + k.c * (f * f);
     s2[i] = v;
     const T g = T(1) / sqrt_hd(sqrt_hd(v) + k.d);

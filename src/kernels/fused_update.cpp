@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -35,35 +36,66 @@ constexpr int64_t kTileBlocks = kTile / 4;
 // floats per instruction). The file is compiled with -ffp-contract=off, so no clone fuses a product
 // and a sum into an FMA: every clone computes the baseline's roundings, and the update's bits do not
 // depend on the CPU.
-template <FusedRule R, typename T, int F>
+template <FusedRule R, typename T, int F, bool Fold>
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("default", "arch=haswell", "arch=x86-64-v4")))
 #endif
 void tile_loop(T* __restrict th, T* __restrict s0, T* __restrict s1, T* __restrict s2, T* __restrict s3,
-               const T* __restrict gr, int64_t len, const float* z, const FusedCoefs<T>& kc) {
-  for (int64_t i = 0; i < len; ++i) fused_element<R, T, F>(th, s0, s1, s2, s3, gr, i, z[i], kc);
+               const T* __restrict gr, int64_t len, const float* z, const FusedCoefs<T>& kc, T lambda) {
+  for (int64_t i = 0; i < len; ++i) fused_element<R, T, F, Fold>(th, s0, s1, s2, s3, gr, i, z[i], kc, lambda);
 }
 
 constexpr bool is_santa(FusedRule r) { return r == FusedRule::kSantaEuler || r == FusedRule::kSantaSsi; }
 constexpr bool has_step_flags(FusedRule r) { return is_santa(r) || r == FusedRule::kPsgld; }
 
-// The element loop of one tile, with the step's flags as compile-time constants in the common cases
-// (after the first step, no precond term): no branches in the loop, so it vectorizes.
-template <FusedRule R, typename T>
-void tile(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t len, const float* z, const FusedCoefs<T>& kc) {
+// The element loop of one stretch of a tile, with the step's flags as compile-time constants in the
+// common cases (after the first step, no precond term): no branches in the loop, so it vectorizes.
+// Fold: the stretch lies in one segment of a prior fold with precision `lambda`.
+template <FusedRule R, typename T, bool Fold>
+void stretch(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t len, const float* z, const FusedCoefs<T>& kc,
+             T lambda) {
   if constexpr (has_step_flags(R)) {
     if (!kc.first && !kc.precond_term) {
-      if (kc.exploring) tile_loop<R, T, kFlagExploring>(th, s0, s1, s2, s3, gr, len, z, kc);
-      else tile_loop<R, T, 0>(th, s0, s1, s2, s3, gr, len, z, kc);
+      if (kc.exploring) tile_loop<R, T, kFlagExploring, Fold>(th, s0, s1, s2, s3, gr, len, z, kc, lambda);
+      else tile_loop<R, T, 0, Fold>(th, s0, s1, s2, s3, gr, len, z, kc, lambda);
       return;
     }
   }
-  tile_loop<R, T, kRuntimeFlags>(th, s0, s1, s2, s3, gr, len, z, kc);
+  tile_loop<R, T, kRuntimeFlags, Fold>(th, s0, s1, s2, s3, gr, len, z, kc, lambda);
+}
+
+// Elements [begin, begin + len) of the buffer (one tile; z its noise): stretches inside a segment of
+// `fold` with that segment's λ folded in, the others as they are.
+template <FusedRule R, typename T>
+void tile(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t begin, int64_t len, const float* z,
+          const FusedCoefs<T>& kc, const PriorFold* fold) {
+  const auto run = [&](int64_t lo, int64_t hi, const PriorFoldSegment* seg) {  // [lo, hi) of the buffer
+    if (hi <= lo) return;
+    const auto at = [lo](T* p) { return p ? p + lo : nullptr; };
+    const T* g = gr ? gr + lo : nullptr;
+    const float* zs = z + (lo - begin);
+    if (seg) stretch<R, T, true>(th + lo, at(s0), at(s1), at(s2), at(s3), g, hi - lo, zs, kc, static_cast<T>(seg->lambda));
+    else stretch<R, T, false>(th + lo, at(s0), at(s1), at(s2), at(s3), g, hi - lo, zs, kc, T(0));
+  };
+  const int64_t end = begin + len;
+  if (!fold || !gr) return run(begin, end, nullptr);
+  auto k = std::upper_bound(fold->begin(), fold->end(), begin,
+                            [](int64_t b, const PriorFoldSegment& s) { return b < s.begin; });
+  if (k != fold->begin()) --k;  // the last segment starting at or before `begin`
+  int64_t done = begin;
+  for (; k != fold->end() && k->begin < end; ++k) {
+    const int64_t lo = std::max(done, k->begin), hi = std::min(end, k->begin + k->n);
+    if (hi <= lo) continue;
+    run(done, lo, nullptr);
+    run(lo, hi, &*k);
+    done = hi;
+  }
+  run(done, end, nullptr);
 }
 
 template <FusedRule R, typename T>
 void cpu_loop(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, const FusedCoefs<T>& k,
-              NoiseStream ns) {
+              NoiseStream ns, const PriorFold* fold) {
   const int64_t tiles = (n + kTile - 1) / kTile;
   // Grain: ~64k elements per task, so small buffers stay on the calling thread.
   at::parallel_for(0, tiles, 64, [&](int64_t t0, int64_t t1) {
@@ -79,8 +111,7 @@ void cpu_loop(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, const F
       const int64_t begin = t * kTile;
       const int64_t len = std::min(kTile, n - begin);
       if (noise) philox_fill(z, (len + 3) / 4, static_cast<uint64_t>(begin / 4), ns.key, ns.offset);
-      tile<R, T>(th + begin, s0 ? s0 + begin : nullptr, s1 ? s1 + begin : nullptr, s2 ? s2 + begin : nullptr,
-                 s3 ? s3 + begin : nullptr, gr ? gr + begin : nullptr, len, z, kc);
+      tile<R, T>(th, s0, s1, s2, s3, gr, begin, len, z, kc, fold);
     }
   });
 }
@@ -106,7 +137,7 @@ size_t state_count(FusedRule rule) {
 
 template <typename T>
 void cpu_dispatch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& st,
-                  const torch::Tensor& grad, const FusedCoefs<T>& k, NoiseStream ns) {
+                  const torch::Tensor& grad, const FusedCoefs<T>& k, NoiseStream ns, const PriorFold* fold) {
   T* th = theta.data_ptr<T>();
   T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
   for (size_t j = 0; j < st.size(); ++j) sp[j] = st[j].data_ptr<T>();
@@ -114,7 +145,7 @@ void cpu_dispatch(FusedRule rule, torch::Tensor& theta, const std::vector<torch:
   const int64_t n = theta.numel();
 #define SGMCMC_FUSED_CASE(R) \
   case R:                    \
-    cpu_loop<R, T>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, ns); \
+    cpu_loop<R, T>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, ns, fold); \
     break;
   switch (rule) {
     SGMCMC_FUSED_CASE(FusedRule::kNoise)
@@ -149,6 +180,17 @@ void check_call(const char* fn, FusedRule rule, const torch::Tensor& theta, cons
   if (rule != FusedRule::kNoise) check_operand(fn, grad, theta, "the gradient");
 }
 
+void check_fold(const PriorFold& fold, const torch::Tensor& theta) {
+  if (!theta.device().is_cpu())
+    throw std::invalid_argument("fused_update: a prior fold is implemented on the CPU only");
+  int64_t end = 0;
+  for (const auto& s : fold) {
+    if (s.begin < end || s.n < 0 || s.begin + s.n > theta.numel() || !std::isfinite(s.lambda))
+      throw std::invalid_argument("fused_update: prior fold segments must be sorted, disjoint, inside θ, with a finite λ");
+    end = s.begin + s.n;
+  }
+}
+
 }  // namespace
 
 bool fused_supported(const torch::Tensor& t) {
@@ -162,11 +204,14 @@ bool fused_supported(const torch::Tensor& t) {
 }
 
 void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
-                  const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise, at::Generator* generator) {
+                  const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise, at::Generator* generator,
+                  const PriorFold* fold) {
   // Named in profiles (LibTorch's profiler sees ATen ops only otherwise); free when none is active.
   RECORD_FUNCTION("sgmcmc::fused_update", std::vector<c10::IValue>());
   const std::vector<torch::Tensor>& st = state;
   check_call("fused_update", rule, theta, st, grad);
+  if (fold && fold->empty()) fold = nullptr;
+  if (fold) check_fold(*fold, theta);
   if (theta.numel() == 0) return;
   if (theta.device().is_cuda()) {
 #if defined(SGMCMC_WITH_CUDA)
@@ -175,9 +220,9 @@ void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch:
 #endif
   }
   if (theta.scalar_type() == torch::kFloat64) {
-    cpu_dispatch<double>(rule, theta, st, grad, make_coefs<double>(rule, s), noise);
+    cpu_dispatch<double>(rule, theta, st, grad, make_coefs<double>(rule, s), noise, fold);
   } else {
-    cpu_dispatch<float>(rule, theta, st, grad, make_coefs<float>(rule, s), noise);
+    cpu_dispatch<float>(rule, theta, st, grad, make_coefs<float>(rule, s), noise, fold);
   }
 }
 
@@ -217,11 +262,11 @@ void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<t
   if (theta.scalar_type() == torch::kFloat64) {
     StepParams<double> p;
     std::memcpy(&p, step_params.data_ptr(), sizeof p);
-    cpu_dispatch<double>(rule, theta, state, grad, p.k, p.noise);
+    cpu_dispatch<double>(rule, theta, state, grad, p.k, p.noise, nullptr);
   } else {
     StepParams<float> p;
     std::memcpy(&p, step_params.data_ptr(), sizeof p);
-    cpu_dispatch<float>(rule, theta, state, grad, p.k, p.noise);
+    cpu_dispatch<float>(rule, theta, state, grad, p.k, p.noise, nullptr);
   }
 }
 

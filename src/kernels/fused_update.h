@@ -71,14 +71,31 @@ struct NoiseStream {
   uint64_t offset = 0;
 };
 
+// The Gaussian prior's gradient folded into the update (issue 21): over elements [begin, begin + n)
+// of the buffer, `grad` holds the likelihood's part g only and the rule reads g + λθ, computed in
+// the tile as it is read (θ is read there anyway): no pass that writes λθ into the gradient before
+// the backward pass, and a backward pass that overwrites the gradient rather than accumulating into
+// it. Elements outside every segment read g as it is. In θ's dtype: g + (T)λ·θ, two roundings
+// (the file has no FMA contraction), i.e. what the seeded gradient holds when the backward pass adds
+// its products after the seed (GaussianPrior::seed_grad).
+struct PriorFoldSegment {
+  int64_t begin = 0;
+  int64_t n = 0;
+  double lambda = 0;
+};
+// Segments sorted by `begin`, not overlapping, inside the buffer.
+using PriorFold = std::vector<PriorFoldSegment>;
+
 // Applies `rule` to flat, contiguous, same-dtype (float32/float64), same-device tensors:
 //   theta: the parameters; state: the rule's state tensors in the order listed above; grad: ∇Ũ.
 // For kNoise, theta is the output and grad is ignored (may be undefined).
 // On CUDA (built with SGMCMC_CUDA), `noise` is ignored and the key and offset are taken from
 // `generator` (a CUDA generator; the offset advances by the elements' Philox blocks).
+// `fold` (CPU only; std::invalid_argument elsewhere or when malformed): ∇Ũ = grad + λθ over its
+// segments, as above.
 void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                   const torch::Tensor& grad, const FusedScalars& s, NoiseStream noise,
-                  at::Generator* generator = nullptr);
+                  at::Generator* generator = nullptr, const PriorFold* fold = nullptr);
 
 // The noise a fused update would inject, as a tensor of `numel` elements on `options`' device: the
 // same numbers, bit for bit (it is the same loop with rule kNoise). On the CPU from `stream`; on CUDA

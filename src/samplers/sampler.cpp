@@ -67,8 +67,56 @@ torch::Tensor Sampler::step(const Closure& closure) {
     torch::AutoGradMode enable(true);
     loss = closure();
   }
+  // A sampler without a fused step may not reach step_params, where a fold is otherwise consumed.
+  if (!fold_.empty() && !has_fused_step()) {
+    for (size_t g = 0; g < fold_.size(); ++g) add_folded_prior(g);
+    fold_.clear();
+  }
   step();
+  if (!fold_.empty()) {
+    fold_.clear();
+    throw std::logic_error("Sampler " + name() + ": the step did not consume the prior fold");
+  }
   return loss;
+}
+
+void Sampler::fold_prior_into_next_step(const std::vector<kernels::PriorFold>& fold) {
+  if (!flat() || fold.size() != groups_.size())
+    throw std::invalid_argument("Sampler::fold_prior_into_next_step: needs flat groups and one fold per group");
+  for (size_t g = 0; g < fold.size(); ++g) {
+    int64_t end = 0;
+    for (const auto& s : fold[g]) {
+      if (s.begin < end || s.n < 0 || s.begin + s.n > flat_[g]->numel())
+        throw std::invalid_argument("Sampler::fold_prior_into_next_step: segments must be sorted, disjoint and inside the group");
+      end = s.begin + s.n;
+    }
+  }
+  fold_ = fold;
+}
+
+std::optional<std::pair<size_t, int64_t>> Sampler::flat_position(const torch::Tensor& p) const {
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (!flat_[g]) continue;
+    for (const auto& q : groups_[g].params)
+      if (q.unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) {
+        const auto& d = flat_[g]->data();
+        const auto off = (static_cast<const char*>(p.data_ptr()) - static_cast<const char*>(d.data_ptr())) /
+                         static_cast<std::ptrdiff_t>(d.element_size());
+        if (off < 0 || off + p.numel() > d.numel()) return std::nullopt;  // its storage was replaced
+        return std::make_pair(g, static_cast<int64_t>(off));
+      }
+  }
+  return std::nullopt;
+}
+
+void Sampler::add_folded_prior(size_t g) {
+  if (g >= fold_.size() || fold_[g].empty()) return;
+  torch::NoGradGuard no_grad;
+  auto grad = flat_[g]->grad();
+  const auto& theta = flat_[g]->data();
+  // g + (λθ): two roundings, as in the fused kernel
+  for (const auto& s : fold_[g]) grad.narrow(0, s.begin, s.n).add_(theta.narrow(0, s.begin, s.n).mul(s.lambda));
+  fold_[g].clear();
 }
 
 void Sampler::set_step_mode(StepMode mode) {

@@ -3,6 +3,7 @@
 // A sampler reads ∇Ũ from each parameter's `.grad`, where the caller (the trainer, or a synthetic
 // target) has formed
 //     ∇Ũ(θ) = (N/n) Σ_{i in batch} ∇(−log p(x_i | θ)) + ∇(−log p(θ)).
+// (With a prior fold, fold_prior_into_next_step, the caller leaves λθ out and the step adds it.)
 // It knows nothing of models, data or priors. Per-parameter state (momentum, thermostat,
 // preconditioner) lives in a typed struct on the parameter's device; `save`/`load` write it to a
 // checkpoint archive. All randomness comes from the `at::Generator` handed in at construction.
@@ -108,6 +109,17 @@ class Sampler {
   // True if kPrepare works: a fused step, every group flat, fused() on.
   bool graph_capturable() const { return has_fused_step() && flat() && fused_; }
 
+  // The prior's gradient folded into the next step (issue 21). `fold[g]`: ranges of flat group g
+  // (kernels::PriorFold) whose .grad holds the likelihood's gradient only; the step reads ∇Ũ =
+  // .grad + λθ there: inside the fused kernel, or added into .grad first on any other path
+  // (samplers without a fused step, fused() off, groups of other devices). Consumed by the next
+  // step(); step(closure) takes it from its closure. std::invalid_argument unless flat() and one
+  // entry per group.
+  void fold_prior_into_next_step(const std::vector<kernels::PriorFold>& fold);
+  // Where the elements of parameter `p` start in the flat buffers: (group, element offset); nullopt
+  // if p is no parameter of a flat group.
+  std::optional<std::pair<size_t, int64_t>> flat_position(const torch::Tensor& p) const;
+
   // Scalar diagnostics for logging (e.g. "thermostat_mean"); empty by default.
   virtual std::map<std::string, double> diagnostics() const { return {}; }
 
@@ -154,8 +166,12 @@ class Sampler {
     }
   }
 
+  // Adds the pending fold of flat group g into its .grad (the paths that are not a fused kernel).
+  void add_folded_prior(size_t g);
+
   std::vector<ParamGroup> groups_;
   std::vector<std::unique_ptr<FlatGroup>> flat_;  // per group; null if the group is not flat
+  std::vector<kernels::PriorFold> fold_;          // per group, for the next step; empty: none
   bool fused_ = true;
   // kPrepare: per group, the rule and state of the prepared launch and its scalars' buffer.
   struct PreparedLaunch {
@@ -193,22 +209,29 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
     if (fg) {
       fg->rebind();
       const auto stream = detail::next_noise_stream(generator_, fg->data().device());
+      const kernels::PriorFold* fold = g < fold_.size() && !fold_[g].empty() ? &fold_[g] : nullptr;
       if (all_flat && fused_ && rule) {
         s.lr = lr;
         std::vector<torch::Tensor> st;
         for (const auto* b : state) st.push_back(b->group[g]);
         if (mode_ == StepMode::kPrepare) {
+          if (fold) throw std::logic_error("Sampler: a prior fold in a prepared step (kPrepare)");
           step_buffers_[g]->write(*rule, s, stream, fg->data().scalar_type());
           prepared_[g] = {*rule, std::move(st), true};
         } else {
           auto theta = fg->data();
-          kernels::fused_update(*rule, theta, st, fg->grad(), s, stream, &generator_);
+          if (fold && !theta.device().is_cpu()) {
+            add_folded_prior(g);
+            fold = nullptr;
+          }
+          kernels::fused_update(*rule, theta, st, fg->grad(), s, stream, &generator_, fold);
         }
         index += group.params.size();
         continue;
       }
       if (mode_ == StepMode::kPrepare)
         throw std::logic_error("Sampler: a prepared step (kPrepare) took the ATen path; check graph_capturable()");
+      if (fold) add_folded_prior(g);
       std::vector<torch::Tensor> z;
       if (noise) {
         z = fg->split(kernels::philox_normal(fg->numel(), stream, fg->data().options(), &generator_));
@@ -226,6 +249,7 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
       ++index;
     }
   }
+  fold_.clear();
 }
 
 }  // namespace sgmcmc

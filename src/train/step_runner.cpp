@@ -1,6 +1,9 @@
 #include "train/step_runner.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/gather_rows.h"
 
@@ -44,6 +47,9 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   seed_with_prior_ = prior.covers(sampler.parameters());
   if (byte_rows_enabled()) train_bytes_ = ByteRows::of(train.inputs);
   closure_ = [this] { return gradient(); };
+  const char* fold_env = std::getenv("SGMCMC_PRIOR_FOLD");
+  fold_on_ = !(fold_env && std::string(fold_env) == "off");
+  if (!graph) plan_prior_fold();
   if (!graph) return;
   // The captured body reads static buffers only: the batch's indices (copied in before each step),
   // the sampler's per-step scalars (its kPrepare step), λ and τ (tensors updated in place by Gibbs).
@@ -73,7 +79,52 @@ torch::Tensor StepRunner::likelihood_backward() {
   return nll.detach();
 }
 
+void StepRunner::plan_prior_fold() {
+  fold_entries_.clear();
+  if (!seed_with_prior_ || !model_.overwrites_grad() || !sampler_.has_fused_step() || !sampler_.flat()) return;
+  std::vector<FoldEntry> entries;
+  const auto& groups = prior_.groups();
+  for (size_t k = 0; k < groups.size(); ++k)
+    for (const auto& p : groups[k].params) {
+      const auto pos = sampler_.flat_position(p);
+      if (!pos || !p.device().is_cpu() || !p.is_contiguous()) return;
+      int64_t begin = pos->second, n = p.numel();
+      if (groups[k].chain >= 0) {  // one chain's slice along dim 0
+        if (p.dim() == 0 || groups[k].chain >= p.size(0)) return;
+        begin += groups[k].chain * p.stride(0);
+        n /= p.size(0);
+      }
+      entries.push_back({pos->first, begin, n, k});
+    }
+  std::sort(entries.begin(), entries.end(), [](const FoldEntry& a, const FoldEntry& b) {
+    return a.flat_group != b.flat_group ? a.flat_group < b.flat_group : a.begin < b.begin;
+  });
+  fold_entries_ = std::move(entries);
+  fold_.assign(sampler_.param_groups().size(), {});
+}
+
+bool StepRunner::prior_folded() const {
+  return fold_on_ && !fold_entries_.empty() && model_backward_ && !reduce_ && sampler_.fused() &&
+         sampler_.step_mode() == Sampler::StepMode::kEager;
+}
+
+const std::vector<kernels::PriorFold>& StepRunner::prior_fold() {
+  for (auto& f : fold_) f.clear();
+  const auto& lambda = prior_.precisions();
+  for (const auto& e : fold_entries_) fold_[e.flat_group].push_back({e.begin, e.n, lambda[e.prior_group]});
+  return fold_;
+}
+
 torch::Tensor StepRunner::gradient() {
+  if (prior_folded()) {  // .grad := (N/n)·∇nll; the sampler's kernel adds λθ as it reads it
+    batch_nll_ = model_.nll_backward_overwrite(batch_, scale_);
+    if (!batch_nll_.defined()) {
+      sampler_.zero_grad();
+      batch_nll_ = likelihood_backward();
+    }
+    sampler_.fold_prior_into_next_step(prior_fold());
+    return batch_nll_ * scale_like(batch_nll_);
+  }
   if (reduce_) {  // data mode: the ranks' likelihood gradients are summed first, then λθ added once
     sampler_.zero_grad();
     batch_nll_ = likelihood_backward();

@@ -1,5 +1,6 @@
-// One training step's work: the minibatch, the gradient ∇Ũ = (N/n)·∇nll(batch) + λθ into .grad,
-// the sampler's update, and the running training loss. Eagerly, or (train.graph) as a whole-step
+// One training step's work: the minibatch, the gradient ∇Ũ = (N/n)·∇nll(batch) + λθ into .grad
+// (or, with the prior folded into the update, (N/n)·∇nll into .grad and λθ added by the sampler's
+// kernel), the sampler's update, and the running training loss. Eagerly, or (train.graph) as a whole-step
 // graph captured once and replayed (StepGraph), with the batch's indices and the sampler's
 // scalars in static buffers.
 #pragma once
@@ -59,6 +60,16 @@ class StepRunner {
   // false: always autograd on Model::nll (train.backward: autograd); true (default): the model's own
   // backward pass (Model::nll_backward) where it has one.
   void use_model_backward(bool on) { model_backward_ = on; }
+  // The prior's gradient folded into the sampler's update (issue 21; default on, SGMCMC_PRIOR_FOLD=off
+  // turns it off): the model's backward pass overwrites .grad with (N/n)·∇nll, and the fused kernel
+  // reads .grad + λθ (kernels::PriorFold), instead of seeding .grad with λθ before an accumulating
+  // backward pass. Applies where the seed would and, besides, the model has an overwriting backward
+  // pass (Model::overwrites_grad), the sampler a fused step over flat CPU groups, and the step is
+  // eager (no graph, no distributed gradient reduction). The same ∇Ũ up to the order of the float
+  // additions (tests/test_trainer.cpp).
+  void use_prior_fold(bool on) { fold_on_ = on; }
+  // True if the next step folds the prior (the conditions above).
+  bool prior_folded() const;
   // The last minibatch's nll Σ (a device scalar).
   const torch::Tensor& batch_nll() const { return batch_nll_; }
   // graph_warmup_steps, graph_captures, graph_replays (empty without a graph).
@@ -68,6 +79,8 @@ class StepRunner {
   torch::Tensor gradient();  // the closure: ∇Ũ into .grad, returns (N/n)·nll(batch)
   torch::Tensor likelihood_backward();  // (N/n)·∇nll(batch) added into .grad; returns nll (detached)
   void select_batch(const torch::Tensor& idx);
+  void plan_prior_fold();                      // fold_entries_, where the fold can apply
+  const std::vector<kernels::PriorFold>& prior_fold();  // this step's segments, with the current λ
   void add_batch_loss();
 
   Model& model_;
@@ -82,6 +95,16 @@ class StepRunner {
   torch::Tensor batch_nll_;
   bool model_backward_ = true;
   bool seed_with_prior_ = false;  // the prior's groups cover every sampler parameter (GaussianPrior::seed_grad)
+  // The fold: each prior group's run of elements in the sampler's flat buffers (empty where the fold
+  // cannot apply), and the per-group segments handed to the sampler each step.
+  struct FoldEntry {
+    size_t flat_group;
+    int64_t begin, n;
+    size_t prior_group;
+  };
+  std::vector<FoldEntry> fold_entries_;
+  std::vector<kernels::PriorFold> fold_;
+  bool fold_on_ = true;
   // N/n as a 0-d tensor of the nll's dtype and device: the autograd backward's incoming gradient,
   // and the factor of the returned (N/n)·nll (the same float as a double scalar would be rounded to,
   // without the scalar's wrapping and conversion ops).
