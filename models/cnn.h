@@ -21,10 +21,15 @@ class Cnn : public Model {
   // The gradient by hand (cnn_backward.cpp states the equations): no autograd graph, the products
   // accumulating straight into .grad. CPU only; the same values as autograd to float rounding.
   torch::Tensor nll_backward(const Batch& batch, double scale) override;
+  // The same pass writing over .grad (Model::nll_backward_overwrite).
+  torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) override;
+  bool overwrites_grad() const override { return true; }
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor forward(const torch::Tensor& inputs);
 
  private:
+  torch::Tensor backward_pass(const Batch& batch, double scale, bool overwrite);
+
   CnnOptions options_;
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};

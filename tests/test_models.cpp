@@ -417,19 +417,35 @@ TEST(Models, MlpBackwardEqualsAutograd) {
 
 // nll_backward_overwrite (the prior folded into the sampler's update, issue 21) writes what zeroing
 // the gradients and accumulating into them writes, whatever .grad held before: bit for bit (the
-// weights' GEMM without its sum epilogue computes 0 + Σ as Σ; the biases are zeroed, then summed in
-// the same order).
-TEST(Models, MlpBackwardOverwriteEqualsZeroThenAccumulate) {
+// weights' GEMM without its sum epilogue computes 0 + Σ as Σ, a convolution's gradient is copied
+// rather than added to zero; the biases are zeroed, then summed in the same order). MLP (categorical
+// and Gaussian) and CNN.
+TEST(Models, BackwardOverwriteEqualsZeroThenAccumulate) {
   Dataset reg;
   reg.task = Task::kRegression;
   reg.dims = {{"features", 3}};
   reg.train = Batch{torch::randn({40, 3}, compat::make_generator(torch::kCPU, 7)),
                     torch::randn({40}, compat::make_generator(torch::kCPU, 8))};
-  for (bool classification : {true, false}) {
+  Dataset img;
+  img.task = Task::kClassification;
+  img.num_classes = 3;
+  img.dims = {{"channels", 1}, {"height", 20}, {"width", 20}, {"features", 400}};
+  img.train = Batch{torch::rand({9, 1, 20, 20}, compat::make_generator(torch::kCPU, 9)),
+                    torch::tensor({0, 1, 2, 0, 1, 2, 2, 1, 0}, torch::kInt64)};
+  for (const std::string which : {"mlp categorical", "mlp gaussian", "cnn"}) {
     OptionMap o("model");
-    o.set("name", "mlp");
-    o.set("hidden", classification ? "7,5" : "9");
-    const Dataset d = classification ? image_dataset() : reg;
+    Dataset d;
+    if (which == "cnn") {
+      o.set("name", "cnn");
+      o.set("conv1", "4");
+      o.set("conv2", "6");
+      o.set("fc", "8");
+      d = img;
+    } else {
+      o.set("name", "mlp");
+      o.set("hidden", which == "mlp categorical" ? "7,5" : "9");
+      d = which == "mlp categorical" ? image_dataset() : reg;
+    }
     auto m = make_model(o, d, 3);
     EXPECT_TRUE(m->overwrites_grad());
     auto params = m->parameters();
@@ -439,10 +455,9 @@ TEST(Models, MlpBackwardOverwriteEqualsZeroThenAccumulate) {
     for (auto& p : params) want.push_back(p.grad().clone());
     for (auto& p : params) p.mutable_grad().fill_(123.0);  // stale values the pass must not keep
     auto got_nll = m->nll_backward_overwrite(d.train, 77.0);
-    ASSERT_TRUE(got_nll.defined());
-    EXPECT_TRUE(torch::equal(got_nll, want_nll));
-    for (size_t i = 0; i < params.size(); ++i)
-      EXPECT_TRUE(torch::equal(params[i].grad(), want[i])) << (classification ? "categorical " : "gaussian ") << i;
+    ASSERT_TRUE(got_nll.defined()) << which;
+    EXPECT_TRUE(torch::equal(got_nll, want_nll)) << which;
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), want[i])) << which << " " << i;
   }
 }
 
