@@ -180,18 +180,17 @@ void check_call(const char* fn, FusedRule rule, const torch::Tensor& theta, cons
   if (rule != FusedRule::kNoise) check_operand(fn, grad, theta, "the gradient");
 }
 
-void check_fold(const PriorFold& fold, const torch::Tensor& theta) {
-  if (!theta.device().is_cpu())
-    throw std::invalid_argument("fused_update: a prior fold is implemented on the CPU only");
+}  // namespace
+
+void check_prior_fold(const PriorFold& fold, int64_t numel, const char* who) {
   int64_t end = 0;
   for (const auto& s : fold) {
-    if (s.begin < end || s.n < 0 || s.begin + s.n > theta.numel() || !std::isfinite(s.lambda))
-      throw std::invalid_argument("fused_update: prior fold segments must be sorted, disjoint, inside θ, with a finite λ");
+    if (s.begin < end || s.n < 0 || s.begin + s.n > numel || !std::isfinite(s.lambda))
+      throw std::invalid_argument(std::string(who) +
+                                  ": prior fold segments must be sorted, disjoint, inside θ, with a finite λ");
     end = s.begin + s.n;
   }
 }
-
-}  // namespace
 
 bool fused_supported(const torch::Tensor& t) {
   if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat64) return false;
@@ -211,7 +210,10 @@ void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch:
   const std::vector<torch::Tensor>& st = state;
   check_call("fused_update", rule, theta, st, grad);
   if (fold && fold->empty()) fold = nullptr;
-  if (fold) check_fold(*fold, theta);
+  if (fold) {
+    if (!theta.device().is_cpu()) throw std::invalid_argument("fused_update: a prior fold is implemented on the CPU only");
+    check_prior_fold(*fold, theta.numel(), "fused_update");
+  }
   if (theta.numel() == 0) return;
   if (theta.device().is_cuda()) {
 #if defined(SGMCMC_WITH_CUDA)

@@ -85,6 +85,9 @@ struct PriorFoldSegment {
 };
 // Segments sorted by `begin`, not overlapping, inside the buffer.
 using PriorFold = std::vector<PriorFoldSegment>;
+// std::invalid_argument (naming `who`) unless `fold`'s segments are sorted, disjoint, inside a buffer
+// of `numel` elements and have a finite λ.
+void check_prior_fold(const PriorFold& fold, int64_t numel, const char* who);
 
 // Applies `rule` to flat, contiguous, same-dtype (float32/float64), same-device tensors:
 //   theta: the parameters; state: the rule's state tensors in the order listed above; grad: ∇Ũ.

@@ -83,14 +83,8 @@ torch::Tensor Sampler::step(const Closure& closure) {
 void Sampler::fold_prior_into_next_step(const std::vector<kernels::PriorFold>& fold) {
   if (!flat() || fold.size() != groups_.size())
     throw std::invalid_argument("Sampler::fold_prior_into_next_step: needs flat groups and one fold per group");
-  for (size_t g = 0; g < fold.size(); ++g) {
-    int64_t end = 0;
-    for (const auto& s : fold[g]) {
-      if (s.begin < end || s.n < 0 || s.begin + s.n > flat_[g]->numel())
-        throw std::invalid_argument("Sampler::fold_prior_into_next_step: segments must be sorted, disjoint and inside the group");
-      end = s.begin + s.n;
-    }
-  }
+  for (size_t g = 0; g < fold.size(); ++g)
+    kernels::check_prior_fold(fold[g], flat_[g]->numel(), "Sampler::fold_prior_into_next_step");
   fold_ = fold;
 }
 

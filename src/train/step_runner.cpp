@@ -49,8 +49,10 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   closure_ = [this] { return gradient(); };
   const char* fold_env = std::getenv("SGMCMC_PRIOR_FOLD");
   fold_on_ = !(fold_env && std::string(fold_env) == "off");
-  if (!graph) plan_prior_fold();
-  if (!graph) return;
+  if (!graph) {
+    plan_prior_fold();
+    return;
+  }
   // The captured body reads static buffers only: the batch's indices (copied in before each step),
   // the sampler's per-step scalars (its kPrepare step), λ and τ (tensors updated in place by Gibbs).
   graph_ = std::make_unique<StepGraph>(device, gen);

@@ -66,7 +66,7 @@ class StepRunner {
   // backward pass. Applies where the seed would and, besides, the model has an overwriting backward
   // pass (Model::overwrites_grad), the sampler a fused step over flat CPU groups, and the step is
   // eager (no graph, no distributed gradient reduction). The same ∇Ũ up to the order of the float
-  // additions (tests/test_trainer.cpp).
+  // additions (tests/test_step_runner.cpp).
   void use_prior_fold(bool on) { fold_on_ = on; }
   // True if the next step folds the prior (the conditions above).
   bool prior_folded() const;
