@@ -8,8 +8,8 @@
 // takes the ratings that fall into it), so tasks never write the same row and need no atomics. Where
 // autograd gathers U and V rows into [n, d] tensors, multiplies, sums and scatters back through
 // sparse gradients (about thirty ATen ops), this reads each touched row once or twice in place.
-// CPU float32; CUDA float32 through kernels/bpmf_cuda.h when SGMCMC_CUDA_BPMF=fused (until that kernel
-// has run on a GPU); elsewhere the trainer runs autograd.
+// CPU float32; CUDA float32 through kernels/bpmf_cuda.h (SGMCMC_CUDA_BPMF=aten turns it off: autograd);
+// elsewhere the trainer runs autograd.
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -73,9 +73,9 @@ bool usable(const torch::Tensor& p, torch::DeviceType type) {
 }
 
 #if defined(SGMCMC_WITH_CUDA)
-bool cuda_kernel_requested() {  // read at every call (a getenv per step), so that a test can set it
+bool cuda_kernel_requested() {  // read at every call (a getenv per step), so that a test can set it; on unless aten
   const char* v = std::getenv("SGMCMC_CUDA_BPMF");
-  return v != nullptr && std::string(v) == "fused";
+  return v == nullptr || std::string(v) != "aten";
 }
 #endif
 

@@ -23,6 +23,7 @@
 #   bpmf   BPMF at ml-1M's shape (a synthetic file of 1,000,209 ratings), SGHMC, steps/s
 #   floors bench_step on the GPU for H.1, FNN-800, the CNN and BPMF: step against floor, eager and graph
 #   profile  Nsight Compute: the kernels of eager H.1 steps and whole graph replays (scripts/ncu_summary.py)
+#   gemm   instead of build: builds bench_step and sgmcmc only, A/B of the CUDA float32 GEMM route, then h1
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
 #   dist   every test of test_distributed, with its output
 # Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
@@ -141,6 +142,32 @@ stage_profile() {
     --overwrite -q > "$L/ncu_graph.csv" 2> "$L/ncu_graph.err"
   echo "ncu graph rc=$?"
   python3 scripts/ncu_summary.py "$L/ncu_eager.csv" "$L/ncu_graph.csv" 2>&1 | tee "$L/ncu_summary.txt"
+}
+# The CUDA float32 GEMM route (kernels/matmul.cpp) A/B, for a call with little device time: configure,
+# build sgmcmc, bench_step and test_models only, then each MLP row's step with the route and without.
+stage_gemm() {
+  local prefix=/tmp/devdeps tp
+  mkdir -p $prefix && for f in .devdeps/*.deb; do dpkg-deb -x "$f" $prefix; done
+  tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
+    -DSGMCMC_BENCH=ON "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
+    > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
+  cmake --build $B -j"$(nproc)" --target bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built bench_step sgmcmc"
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
+  for g in --graph ""; do
+    for v in route aten route aten; do
+      # shellcheck disable=SC2086
+      SGMCMC_CUDA_GEMM=$v timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda \
+        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
+      # shellcheck disable=SC2086
+      SGMCMC_CUDA_GEMM=$v timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda \
+        --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
+    done
+  done
+  python3 -c "import json
+for l in open('$L/gemm.jsonl'): d=json.loads(l); print(d['label'], round(1e6/d['step_median'],1), 'us/step', round(d['fraction_of_floor'],3))"
+  H1_TAG=_gemm stage_h1
 }
 make_ml1m() {  # a synthetic ratings file of ml-1M's shape (as bench/floors.sh makes it)
   [ -f /tmp/ml1m.dat ] && return

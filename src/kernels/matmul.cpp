@@ -192,6 +192,33 @@ bool onednn_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::Tens
 }
 #endif
 
+// CUDA float32 with TF32 off: cuBLAS's heuristics (LibTorch 2.11, H100) chose slow kernels at two of the
+// MLP's shapes, timed as graph replays by bench/gemm_variants_cuda.py on 2026-11-24:
+//   addmm(b, x, Wᵀ), x [500, 784], W [100, 784]: 23.3 µs, where mm then add_(b) takes 12.8 µs;
+//   out [10, 100] = gᵀ·h with k = 500 (the last layer's weight gradient): 53.3 µs in any layout of out
+//   (a split-K kernel), where the transposed product hᵀ·g into a [100, 10] scratch takes 10.8 µs.
+// With TF32 on, addmm was the faster (6.4 against 8.3 µs) and the short-wide product took 8.2 µs, so
+// this route is float32's alone. SGMCMC_CUDA_GEMM=aten turns it off (for A/B runs).
+bool cuda_fp32_route(const torch::Tensor& out) {
+  static const bool on = [] {
+    const char* v = std::getenv("SGMCMC_CUDA_GEMM");
+    return v == nullptr || std::string(v) != "aten";
+  }();
+  return on && out.is_cuda() && out.dim() == 2 && out.scalar_type() == torch::kFloat32 &&
+         !at::globalContext().allowTF32CuBLAS();
+}
+
+// out = act(a·b + bias) for cuda_fp32_route: a short, wide out (m ≤ 16 rows, m < n) as (bᵀ·aᵀ)ᵀ through a
+// scratch, the bias as its own add.
+void cuda_fp32_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
+                      Activation act) {
+  const int64_t m = out.size(0), n = out.size(1);
+  if (m <= 16 && m < n) out.copy_(at::mm(b.t(), a.t()).t());
+  else at::mm_out(out, a, b);
+  if (bias.defined()) out.add_(bias);
+  activate_(out, act);
+}
+
 }  // namespace
 
 Activation activation_from_name(const std::string& name) {
@@ -230,6 +257,7 @@ void matmul_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor&
 #if defined(SGMCMC_HAVE_ONEDNN)
   if (onednn_applies(out, a, b, bias) && onednn_matmul(out, a, b, bias, act, false)) return;
 #endif
+  if (cuda_fp32_route(out)) return cuda_fp32_matmul(out, a, b, bias, act);
   if (out.dim() == 3) {
     if (bias.defined()) at::baddbmm_out(out, bias.unsqueeze(1), a, b);
     else at::bmm_out(out, a, b);
