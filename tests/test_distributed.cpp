@@ -104,7 +104,7 @@ Fixture make_fixture(const std::string& name, const std::string& sampler = "{nam
                           << "sampler: " << sampler << "\n"
                           << "train: {steps: 60, burn_in_steps: 20, thin: 5, batch_size: 50, eval_every_steps: 20, "
                              "threads: 1}\n"
-                          << "output: {progress: false}\n"
+                          << "output: {progress: false, checkpoint_every_seconds: 0}\n"  // the kill test resumes from any evaluation
                           << "distributed: {timeout_s: 30}\n";
   return f;
 }

@@ -78,6 +78,11 @@ TEST(RunPlan, StepArithmetic) {
   EXPECT_FALSE(p.gibbs_due(15));
   p.collects_samples = false;
   EXPECT_FALSE(p.sample_due(35));
+  // checkpoints: by the clock (every 60 s here), always at the last step, at every evaluation with 0
+  EXPECT_FALSE(p.checkpoint_due(20, 60, 59.9));
+  EXPECT_TRUE(p.checkpoint_due(20, 60, 60.0));
+  EXPECT_TRUE(p.checkpoint_due(60, 60, 0.5));
+  EXPECT_TRUE(p.checkpoint_due(20, 0, 0.0));
 }
 
 TEST(RunPlan, RejectsBatchLargerThanDataAndBurnInAsLongAsTheRun) {

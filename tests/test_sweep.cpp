@@ -298,7 +298,9 @@ std::string csv_without_timing(const fs::path& p) {
   std::vector<std::string> cols;
   std::stringstream hs(header);
   for (std::string c; std::getline(hs, c, ',');) cols.push_back(c);
-  auto timing = [](const std::string& c) { return c.find("seconds") != std::string::npos || c.find("per_second") != std::string::npos; };
+  auto timing = [](const std::string& c) {
+    return c.find("seconds") != std::string::npos || c.find("per_second") != std::string::npos || c.rfind("time.", 0) == 0;
+  };
   for (auto& c : cols) out += timing(c) ? "" : c + ",";
   out += "\n";
   while (std::getline(in, line)) {

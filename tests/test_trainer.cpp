@@ -109,6 +109,17 @@ TEST(Trainer, SgldLearnsTinyProblem) {
   for (const char* k : {"\"test_error\"", "\"test_nll\"", "\"val_error\"", "\"samples\"", "\"steps\"",
                         "\"wall_seconds\"", "\"steps_per_second\""})
     EXPECT_NE(summary.find(k), std::string::npos) << k;
+  // The wall clock by phase (train/phase_clock.h): every phase reported, none negative, the steps'
+  // share non-zero, and together no more than the session's wall clock (read after them).
+  double phases = 0;
+  for (const char* ph : {"setup", "steps", "gibbs", "samples", "eval", "checkpoint", "finish"}) {
+    const double t = s.values.at(std::string("time.") + ph);
+    EXPECT_GE(t, 0) << ph;
+    phases += t;
+  }
+  EXPECT_GT(s.values.at("time.steps"), 0);
+  EXPECT_GT(s.values.at("time.samples"), 0);  // 20 samples, each a prediction on test and val
+  EXPECT_LE(phases, s.values.at("wall_seconds") + 1e-3);
   // One metrics row per evaluation (every 5 epochs) plus the header, with the λ's logged.
   auto metrics = slurp(fs::path(ro.out_dir) / "metrics.csv");
   EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 7);

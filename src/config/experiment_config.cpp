@@ -174,7 +174,7 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "threads",
                                              "fused", "tf32", "graph", "backward"};
-const std::vector<std::string> kOutputKeys = {"dir", "save_samples", "checkpoint", "progress"};
+const std::vector<std::string> kOutputKeys = {"dir", "save_samples", "checkpoint", "checkpoint_every_seconds", "progress"};
 
 }  // namespace
 
@@ -342,6 +342,12 @@ void read_output(const OptionMap& o, OutputConfig& output) {
   output.dir = o.get_string("dir", "");
   output.save_samples = o.get_bool("save_samples", false);
   output.checkpoint = o.get_bool("checkpoint", true);
+  output.checkpoint_every_seconds = o.get_double("checkpoint_every_seconds", 60);
+  if (!(output.checkpoint_every_seconds >= 0)) {
+    std::ostringstream m;
+    m << "output.checkpoint_every_seconds: must be >= 0, got " << output.checkpoint_every_seconds;
+    throw std::invalid_argument(m.str());
+  }
   output.progress = o.get_bool("progress", true);
 }
 
@@ -422,7 +428,7 @@ ExperimentConfig build_config(RawConfig raw) {
   plugins.task = data_task(c.data);
   read_prior(b["prior"], c.prior);
   read_train(b["train"], c.train, src);
-  read_output(b["output"], c.output);
+  in_file(src, [&] { read_output(b["output"], c.output); });
   c.distributed = parse_distributed_options(b["distributed"]);
   const ModelOptions model = check_plugin_values(plugins, b, src);
   c.lr_scaling = read_lr_scaling(b["sampler"], *plugins.sampler);

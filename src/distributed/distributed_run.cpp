@@ -66,6 +66,14 @@ int DistributedRun::agree_on_signal(int signal, int64_t step) {
   return 0;
 }
 
+bool DistributedRun::agree_any(bool flag) {
+  if (!active()) return flag;
+  const auto all = comm_->all_gather(torch::tensor({static_cast<int64_t>(flag)}, torch::kInt64));
+  for (const auto& s : all)
+    if (s.item<int64_t>() != 0) return true;
+  return false;
+}
+
 namespace {
 
 // The step a checkpoint file is at (its "counters" entry, train/checkpoint.cpp), -1 when absent or

@@ -62,6 +62,9 @@ class DistributedRun {
   // ~0.1 ms on loopback; 0 between), so every rank stops after the same step.
   static constexpr int64_t kSignalEvery = 10;
   int agree_on_signal(int signal, int64_t step);
+  // Whether any rank's `flag` is true (a collective with several ranks), e.g. a checkpoint due by one
+  // rank's clock, so that every rank writes the same step.
+  bool agree_any(bool flag);
   // The checkpoint to resume from: `latest`, or with several ranks the latest of `latest` and
   // `previous` whose step every rank has (a rank lost between the ranks' writes of one checkpoint
   // leaves the others one checkpoint ahead). std::invalid_argument when there is none.

@@ -29,6 +29,11 @@ struct RunPlan {
     return collects_samples && step > burn_in_steps && (step - burn_in_steps) % thin == 0;
   }
   bool eval_due(int64_t step) const { return step % eval_every == 0 || step == total_steps; }
+  // At an evaluation step: checkpoint.pt is due every `every_seconds` of wall clock (0: at every
+  // evaluation) and at the last step, `since_last` seconds after the previous checkpoint.
+  bool checkpoint_due(int64_t step, double every_seconds, double since_last) const {
+    return every_seconds <= 0 || step >= total_steps || since_last >= every_seconds;
+  }
 };
 
 // The plan of `config` for a training set of `train_size` examples. Throws std::invalid_argument

@@ -53,6 +53,8 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       dir_(std::move(dir)),
       opt_(options),
       start_(start),
+      phases_(start, s_.dm.device),
+      last_checkpoint_(start),
       eval_(data_, cfg_.train.eval_batch_size),
       predictive_(data_.standardized_targets),
       loss_(s_.dm.device),
@@ -92,20 +94,30 @@ RunSummary TrainingRun::run() {
   int signal = 0;
   Stop stop;
   while ((stop = stop_reason(signal)) == Stop::kNone) {
+    phases_.enter(PhaseClock::kSteps);
     step();
     // A staged schedule's exploration runs noise-free: no samples, and no Gibbs steps either (λ drawn
     // given an optimiser's θ would shrink the prior step after step: docs/uncertainty.md).
     const bool sampling_stage = s_.schedule->sampling(step_ - 1);
-    if (plan.gibbs_due(step_) && sampling_stage) gibbs_step();
+    if (plan.gibbs_due(step_) && sampling_stage) {
+      phases_.enter(PhaseClock::kGibbs);
+      gibbs_step();
+    }
     const bool sampled = plan.sample_due(step_) && sampling_stage;
-    if (sampled) collect_sample();
+    if (sampled) {
+      phases_.enter(PhaseClock::kSamples);
+      collect_sample();
+    }
     if (plan.eval_due(step_)) {
+      phases_.enter(PhaseClock::kEval);
       evaluate(sampled);
+      phases_.enter(PhaseClock::kCheckpoint);
       checkpoint(/*force=*/false);
     }
     signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
     console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
   }
+  phases_.enter(PhaseClock::kFinish);
   return finish(stop, signal);
 }
 
@@ -235,9 +247,15 @@ Metrics TrainingRun::ood_row(int64_t samples, const PredictiveSummary& current_t
 
 void TrainingRun::checkpoint(bool force) {
   guard_.check_state(step_, s_.sampler->lr(), loss_.finite());
-  if (!cfg_.output.checkpoint && !force) return;
+  if (!force && !(cfg_.output.checkpoint && checkpoint_due())) return;
   save_checkpoint();
+  last_checkpoint_ = Clock::now();
   guard_.checkpoint_written(step_);
+}
+
+bool TrainingRun::checkpoint_due() {
+  return dist_.agree_any(
+      s_.plan.checkpoint_due(step_, cfg_.output.checkpoint_every_seconds, seconds_since(last_checkpoint_)));
 }
 
 RunSummary TrainingRun::finish(Stop stop, int signal) {
@@ -251,7 +269,7 @@ RunSummary TrainingRun::finish(Stop stop, int signal) {
                              dir_.path().string() + ")",
                          signal);
   }
-  if (stop == Stop::kStepLimit) checkpoint(/*force=*/false);
+  if (stop == Stop::kStepLimit) checkpoint(/*force=*/cfg_.output.checkpoint);  // to be resumed: due whatever the clock
   if (stop == Stop::kFinished && last_.empty()) evaluate(false);  // resumed at the very end
   if (dist_.writes_parameters()) dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
   if (eval_.classification() && (dir_.writes_run_files() || dist_.chains_across_ranks())) {

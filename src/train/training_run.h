@@ -16,6 +16,7 @@
 #include "train/evaluator.h"
 #include "train/metrics_log.h"
 #include "train/minibatches.h"
+#include "train/phase_clock.h"
 #include "train/posterior_predictive.h"
 #include "train/run_directory.h"
 #include "train/run_setup.h"
@@ -44,7 +45,10 @@ class TrainingRun {
   void collect_sample();
   void evaluate(bool sample_fresh);
   Metrics evaluation_row(bool sample_fresh, const PosteriorPredictive& predictive);
+  // At an evaluation: the state check, then checkpoint.pt if output.checkpoint and it is due
+  // (output.checkpoint_every_seconds); `force`: written regardless (a signal's stop).
   void checkpoint(bool force);
+  bool checkpoint_due();
   RunSummary finish(Stop stop, int signal);
 
   // checkpoint.cpp
@@ -68,6 +72,8 @@ class TrainingRun {
   RunDirectory dir_;
   RunOptions opt_;
   Clock::time_point start_;
+  PhaseClock phases_;           // summary.json's time.<phase>
+  Clock::time_point last_checkpoint_;  // this session's latest checkpoint (its start before the first)
   Evaluator eval_;
   PosteriorPredictive predictive_;
   ConvergenceTrace trace_;
