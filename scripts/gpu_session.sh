@@ -117,6 +117,10 @@ stage_bench() {
   echo "bench rc=$?"; tail -25 "$L/bench.log"
   cp docs/performance.md "$L/"
 }
+phase_times() {  # a run's wall clock by phase (summary.json's time.*), and its steps per second of stepping
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); t = {k[5:]: round(v, 2) for k, v in d.items() if k.startswith('time.')}
+print('   ', t, '| steps / time.steps:', round(d['steps'] / max(d.get('time.steps', 0), 1e-9)), 'steps/s')" "$1" 2>&1 | tail -1
+}
 stage_h1() {  # H1_GRAPHS (default "false true"), H1_SETS: more --set options, H1_TAG: a name for the logs
   for g in ${H1_GRAPHS:-false true}; do
     local s=$(date +%s.%N)
@@ -124,6 +128,7 @@ stage_h1() {  # H1_GRAPHS (default "false true"), H1_SETS: more --set options, H
       --set train.graph=$g ${H1_SETS:-} --out /tmp/h1_$g --overwrite -q > "$L/h1${H1_TAG:-}_$g.log" 2>&1
     local rc=$? e=$(date +%s.%N)
     echo "H.1 800 epochs, train.graph=$g ${H1_SETS:-}: rc=$rc wall $(python3 -c "print(f'{$e-$s:.2f}')") s"
+    phase_times /tmp/h1_$g/summary.json
     cp /tmp/h1_$g/summary.json "$L/h1${H1_TAG:-}_${g}_summary.json" 2>/dev/null
   done
 }
@@ -201,6 +206,7 @@ stage_bpmf() {
       --set device=cuda --set train.steps=20000 --set train.burn_in_steps=0 --set train.eval_every_steps=20000 \
       --set train.graph=$g --out /tmp/bp_$g --overwrite -q > "$L/bpmf_$g.log" 2>&1
     echo "BPMF ml-1M shape, train.graph=$g: rc=$? $(python3 -c "import json; d=json.load(open('/tmp/bp_$g/summary.json')); print(d['steps_per_second'], 'steps/s')" 2>&1)"
+    phase_times /tmp/bp_$g/summary.json
     cp /tmp/bp_$g/summary.json "$L/bpmf_${g}_summary.json" 2>/dev/null
   done
 }
