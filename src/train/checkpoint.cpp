@@ -99,8 +99,8 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   for (const auto& [k, x] : s_.prior->log_values()) v[k] = x;
   v["chains"] = static_cast<double>(model_.chains());
   v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)
-  for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;
-  for (const auto& [k, x] : phases_.seconds()) v[k] = x;  // this session's wall clock by phase  // this session's warm-ups, captures, replays
+  for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
+  for (const auto& [k, x] : phases_.seconds()) v[k] = x;       // this session's wall clock by phase
   if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
     for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
   if (dist_.active()) {

@@ -40,17 +40,4 @@ class PhaseClock {
   std::array<double, kPhases> seconds_{};
 };
 
-// Enters a phase for a scope and returns to the one before at its end.
-class PhaseScope {
- public:
-  PhaseScope(PhaseClock& clock, PhaseClock::Phase p) : clock_(clock), before_(clock.current()) { clock_.enter(p); }
-  ~PhaseScope() { clock_.enter(before_); }
-  PhaseScope(const PhaseScope&) = delete;
-  PhaseScope& operator=(const PhaseScope&) = delete;
-
- private:
-  PhaseClock& clock_;
-  PhaseClock::Phase before_;
-};
-
 }  // namespace sgmcmc
