@@ -52,15 +52,19 @@ stage_build() {
   fi
   grep -E "^torch |Distributed runs|NCCL" "$L/build.log" | head -5
 }
-# Only some targets, for a call with little device time left: configure as device-build.sh does, build
-# and run the CUDA checks of the kernels in groups, the first group's results coming back first.
-stage_quick() {
+# Configure build-cuda/ as device-build.sh does (for the stages that build only some targets).
+configure_cuda() {
   local prefix=/tmp/devdeps tp
   mkdir -p $prefix && for f in .devdeps/*.deb; do dpkg-deb -x "$f" $prefix; done
   tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
     -DSGMCMC_BENCH=ON "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
     > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
+}
+# Only some targets, for a call with little device time left: configure as device-build.sh does, build
+# and run the CUDA checks of the kernels in groups, the first group's results coming back first.
+stage_quick() {
+  configure_cuda || return 1
   stamp configured
   cmake --build $B -j"$(nproc)" --target test_fused bench_update >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
   stamp "built test_fused bench_update"
@@ -149,14 +153,9 @@ stage_profile() {
   python3 scripts/ncu_summary.py "$L/ncu_eager.csv" "$L/ncu_graph.csv" 2>&1 | tee "$L/ncu_summary.txt"
 }
 # The CUDA float32 GEMM route (kernels/matmul.cpp) A/B, for a call with little device time: configure,
-# build sgmcmc, bench_step and test_models only, then each MLP row's step with the route and without.
+# build sgmcmc and bench_step only, then each MLP row's step with the route and without.
 stage_gemm() {
-  local prefix=/tmp/devdeps tp
-  mkdir -p $prefix && for f in .devdeps/*.deb; do dpkg-deb -x "$f" $prefix; done
-  tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
-    -DSGMCMC_BENCH=ON "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
-    > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
+  configure_cuda || return 1
   cmake --build $B -j"$(nproc)" --target bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
   stamp "built bench_step sgmcmc"
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
