@@ -12,16 +12,25 @@
 // arithmetic and the same Philox noise, materialised as a tensor, as separate ATen ops).
 //
 //   bench_update [--params 10000000] [--steps 20] [--device cpu|cuda] [--samplers sgld,sghmc,...]
-//                [--threads N] [--path fused|reference] [--set key=value ...] [--fold λ] [--json FILE]
+//                [--threads N] [--path fused|reference] [--set key=value ...] [--fold λ] [--evict MB]
+//                [--json FILE]
+// `--evict MB` (CPU) writes and reads a buffer of MB megabytes before each timed step, outside the
+// timing, so that the step's buffers come from DRAM, as they do inside a training step (issue 21:
+// FNN-800's update, 1.28M parameters, takes ~200 µs more there than on warm caches).
 // `--fold λ` folds a Gaussian prior's gradient λθ over the whole buffer into every step
 // (Sampler::fold_prior_into_next_step, issue 21): the kernel reads g + λθ.
 // `--set` adds a sampler option to every sampler (e.g. --set integrator=ssi).
+#include <ATen/Parallel.h>
+
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <cstring>
+#include <vector>
 
 #include <cxxopts.hpp>
 #include <torch/torch.h>
@@ -55,6 +64,20 @@ OptionMap options_for(const std::string& name) {
   return o;
 }
 
+// Writes and then reads every cache line of `buf` (on the intra-op threads, as the step's products
+// would), so that the caches hold it rather than the sampler's buffers.
+void evict_caches(std::vector<unsigned char>& buf, int round) {
+  const int64_t n = static_cast<int64_t>(buf.size());
+  std::atomic<int64_t> sum{0};
+  at::parallel_for(0, n, 1 << 20, [&](int64_t b, int64_t e) {
+    std::memset(buf.data() + b, round & 0xff, static_cast<size_t>(e - b));
+    int64_t s = 0;
+    for (int64_t i = b; i < e; i += 64) s += buf[static_cast<size_t>(i)];
+    sum += s;
+  });
+  if (sum.load() < 0) std::cerr << "";  // keeps the reads
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +91,7 @@ int main(int argc, char** argv) {
       ("path", "fused or reference (ATen ops, same noise)", cxxopts::value<std::string>()->default_value("fused"))
       ("set", "sampler option key=value (repeatable)", cxxopts::value<std::vector<std::string>>()->default_value({}))
       ("fold", "fold the prior's gradient λθ into each step with this λ (0: no fold)", cxxopts::value<double>()->default_value("0"))
+      ("evict", "CPU: before each timed step, write and read a buffer of this many MB (untimed), so the step's buffers come from memory as inside a training step (0: none)", cxxopts::value<int>()->default_value("0"))
       ("json", "append one JSON line per sampler to FILE", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "help");
   auto r = cli.parse(argc, argv);
@@ -96,6 +120,11 @@ int main(int argc, char** argv) {
   std::cout << "device " << dev << ", " << P << " parameters, " << torch::get_num_threads() << " threads; copy "
             << std::fixed << std::setprecision(1) << copy_gbs << " GB/s\n";
 
+  std::vector<unsigned char> evict(static_cast<size_t>(r["evict"].as<int>()) << 20);
+  if (!evict.empty() && !dev.is_cpu()) {
+    std::cerr << "bench_update: --evict is for the CPU\n";
+    return 2;
+  }
   std::ofstream json;
   if (!r["json"].as<std::string>().empty()) json.open(r["json"].as<std::string>(), std::ios::app);
   std::stringstream names(r["samplers"].as<std::string>());
@@ -127,10 +156,21 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < 3; ++i) one_step();
     sync(dev);
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) one_step();
-    sync(dev);
-    const double dt = seconds_since(t0) / steps;
+    double dt = 0;
+    if (evict.empty()) {
+      t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < steps; ++i) one_step();
+      sync(dev);
+      dt = seconds_since(t0) / steps;
+    } else {
+      for (int i = 0; i < steps; ++i) {
+        evict_caches(evict, i);
+        t0 = std::chrono::steady_clock::now();
+        one_step();
+        dt += seconds_since(t0);
+      }
+      dt /= steps;
+    }
     const double bytes = 2.0 * 4.0 * (P + state_elems) + 4.0 * P;
     const double gbs = bytes / dt / 1e9;
     std::cout << std::left << std::setw(10) << name << std::setw(10) << path << std::right << std::setprecision(3) << " " << dt * 1e3
