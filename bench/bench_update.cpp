@@ -80,7 +80,7 @@ void evict_caches(std::vector<unsigned char>& buf, int round) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   cxxopts::Options cli("bench_update", "Sampler update alone on a flat buffer: time per step and GB/s.");
   cli.add_options()
       ("params", "parameters in the buffer", cxxopts::value<int64_t>()->default_value("10000000"))
@@ -182,4 +182,14 @@ int main(int argc, char** argv) {
            << ", \"gb_per_s\": " << gbs << ", \"copy_gb_per_s\": " << copy_gbs << "}\n";
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // one line: LibTorch's messages carry a backtrace after it
+    const std::string what = e.what();
+    std::cerr << "bench_update: " << what.substr(0, what.find('\n')) << "\n";
+    return 1;
+  }
 }
