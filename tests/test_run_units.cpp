@@ -13,6 +13,7 @@
 #include "compat.h"
 #include "proc_util.h"
 #include "config/experiment_config.h"
+#include "metrics/host_reads.h"
 #include "metrics/predictive_metrics.h"
 #include "metrics/reliability.h"
 #include "train/convergence_trace.h"
@@ -240,6 +241,24 @@ TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
   r.load(*in);
   EXPECT_EQ(r.size(), 4u);
   EXPECT_EQ(r.diagnostics(), d);
+}
+
+// HostReads (metrics/host_reads.h): every queued scalar comes back with the bits .item<double>()
+// gives it (float64 copied, float32 widened exactly), in order of add(); nothing queued, nothing read.
+TEST(HostReads, SameBitsAsItemInOneRead) {
+  HostReads r;
+  EXPECT_TRUE(r.read().empty());
+  auto x = torch::rand({1000}, torch::TensorOptions().dtype(torch::kFloat64)) * 3.0;
+  const std::vector<torch::Tensor> scalars = {x.mean(), x.square().sum(), x.max(),
+                                              x.to(torch::kFloat32).mean(), torch::tensor(1e-300)};
+  std::vector<size_t> at;
+  for (const auto& t : scalars) at.push_back(r.add(t));
+  const auto v = r.read();
+  ASSERT_EQ(v.size(), scalars.size());
+  for (size_t k = 0; k < scalars.size(); ++k) {
+    EXPECT_EQ(at[k], k);
+    EXPECT_EQ(v[k], scalars[k].item<double>()) << k;  // exact: the same bits
+  }
 }
 
 TEST(PredictiveMetrics, CalibrationOnAHandCheckedExample) {

@@ -1,6 +1,9 @@
 #include "metrics/predictive_metrics.h"
 
 #include <cmath>
+#include <utility>
+
+#include "metrics/host_reads.h"
 
 namespace sgmcmc {
 
@@ -9,37 +12,60 @@ namespace {
 constexpr double kZ50 = 0.6744897501960817;  // Φ⁻¹(0.75)
 constexpr double kZ90 = 1.6448536269514722;  // Φ⁻¹(0.95)
 
+// Every value below is a device scalar read back in one copy (metrics/host_reads.h).
 void classification_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, std::map<std::string, double>& m) {
   auto p = pr.mean.to(torch::kFloat64);
   auto pred = p.argmax(1);
   const double n = static_cast<double>(p.size(0));
-  m["error"] = pred.ne(targets).to(torch::kFloat64).mean().item<double>();
+  HostReads r;
+  const size_t error = r.add(pred.ne(targets).to(torch::kFloat64).mean());
   auto py = p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300);
-  m["nll"] = -py.log().mean().item<double>();
+  const size_t mean_log_py = r.add(py.log().mean());
   auto onehot = torch::zeros_like(p).scatter_(1, targets.unsqueeze(1), 1.0);
-  m["brier"] = (p - onehot).square().sum(1).mean().item<double>();
+  const size_t brier = r.add((p - onehot).square().sum(1).mean());
   const CalibrationBins b = calibration_bins(p, targets);
   auto gap = (b.correct - b.confidence).abs();  // |Σ acc − Σ conf| per bin
-  m["ece"] = gap.sum().item<double>() / n;
-  m["mce"] = (gap / b.count.clamp_min(1)).masked_select(b.count.gt(0)).max().item<double>();
+  const size_t gap_sum = r.add(gap.sum());
+  // the largest per-bin gap over the non-empty bins: an empty bin's gap is |0 − 0| / 1 = 0 and no
+  // gap is negative, so the maximum over every bin is the same (and needs no masked_select, whose
+  // result size is a device sync of its own)
+  const size_t mce = r.add((gap / b.count.clamp_min(1)).max());
   auto h = entropy_of(p);
-  m["entropy"] = h.mean().item<double>();
-  if (pr.expected_entropy.defined()) m["mi"] = (h - pr.expected_entropy.to(torch::kFloat64)).mean().item<double>();
+  const size_t entropy = r.add(h.mean());
+  const bool has_mi = pr.expected_entropy.defined();
+  const size_t mi = has_mi ? r.add((h - pr.expected_entropy.to(torch::kFloat64)).mean()) : 0;
+  const auto v = r.read();
+  m["error"] = v[error];
+  m["nll"] = -v[mean_log_py];
+  m["brier"] = v[brier];
+  m["ece"] = v[gap_sum] / n;
+  m["mce"] = v[mce];
+  m["entropy"] = v[entropy];
+  if (has_mi) m["mi"] = v[mi];
 }
 
 void regression_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, double tau, bool clip, double lo,
                         double hi, std::map<std::string, double>& m) {
   auto f = pr.mean.to(torch::kFloat64);
   if (clip) f = f.clamp(lo, hi);
-  auto r = f - targets.to(torch::kFloat64);
-  auto r2 = r.square();
-  m["rmse"] = std::sqrt(r2.mean().item<double>());
-  m["nll"] = 0.5 * tau * r2.mean().item<double>() - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
+  auto res = f - targets.to(torch::kFloat64);
+  HostReads r;
+  const size_t mean_r2 = r.add(res.square().mean());
   auto sd = pr.variance.defined() ? pr.variance.to(torch::kFloat64).clamp_min(0).sqrt()
                                   : torch::full_like(f, 1.0 / std::sqrt(tau));
-  for (auto [name, z] : {std::pair<const char*, double>{"50", kZ50}, {"90", kZ90}}) {
-    m[std::string("cover") + name] = r.abs().le(z * sd).to(torch::kFloat64).mean().item<double>();
-    m[std::string("width") + name] = (2 * z * sd).mean().item<double>();
+  const std::pair<const char*, double> levels[] = {{"50", kZ50}, {"90", kZ90}};
+  size_t cover[2], width[2];
+  for (int k = 0; k < 2; ++k) {
+    const double z = levels[k].second;
+    cover[k] = r.add(res.abs().le(z * sd).to(torch::kFloat64).mean());
+    width[k] = r.add((2 * z * sd).mean());
+  }
+  const auto v = r.read();
+  m["rmse"] = std::sqrt(v[mean_r2]);
+  m["nll"] = 0.5 * tau * v[mean_r2] - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
+  for (int k = 0; k < 2; ++k) {
+    m[std::string("cover") + levels[k].first] = v[cover[k]];
+    m[std::string("width") + levels[k].first] = v[width[k]];
   }
 }
 

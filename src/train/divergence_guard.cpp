@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "util/signals.h"
 
@@ -41,8 +42,10 @@ void DivergenceGuard::check_step_loss(int64_t step, const torch::Tensor& batch_n
 
 void DivergenceGuard::check_state(int64_t step, double lr, bool loss_finite) {
   torch::NoGradGuard no_grad;
-  for (const auto& p : params_)
-    if (!torch::isfinite(p).all().item<bool>()) diverge(step, lr, "non-finite parameters");
+  // one flag per parameter, read back together (one device sync on a GPU)
+  std::vector<torch::Tensor> finite;
+  for (const auto& p : params_) finite.push_back(torch::isfinite(p).all());
+  if (!finite.empty() && !torch::stack(finite).all().item<bool>()) diverge(step, lr, "non-finite parameters");
   if (!loss_finite) diverge(step, lr, "non-finite loss");
 }
 

@@ -1,0 +1,34 @@
+// Scalars computed on the device and read back together: one device-to-host copy (one
+// synchronisation on a GPU) for a whole row of metrics, where `.item()` per value waits for the
+// device once per value (issue 14: an evaluation of App. H.1 read ~22 values one by one). The values
+// are the same bits as `.item<double>()` of each would give: float64 scalars are copied, not
+// converted.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace sgmcmc {
+
+class HostReads {
+ public:
+  // Queues a 0-d (or one-element) tensor of any float dtype; returns its index in read()'s result.
+  size_t add(const torch::Tensor& scalar) {
+    values_.push_back(scalar.to(torch::kFloat64).reshape({1}));
+    return values_.size() - 1;
+  }
+  // Every queued value, in order of add(), as doubles (one copy to the host).
+  std::vector<double> read() const {
+    if (values_.empty()) return {};
+    const auto host = torch::cat(values_).cpu().contiguous();
+    const double* p = host.data_ptr<double>();
+    return std::vector<double>(p, p + host.numel());
+  }
+
+ private:
+  std::vector<torch::Tensor> values_;
+};
+
+}  // namespace sgmcmc
