@@ -11,11 +11,12 @@
 namespace sgmcmc {
 
 torch::Tensor sample_gamma(const torch::Tensor& shape, const torch::Tensor& rate, at::Generator& gen) {
+  // checked where the inputs are (the Gibbs step's are on the host: no device sync), then moved
+  if (!(shape > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every shape must be > 0");
+  if (!(rate > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every rate must be > 0");
   auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(gen.device());
   auto a = shape.to(opts);
   auto r = rate.to(opts);
-  if (!(a > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every shape must be > 0");
-  if (!(r > 0).all().item<bool>()) throw std::invalid_argument("sample_gamma: every rate must be > 0");
   return at::_standard_gamma(a, gen) / r;
 }
 
@@ -125,9 +126,9 @@ torch::Tensor GaussianPrior::squared_norms() const {
 }
 
 void GaussianPrior::set_from_draw(const std::vector<double>& shape, const torch::Tensor& rate, at::Generator& gen) {
-  // Gamma draws on the generator's device (a CUDA generator draws on the GPU).
-  auto dev = gen.device();
-  auto draw = sample_gamma(torch::tensor(shape, torch::kFloat64).to(dev), rate.to(dev), gen).cpu();
+  // Gamma draws on the generator's device (a CUDA generator draws on the GPU; sample_gamma moves
+  // the host's shape and rate there).
+  auto draw = sample_gamma(torch::tensor(shape, torch::kFloat64), rate, gen).cpu();
   auto acc = draw.accessor<double, 1>();
   for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = std::max(acc[g], 1e-300);
   sync_device_lambda();
