@@ -5,6 +5,9 @@
 #include <algorithm>
 
 #include "models/row_tasks.h"
+#if defined(SGMCMC_WITH_CUDA)
+#include "kernels/activation_cuda.h"
+#endif
 
 namespace sgmcmc {
 
@@ -88,6 +91,17 @@ void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const t
                    out.sizes() == g.sizes() && y.scalar_type() == dt && out.scalar_type() == dt &&
                    (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
                                              bias_grad.numel() == g.size(1)));
+#if defined(SGMCMC_WITH_CUDA)
+  // one kernel for the derivative and the bias gradient's column sums (kernels/activation_cuda.h;
+  // SGMCMC_CUDA_ACT=fused)
+  if (kernels::activation_cuda_enabled() && g.is_cuda() && g.dim() == 2 && (dt == torch::kFloat32 || dt == torch::kFloat64) &&
+      g.is_contiguous() && y.is_contiguous() && out.is_contiguous() && y.sizes() == g.sizes() &&
+      out.sizes() == g.sizes() && y.scalar_type() == dt && out.scalar_type() == dt && y.device() == g.device() &&
+      out.device() == g.device() &&
+      (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
+                                bias_grad.numel() == g.size(1) && bias_grad.device() == g.device())))
+    return kernels::activation_backward_cuda(out, g, y, act, bias_grad);
+#endif
   if (!cpu) return aten_path(out, g, y, act, bias_grad);
   if (dt == torch::kFloat64) cpu_path<double>(out, g, y, act, bias_grad);
   else cpu_path<float>(out, g, y, act, bias_grad);

@@ -24,6 +24,8 @@
 #   floors bench_step on the GPU for H.1, FNN-800, the CNN and BPMF: step against floor, eager and graph
 #   profile  Nsight Compute: the kernels of eager H.1 steps and whole graph replays (scripts/ncu_summary.py)
 #   gemm   instead of build: builds bench_step and sgmcmc only, A/B of the CUDA float32 GEMM route, then h1
+#   act    after build or unpack: the MLP's elementwise CUDA kernels (kernels/activation_cuda.h, off by
+#          default): their test, bench_step A/B with SGMCMC_CUDA_ACT=fused, then h1 with them
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
 #   dist   every test of test_distributed, with its output
 # Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
@@ -172,6 +174,23 @@ stage_gemm() {
   python3 -c "import json
 for l in open('$L/gemm.jsonl'): d=json.loads(l); print(d['label'], round(1e6/d['step_median'],1), 'us/step', round(d['fraction_of_floor'],3))"
   H1_TAG=_gemm stage_h1
+}
+# The MLP's elementwise CUDA kernels (kernels/activation_cuda.h), off by default until they pass here:
+# their test against ATen, the H.1 step with them and without (graph and eager), then the full H.1 run
+# with them (compare its test error and time.* with the h1 stage's).
+stage_act() {
+  timeout 120 $B/test_models --gtest_filter='Models.ActivationCudaKernelsEqualAten:Models.SoftmaxXentCuda*' \
+    > "$L/test_models_act.log" 2>&1
+  echo "test_models (activation kernels) rc=$?"; gtest_summary "$L/test_models_act.log"
+  for g in --graph ""; do
+    for v in fused aten fused aten; do
+      SGMCMC_CUDA_ACT=$v timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_act_$v${g:+_graph}" --json "$L/act.jsonl" 2>&1 | grep -E "step at"
+    done
+  done
+  python3 -c "import json
+for l in open('$L/act.jsonl'): d=json.loads(l); print(d['label'], round(1e6/d['step_median'],1), 'us/step', round(d['fraction_of_floor'],3))"
+  SGMCMC_CUDA_ACT=fused H1_TAG=_act stage_h1
 }
 make_ml1m() {  # a synthetic ratings file of ml-1M's shape (as bench/floors.sh makes it)
   [ -f /tmp/ml1m.dat ] && return
