@@ -75,7 +75,8 @@ void evict_caches(std::vector<unsigned char>& buf, int round) {
     for (int64_t i = b; i < e; i += 64) s += buf[static_cast<size_t>(i)];
     sum += s;
   });
-  if (sum.load() < 0) std::cerr << "";  // keeps the reads
+  static volatile int64_t sink;  // the reads have a use
+  sink = sum.load();
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ __global__ void bias_activation_kernel(T* out, const T* bias, int64_t n, int64_t
 constexpr int kCols = 32;  // columns per block (threadIdx.x: coalesced along a row)
 constexpr int kRows = 8;   // row strides per block (threadIdx.y)
 
-// out = g ⊙ act'(y) over a block's 32 columns, every row; bias_grad[j] += the column's sum: each
+// out = g ⊙ act'(y) over a block's 32 columns, every row (out null: nothing written, the column sums
+// of g alone); bias_grad[j] += the column's sum: each
 // thread sums its rows (i ≡ threadIdx.y mod 8) in order, then thread y = 0 adds the eight partial
 // sums in order of y.
 template <typename T>
@@ -63,7 +64,7 @@ __global__ void activation_backward_kernel(T* out, const T* g, const T* y, T* bi
     for (int64_t i = threadIdx.y; i < n; i += kRows) {
       const int64_t at = i * k + j;
       const T d = derivative_times(act, g[at], y != nullptr ? y[at] : T(0));
-      out[at] = d;
+      if (out != nullptr) out[at] = d;
       acc += d;
     }
   }
@@ -136,13 +137,14 @@ void activation_backward_cuda(torch::Tensor& out, const torch::Tensor& g, const 
   const dim3 grid(static_cast<unsigned>((k + kCols - 1) / kCols));
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const bool with_y = act != Activation::kNone;
+  const bool write = with_y || !out.is_same(g);  // none, in place: g is already the result
   if (g.scalar_type() == torch::kFloat64) {
     activation_backward_kernel<double><<<grid, block, 0, stream>>>(
-        out.data_ptr<double>(), g.data_ptr<double>(), with_y ? y.data_ptr<double>() : nullptr,
+        write ? out.data_ptr<double>() : nullptr, g.data_ptr<double>(), with_y ? y.data_ptr<double>() : nullptr,
         bias_grad.defined() ? bias_grad.data_ptr<double>() : nullptr, n, k, act);
   } else {
     activation_backward_kernel<float><<<grid, block, 0, stream>>>(
-        out.data_ptr<float>(), g.data_ptr<float>(), with_y ? y.data_ptr<float>() : nullptr,
+        write ? out.data_ptr<float>() : nullptr, g.data_ptr<float>(), with_y ? y.data_ptr<float>() : nullptr,
         bias_grad.defined() ? bias_grad.data_ptr<float>() : nullptr, n, k, act);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -94,8 +94,8 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   v["wall_seconds"] = wall_before_ + session_seconds();
   const double session = session_seconds();
   v["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
-  v["train_steps_per_second"] =
-      session - eval_seconds_ > 0 ? (step_ - step_at_start_) / std::max(session - eval_seconds_, 1e-9) : NAN;
+  const double eval = phases_.seconds().at("time.eval");  // this session's evaluations
+  v["train_steps_per_second"] = session - eval > 0 ? (step_ - step_at_start_) / std::max(session - eval, 1e-9) : NAN;
   for (const auto& [k, x] : s_.prior->log_values()) v[k] = x;
   v["chains"] = static_cast<double>(model_.chains());
   v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)

@@ -158,7 +158,6 @@ void TrainingRun::collect_sample() {
 void TrainingRun::evaluate(bool sample_fresh) {
   guard_.check_state(step_, s_.sampler->lr());
   dist_.check_in_sync(s_.params, step_);
-  const auto t0 = Clock::now();
   if (dist_.chains_across_ranks()) {  // the predictive and R̂ / ESS over the chains of every rank
     last_ = evaluation_row(sample_fresh, predictive_.all_ranks(dist_.comm()));
     if (s_.sampler->is_sampler()) convergence_all_ranks_ = trace_.all_ranks(dist_.comm()).diagnostics();
@@ -166,7 +165,6 @@ void TrainingRun::evaluate(bool sample_fresh) {
     last_ = evaluation_row(sample_fresh, predictive_);
   }
   log_->append(last_);
-  eval_seconds_ += seconds_since(t0);
   console_.evaluation(last_, s_.prior->log_values());
 }
 

@@ -84,7 +84,7 @@ class TrainingRun {
   DivergenceGuard guard_;
   std::unique_ptr<MetricsLog> log_;
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
-  double wall_before_ = 0, eval_seconds_ = 0;
+  double wall_before_ = 0;
   Metrics last_;                // the latest evaluation row
   torch::Tensor current_test_;  // the current sample's test prediction, when computed at a sample
   std::map<std::string, double> convergence_all_ranks_;  // chains mode: R̂ / ESS over every rank's chains
