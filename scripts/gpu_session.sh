@@ -154,6 +154,11 @@ stage_profile() {
   echo "ncu graph rc=$?"
   python3 scripts/ncu_summary.py "$L/ncu_eager.csv" "$L/ncu_graph.csv" 2>&1 | tee "$L/ncu_summary.txt"
 }
+# bench_step's JSON lines as label, µs per step, step ÷ floor.
+step_table() {
+  python3 -c "import json, sys
+for l in open(sys.argv[1]): d = json.loads(l); print(d['label'], round(1e6 / d['step_median'], 1), 'us/step', round(d['fraction_of_floor'], 3))" "$1"
+}
 # The CUDA float32 GEMM route (kernels/matmul.cpp) A/B, for a call with little device time: configure,
 # build sgmcmc and bench_step only, then each MLP row's step with the route and without.
 stage_gemm() {
@@ -171,8 +176,7 @@ stage_gemm() {
         --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
     done
   done
-  python3 -c "import json
-for l in open('$L/gemm.jsonl'): d=json.loads(l); print(d['label'], round(1e6/d['step_median'],1), 'us/step', round(d['fraction_of_floor'],3))"
+  step_table "$L/gemm.jsonl"
   H1_TAG=_gemm stage_h1
 }
 # The MLP's elementwise CUDA kernels (kernels/activation_cuda.h), off by default until they pass here:
@@ -188,8 +192,7 @@ stage_act() {
         --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_act_$v${g:+_graph}" --json "$L/act.jsonl" 2>&1 | grep -E "step at"
     done
   done
-  python3 -c "import json
-for l in open('$L/act.jsonl'): d=json.loads(l); print(d['label'], round(1e6/d['step_median'],1), 'us/step', round(d['fraction_of_floor'],3))"
+  step_table "$L/act.jsonl"
   SGMCMC_CUDA_ACT=fused H1_TAG=_act stage_h1
 }
 make_ml1m() {  # a synthetic ratings file of ml-1M's shape (as bench/floors.sh makes it)
