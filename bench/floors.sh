@@ -5,6 +5,10 @@
 # column alike. Writes the table (min / median / max over the rounds) between the FLOOR-TABLE markers
 # of docs/performance.md and the raw JSON lines to bench/results/floors-<date>T<time>.jsonl.
 #   usage: bench/floors.sh [--threads N] [--rounds R] [--steps S] [--profile]
+# Environment, for a host other than this one (scripts/gpu_session.sh's cpufloors stage): FMNIST (the
+# Fashion-MNIST directory), SGMCMC_BUILD_DIR and SGMCMC_NO_BUILD=1 (bench_step as built there),
+# FLOORS_ROWS (a subset of the rows), FLOORS_ATEN=0 (no ATen's-BLAS column: a build without oneDNN
+# would time the same products twice), FLOORS_DOC=0 (print the table, leave docs/performance.md).
 # Rows: the App. H.1 MLP (784-100-10 sigmoid, batch 500), FNN-800 (784-800-800-10 ReLU, batch 100),
 # the CNN (models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
 # (6,040 users, 3,706 items, 1,000,209 synthetic ratings, d = 20, batch 4,000; floor: its gathers and
@@ -27,12 +31,14 @@ done
 PY=${PY:-/usr/bin/python3}
 BUILD=${SGMCMC_BUILD_DIR:-build}
 export GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=8
-bash scripts/build.sh -DSGMCMC_BENCH=ON >/dev/null
-ninja -C "$BUILD" bench_step >/dev/null 2>&1 || cmake --build "$BUILD" --target bench_step >/dev/null
-F=/usr/share/datasets/fashion-mnist
+if [ -z "${SGMCMC_NO_BUILD:-}" ]; then
+  bash scripts/build.sh -DSGMCMC_BENCH=ON >/dev/null
+  ninja -C "$BUILD" bench_step >/dev/null 2>&1 || cmake --build "$BUILD" --target bench_step >/dev/null
+fi
+F=${FMNIST:-/usr/share/datasets/fashion-mnist}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 # ml-1M's shape, synthetic ratings (the real file cannot be downloaded here).
-$PY - "$TMP/ml1m.dat" <<'EOF'
+[[ " ${FLOORS_ROWS:-bpmf_ml1m} " == *" bpmf_ml1m "* ]] && $PY - "$TMP/ml1m.dat" <<'EOF'
 import sys, numpy as np
 r = np.random.RandomState(0); n = 1000209
 u, i, s = r.randint(1, 6041, n), r.randint(1, 3707, n), r.randint(1, 6, n)
@@ -49,7 +55,7 @@ PYARGS[fnn800]="--model mlp --hidden 800,800 --activation relu --batch 100"
 CFG[cnn]="configs/mnist_cnn_sgld.yaml $SG"
 PYARGS[cnn]="--model cnn --batch 100"
 CFG[bpmf_ml1m]="configs/movielens_bpmf_sghmc.yaml --set data.path=$TMP/ml1m.dat --set data.fold=0"
-ROWS="mlp_h1 fnn800 cnn bpmf_ml1m"
+ROWS=${FLOORS_ROWS:-mlp_h1 fnn800 cnn bpmf_ml1m}
 for r in $(seq "$ROUNDS"); do
   for row in $ROWS; do
     echo "round $r/$ROUNDS: $row" >&2
@@ -57,10 +63,12 @@ for r in $(seq "$ROUNDS"); do
     "./$BUILD/bench_step" ${CFG[$row]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label "$row" \
       --json "$OUT" >/dev/null
     if [ -n "${PYARGS[$row]:-}" ]; then
-      # the same step and floor with every product on ATen's BLAS (OpenBLAS), for comparison
-      # shellcheck disable=SC2086
-      "./$BUILD/bench_step" ${CFG[$row]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label "${row}_aten" \
-        --matmul aten --json "$OUT" >/dev/null
+      if [ "${FLOORS_ATEN:-1}" != 0 ]; then
+        # the same step and floor with every product on ATen's BLAS (OpenBLAS), for comparison
+        # shellcheck disable=SC2086
+        "./$BUILD/bench_step" ${CFG[$row]} --threads "$THREADS" --rounds 1 --steps "$STEPS" --label "${row}_aten" \
+          --matmul aten --json "$OUT" >/dev/null
+      fi
       # shellcheck disable=SC2086
       $PY bench/ref_step.py ${PYARGS[$row]} --data $F --threads "$THREADS" --steps "$STEPS" --rounds 1 |
         sed "s/^{/{\"label\": \"$row\", /" >> "$OUT"
@@ -74,9 +82,9 @@ if [ "$PROFILE" = 1 ]; then
   cat "$TMP/profile.txt" >&2
 fi
 NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1)$(bash scripts/cpu_generation.sh), $THREADS threads"
-$PY - "$OUT" "$NAME" "$(git rev-parse --short HEAD)" "$ROUNDS" "$STEPS" <<'EOF'
+$PY - "$OUT" "$NAME" "$(git rev-parse --short HEAD 2>/dev/null || echo "?")" "$ROUNDS" "$STEPS" "${FLOORS_DOC:-1}" <<'EOF'
 import json, re, statistics, sys, datetime
-out, name, commit, rounds, steps = sys.argv[1:6]
+out, name, commit, rounds, steps, write_doc = sys.argv[1:7]
 rows = {}
 for line in open(out):
     d = json.loads(line)
@@ -114,7 +122,7 @@ for k in ["mlp_h1", "fnn800", "cnn", "bpmf_ml1m"]:
     lines.append(f"| {names[k]} | {mm} | {f(r['step'])} | {fl} | {100 * ms / mf:.0f} % | {prs} | {f(r['python'])} | {py} | {at} |")
 table = "\n".join(lines)
 print(table)
-doc = "docs/performance.md"; s = open(doc).read()
+doc = "docs/performance.md"; s = open(doc).read() if write_doc != "0" else ""
 a, b = "<!-- FLOOR-TABLE:cpu -->", "<!-- /FLOOR-TABLE:cpu -->"
 if a in s:
     s = re.sub(re.escape(a) + ".*?" + re.escape(b), lambda m: a + "\n" + table + "\n" + b, s, flags=re.S)

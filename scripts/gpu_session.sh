@@ -26,6 +26,8 @@
 #   gemm   instead of build: builds bench_step and sgmcmc only, A/B of the CUDA float32 GEMM route, then h1
 #   act    after build or unpack: the MLP's elementwise CUDA kernels (kernels/activation_cuda.h, off by
 #          default): their test, bench_step A/B with SGMCMC_CUDA_ACT=fused, then h1 with them
+#   cpufloors  issue 21's floors on this host's CPU (bench/floors.sh on build-cuda's bench_step, H.1 and
+#          FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
 #   dist   every test of test_distributed, with its output
 # Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
@@ -194,6 +196,20 @@ stage_act() {
   done
   step_table "$L/act.jsonl"
   SGMCMC_CUDA_ACT=fused H1_TAG=_act stage_h1
+}
+# Issue 21's targets are out of reach on the 2-vCPU CI host (docs/performance.md, "Session 22"): the
+# same bench on this host's CPU, at 2 threads and at all of its cores. This build has no oneDNN (the
+# wheel's ATen, MKL, does the products), so the floor and the step use ATen's products here.
+stage_cpufloors() {
+  local t
+  for t in 2 "$(nproc)"; do
+    PY=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 FMNIST="$FMNIST" FLOORS_ROWS="mlp_h1 fnn800" \
+      FLOORS_ATEN=0 FLOORS_DOC=0 timeout ${CPUFLOORS_TIMEOUT:-200} bash bench/floors.sh --threads "$t" --rounds 3 \
+      --steps 200 > "$L/cpufloors_$t.log" 2>&1
+    echo "cpufloors, $t threads: rc=$?"; grep -E "^Measured|^\| App|^\| FNN" "$L/cpufloors_$t.log"
+  done
+  cp bench/results/floors-*.jsonl "$L/" 2>/dev/null
+  lscpu > "$L/lscpu.txt" 2>&1
 }
 make_ml1m() {  # a synthetic ratings file of ml-1M's shape (as bench/floors.sh makes it)
   [ -f /tmp/ml1m.dat ] && return
