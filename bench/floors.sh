@@ -8,7 +8,8 @@
 # Environment, for a host other than this one (scripts/gpu_session.sh's cpufloors stage): FMNIST (the
 # Fashion-MNIST directory), SGMCMC_BUILD_DIR and SGMCMC_NO_BUILD=1 (bench_step as built there),
 # FLOORS_ROWS (a subset of the rows), FLOORS_ATEN=0 (no ATen's-BLAS column: a build without oneDNN
-# would time the same products twice), FLOORS_DOC=0 (print the table, leave docs/performance.md).
+# would time the same products twice), FLOORS_DOC=0 (print the table, leave docs/performance.md),
+# FLOORS_OUT (the JSON lines' file).
 # Rows: the App. H.1 MLP (784-100-10 sigmoid, batch 500), FNN-800 (784-800-800-10 ReLU, batch 100),
 # the CNN (models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
 # (6,040 users, 3,706 items, 1,000,209 synthetic ratings, d = 20, batch 4,000; floor: its gathers and
@@ -45,7 +46,7 @@ u, i, s = r.randint(1, 6041, n), r.randint(1, 3707, n), r.randint(1, 6, n)
 np.savetxt(sys.argv[1], np.stack([u, i, s, np.zeros(n, int)], 1), fmt="%d", delimiter="::")
 EOF
 mkdir -p bench/results
-OUT=bench/results/floors-$(date +%Y-%m-%dT%H%M).jsonl; : > "$OUT"
+OUT=${FLOORS_OUT:-bench/results/floors-$(date +%Y-%m-%dT%H%M).jsonl}; : > "$OUT"
 SG="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$F"
 declare -A CFG PYARGS
 CFG[mlp_h1]="configs/mnist_bnn_sghmc.yaml --set data.dir=$F"

@@ -204,11 +204,10 @@ stage_cpufloors() {
   local t
   for t in 2 "$(nproc)"; do
     PY=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 FMNIST="$FMNIST" FLOORS_ROWS="mlp_h1 fnn800" \
-      FLOORS_ATEN=0 FLOORS_DOC=0 timeout ${CPUFLOORS_TIMEOUT:-200} bash bench/floors.sh --threads "$t" --rounds 3 \
-      --steps 200 > "$L/cpufloors_$t.log" 2>&1
+      FLOORS_ATEN=0 FLOORS_DOC=0 FLOORS_OUT="$L/cpufloors_$t.jsonl" timeout ${CPUFLOORS_TIMEOUT:-200} \
+      bash bench/floors.sh --threads "$t" --rounds 3 --steps 200 > "$L/cpufloors_$t.log" 2>&1
     echo "cpufloors, $t threads: rc=$?"; grep -E "^Measured|^\| App|^\| FNN" "$L/cpufloors_$t.log"
   done
-  cp bench/results/floors-*.jsonl "$L/" 2>/dev/null
   lscpu > "$L/lscpu.txt" 2>&1
 }
 make_ml1m() {  # a synthetic ratings file of ml-1M's shape (as bench/floors.sh makes it)
