@@ -12,14 +12,15 @@
 
 using sgmcmc::kernels::gather_rows_out;
 
-// Images, labels and bytes; enough rows (2,000 × 3 KB) for the copy to be split over threads, with
+// Images, labels (8-byte rows), float targets (4-byte rows) and bytes; enough rows (2,000 × 3 KB) for the copy to be split over threads, with
 // repeated indices; the second call with the same shape reuses the buffer.
 TEST(GatherRows, EqualsIndexSelect) {
   torch::manual_seed(1);
   const auto images = torch::rand({3000, 1, 28, 28});
   const auto labels = torch::randint(0, 10, {3000}, torch::kInt64);
   const auto bytes = torch::randint(0, 256, {3000, 7}, torch::kUInt8);
-  torch::Tensor out_images, out_labels, out_bytes;
+  const auto targets = torch::randn({3000, 1});  // one float a row: the 4-byte path
+  torch::Tensor out_images, out_labels, out_bytes, out_targets;
   for (int call = 0; call < 2; ++call) {
     auto idx = torch::randint(0, 3000, {2000}, torch::kInt64);
     idx[5] = idx[6];
@@ -27,6 +28,8 @@ TEST(GatherRows, EqualsIndexSelect) {
     gather_rows_out(out_images, images, idx);
     gather_rows_out(out_labels, labels, idx);
     gather_rows_out(out_bytes, bytes, idx);
+    gather_rows_out(out_targets, targets, idx);
+    EXPECT_TRUE(torch::equal(out_targets, targets.index_select(0, idx)));
     EXPECT_TRUE(torch::equal(out_images, images.index_select(0, idx)));
     EXPECT_TRUE(torch::equal(out_labels, labels.index_select(0, idx)));
     EXPECT_TRUE(torch::equal(out_bytes, bytes.index_select(0, idx)));
