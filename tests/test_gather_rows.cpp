@@ -12,8 +12,9 @@
 
 using sgmcmc::kernels::gather_rows_out;
 
-// Images, labels (8-byte rows), float targets (4-byte rows) and bytes; enough rows (2,000 × 3 KB) for the copy to be split over threads, with
-// repeated indices; the second call with the same shape reuses the buffer.
+// Images, labels (8-byte rows), float targets (4-byte rows) and bytes; enough rows (2,000 × 3 KB) for
+// the copy to be split over threads, with repeated indices; the second call with the same shape reuses
+// the buffer.
 TEST(GatherRows, EqualsIndexSelect) {
   torch::manual_seed(1);
   const auto images = torch::rand({3000, 1, 28, 28});
