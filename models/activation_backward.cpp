@@ -84,24 +84,22 @@ void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const t
                              kernels::Activation act, const torch::Tensor& bias_grad) {
   RECORD_FUNCTION("sgmcmc::activation_backward", std::vector<c10::IValue>());
   const auto dt = g.scalar_type();
-  // tanh stays with ATen: its kernel computes 1 − y² with one rounding (a contracted FMA), which a
-  // portable loop does not reproduce bit for bit
-  const bool cpu = act != kernels::Activation::kTanh && g.device().is_cpu() && g.dim() == 2 && (dt == torch::kFloat32 || dt == torch::kFloat64) &&
-                   g.is_contiguous() && y.is_contiguous() && out.is_contiguous() && y.sizes() == g.sizes() &&
-                   out.sizes() == g.sizes() && y.scalar_type() == dt && out.scalar_type() == dt &&
-                   (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
-                                             bias_grad.numel() == g.size(1)));
+  // the layouts the one-pass paths take (CPU loop, CUDA kernel); anything else gets the ATen ops
+  const bool plain = g.dim() == 2 && (dt == torch::kFloat32 || dt == torch::kFloat64) && g.is_contiguous() &&
+                     y.is_contiguous() && out.is_contiguous() && y.sizes() == g.sizes() && out.sizes() == g.sizes() &&
+                     y.scalar_type() == dt && out.scalar_type() == dt && y.device() == g.device() &&
+                     out.device() == g.device() &&
+                     (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
+                                               bias_grad.numel() == g.size(1) && bias_grad.device() == g.device()));
 #if defined(SGMCMC_WITH_CUDA)
   // one kernel for the derivative and the bias gradient's column sums (kernels/activation_cuda.h;
   // SGMCMC_CUDA_ACT=fused)
-  if (kernels::activation_cuda_enabled() && g.is_cuda() && g.dim() == 2 && (dt == torch::kFloat32 || dt == torch::kFloat64) &&
-      g.is_contiguous() && y.is_contiguous() && out.is_contiguous() && y.sizes() == g.sizes() &&
-      out.sizes() == g.sizes() && y.scalar_type() == dt && out.scalar_type() == dt && y.device() == g.device() &&
-      out.device() == g.device() &&
-      (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
-                                bias_grad.numel() == g.size(1) && bias_grad.device() == g.device())))
+  if (plain && g.is_cuda() && kernels::activation_cuda_enabled())
     return kernels::activation_backward_cuda(out, g, y, act, bias_grad);
 #endif
+  // tanh stays with ATen: its kernel computes 1 − y² with one rounding (a contracted FMA), which a
+  // portable loop does not reproduce bit for bit
+  const bool cpu = plain && g.device().is_cpu() && act != kernels::Activation::kTanh;
   if (!cpu) return aten_path(out, g, y, act, bias_grad);
   if (dt == torch::kFloat64) cpu_path<double>(out, g, y, act, bias_grad);
   else cpu_path<float>(out, g, y, act, bias_grad);

@@ -94,13 +94,14 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   v["wall_seconds"] = wall_before_ + session_seconds();
   const double session = session_seconds();
   v["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
-  const double eval = phases_.seconds().at("time.eval");  // this session's evaluations
+  const auto phases = phases_.seconds();  // this session's wall clock by phase
+  const double eval = phases.at("time.eval");
   v["train_steps_per_second"] = session - eval > 0 ? (step_ - step_at_start_) / std::max(session - eval, 1e-9) : NAN;
   for (const auto& [k, x] : s_.prior->log_values()) v[k] = x;
   v["chains"] = static_cast<double>(model_.chains());
   v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)
   for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
-  for (const auto& [k, x] : phases_.seconds()) v[k] = x;       // this session's wall clock by phase
+  for (const auto& [k, x] : phases) v[k] = x;
   if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
     for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
   if (dist_.active()) {
