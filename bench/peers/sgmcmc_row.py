@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""One sgmcmc row of bench/peers.sh (issue 44): runs `sgmcmc train` on the App. H.1 config and prints
+its summary.json in the peers' JSON-line form (common.report's keys).
+
+    sgmcmc_row.py --bin build/sgmcmc --sampler sghmc|sgld [--gibbs] --epochs 20 --burn-in 10 --seed 1
+                  --threads 2 --device cpu --data DIR --out TMPDIR
+
+steps/s is summary.json's steps over `time.steps` (the training steps alone, no evaluation, Gibbs step,
+sample or checkpoint), the same clock as the peers' (their epochs only).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+
+def find(d, *keys):
+    for k in keys:
+        if k in d:                 # summary.json's keys are flat ("time.steps")
+            return d[k]
+        cur = d
+        ok = True
+        for part in k.split("."):
+            if isinstance(cur, dict) and part in cur:
+                cur = cur[part]
+            else:
+                ok = False
+                break
+        if ok:
+            return cur
+    return None
+
+
+def main():
+    ap = common.parser(__doc__.splitlines()[0])
+    ap.add_argument("--bin", default="build/sgmcmc")
+    ap.add_argument("--gibbs", action="store_true", help="the shipped config's Gibbs steps for lambda")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--set", action="append", default=[], help="extra key=value for sgmcmc")
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cfg = os.path.join(root, "configs", f"mnist_bnn_{a.sampler}.yaml")
+    if os.path.exists(a.out):
+        shutil.rmtree(a.out)
+    sets = [f"data.dir={a.data}", f"train.epochs={a.epochs}", f"train.burn_in={a.burn_in}", f"seed={a.seed}",
+            f"train.threads={a.threads}", f"device={a.device}"]
+    if not a.gibbs:
+        sets.append("prior.hyperprior=none")
+    sets += a.set
+    cmd = [a.bin, "train", cfg, "--out", a.out] + sum((["--set", s] for s in sets), [])
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-3000:])
+        raise SystemExit(f"sgmcmc exited {r.returncode}: {' '.join(cmd)}")
+    s = json.load(open(os.path.join(a.out, "summary.json")))
+    steps = find(s, "steps", "total_steps", "step")
+    t_steps = find(s, "time.steps")
+    err = find(s, "test.error", "final.test.error", "metrics.test.error", "test_error")
+    nll = find(s, "test.nll", "final.test.nll", "metrics.test.nll", "test_nll")
+    version = "sgmcmc " + subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                                         text=True).stdout.strip()
+    prior = "a Gibbs step for λ every epoch after 1,000 steps (shipped config)" if a.gibbs else \
+        "prior.hyperprior=none (λ = 1 fixed)"
+    settings = (f"configs/mnist_bnn_{a.sampler}.yaml, " +
+                ("lr = η = 2e-6, alpha = 0.01, noise_estimate none, Euler" if a.sampler == "sghmc" else "lr = 1e-5") +
+                f", {prior}, train.threads={a.threads}")
+    d = {"peer": "sgmcmc", "version": version, "sampler": a.sampler, "settings": settings, "seed": a.seed,
+         "threads": find(s, "threads", "train.threads") or a.threads, "device": a.device, "epochs": a.epochs,
+         "burn_in": a.burn_in, "batch": common.BATCH, "steps": steps, "step_seconds": t_steps,
+         "steps_per_second": steps / t_steps, "steps_per_second_summary": find(s, "steps_per_second"),
+         "wall_seconds": find(s, "wall_seconds"), "compile_seconds": 0.0,
+         "samples": find(s, "samples", "num_samples"), "test_error": err, "test_nll": nll,
+         "time": {k: v for k, v in s.items() if k.startswith("time.")}}
+    print(json.dumps(d), flush=True)
+
+
+if __name__ == "__main__":
+    main()

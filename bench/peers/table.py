@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The peers table (issue 44) from bench/peers.sh's JSON lines; rewrites the block between
+<!-- PEERS-TABLE:DEVICE --> and <!-- /PEERS-TABLE:DEVICE --> of docs/performance.md (appending the
+marker pair at the end of the file when it is absent) and leaves the rest of the file alone.
+
+    table.py RAW.jsonl --device cpu --doc docs/performance.md --header "..."   (--doc - prints only)
+
+Accuracy rule: a row's test error and NLL (averaged predictive after --epochs, one sample an epoch
+after burn-in, mean over the rounds, each round its own seed) agree with its sgmcmc reference row when
+|difference of means| <= max(3 standard errors of that difference, floor), the standard errors from
+the rounds' spread (seed noise), floor 0.005 for the error and 0.02 for the NLL. Only agreeing rows
+count for "fastest peer".
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics as st
+import sys
+import tempfile
+
+# label -> (sampler, reference label); the order of the table
+ROWS = [
+    ("sgmcmc-sghmc", "sghmc", None),
+    ("sgmcmc-sghmc-gibbs", "sghmc", "sgmcmc-sghmc"),
+    ("blackjax-sghmc", "sghmc", "sgmcmc-sghmc"),
+    ("blackjax-sghmc-ordered", "sghmc", "sgmcmc-sghmc"),
+    ("posteriors-sghmc", "sghmc", "sgmcmc-sghmc"),
+    ("posteriors-baoa", "sghmc", "sgmcmc-sghmc"),
+    ("torch-compile-sghmc", "sghmc", "sgmcmc-sghmc"),
+    ("torch-compile-step-sghmc", "sghmc", "sgmcmc-sghmc"),
+    ("torch-eager-sghmc", "sghmc", "sgmcmc-sghmc"),
+    ("sgmcmc-sgld", "sgld", None),
+    ("blackjax-sgld", "sgld", "sgmcmc-sgld"),
+    ("posteriors-sgld", "sgld", "sgmcmc-sgld"),
+    ("torch-compile-sgld", "sgld", "sgmcmc-sgld"),
+    ("torch-compile-step-sgld", "sgld", "sgmcmc-sgld"),
+    ("torch-eager-sgld", "sgld", "sgmcmc-sgld"),
+]
+NAMES = {
+    "sgmcmc-sghmc": "**sgmcmc** SGHMC, fixed λ (`prior.hyperprior: none`)",
+    "sgmcmc-sghmc-gibbs": "sgmcmc SGHMC with a Gibbs step for λ per epoch (the shipped config; no peer has this)",
+    "blackjax-sghmc": "BlackJAX SGHMC (its integrator, momentum kept)",
+    "blackjax-sghmc-ordered": "JAX + BlackJAX grad_estimator, sgmcmc's step order",
+    "posteriors-sghmc": "posteriors `sgmcmc.sghmc`",
+    "posteriors-baoa": "posteriors `sgmcmc.baoa`",
+    "torch-compile-sghmc": "PyTorch 2.x plain loop, torch.compile (loss and update)",
+    "torch-compile-step-sghmc": "PyTorch 2.x, whole step in one torch.compile (torch.func.grad, ATen's randn)",
+    "torch-eager-sghmc": "PyTorch 2.x loop, eager",
+    "sgmcmc-sgld": "**sgmcmc** SGLD, fixed λ",
+    "blackjax-sgld": "BlackJAX `sgld`",
+    "posteriors-sgld": "posteriors `sgmcmc.sgld`",
+    "torch-compile-sgld": "PyTorch 2.x plain loop, torch.compile (loss and update)",
+    "torch-compile-step-sgld": "PyTorch 2.x, whole step in one torch.compile (torch.func.grad, ATen's randn)",
+    "torch-eager-sgld": "PyTorch 2.x loop, eager",
+}
+PEER_NAME = {"blackjax": "BlackJAX", "posteriors": "posteriors", "torch": "PyTorch 2.x"}
+
+
+def load(path):
+    by = {}
+    for line in open(path):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        d = json.loads(line)
+        if "label" in d:
+            by.setdefault(d["label"], []).append(d)
+    return by
+
+
+def mmm(xs):
+    xs = sorted(xs)
+    return xs[0], st.median(xs), xs[-1]
+
+
+def mean_sd(xs):
+    return st.mean(xs), (st.stdev(xs) if len(xs) > 1 else float("nan"))
+
+
+def agrees(p, r, floor):
+    (mp, sp), (mr, sr) = mean_sd(p), mean_sd(r)
+    se = math.sqrt((sp ** 2 if sp == sp else 0) / len(p) + (sr ** 2 if sr == sr else 0) / len(r))
+    tol = max(3 * se, floor)
+    return abs(mp - mr) <= tol, mp - mr, tol
+
+
+def fmt_rate(xs):
+    lo, med, hi = mmm(xs)
+    return f"{lo:.0f} / {med:.0f} / {hi:.0f}"
+
+
+def build(by, device, header):
+    out = [header, ""]
+    out.append("| sampler | row | steps/s (min / median / max) | sgmcmc ÷ row (medians) | test error (mean ± sd) "
+               "| test NLL (mean ± sd) | accuracy vs sgmcmc |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    notes = []
+    best = {}
+    for label, sampler, ref in ROWS:
+        rs = by.get(label)
+        if not rs:
+            continue
+        rates = [d["steps_per_second"] for d in rs]
+        errs = [d["test_error"] for d in rs]
+        nlls = [d["test_nll"] for d in rs]
+        me, se = mean_sd(errs)
+        mn, sn = mean_sd(nlls)
+        refrs = by.get(ref) if ref else None
+        ratio, acc = "", ("reference" if not ref else f"no `{ref}` row")
+        if refrs:
+            ratio = f"{st.median([d['steps_per_second'] for d in refrs]) / st.median(rates):.2f}×"
+            ok_e, de, te = agrees(errs, [d["test_error"] for d in refrs], 0.005)
+            ok_n, dn, tn = agrees(nlls, [d["test_nll"] for d in refrs], 0.02)
+            ok = ok_e and ok_n
+            acc = (f"{'**agrees**' if ok else '**differs**: speed not counted'} (Δerr {de:+.4f}, tol {te:.4f}; "
+                   f"ΔNLL {dn:+.3f}, tol {tn:.3f})")
+            if ok and not label.startswith("sgmcmc"):
+                if sampler not in best or st.median(rates) > best[sampler][1]:
+                    best[sampler] = (label, st.median(rates))
+        out.append(f"| {sampler.upper()} | {NAMES.get(label, label)} (`{label}`) | {fmt_rate(rates)} | {ratio} | "
+                   f"{me:.4f} ± {se:.4f} | {mn:.4f} ± {sn:.4f} | {acc} |")
+        notes.append(f"- `{label}`: {rs[0].get('version', '')}; {rs[0].get('settings', '')}")
+    out.append("")
+    out.append("Versions and settings of each row (step sizes converted to sgmcmc's dynamics, see bench/peers/*.py):")
+    out.append("")
+    out += notes
+    out.append("")
+    lines_best = []
+    for sampler in ("sgld",):
+        if sampler in best and by.get("sgmcmc-" + sampler):
+            lab, rate = best[sampler]
+            s = st.median([d["steps_per_second"] for d in by["sgmcmc-" + sampler]])
+            lines_best.append(f"SGLD: fastest peer at equal accuracy {NAMES[lab]} ({lab}), sgmcmc {s / rate:.2f}× it.")
+    out += lines_best
+    if lines_best:
+        out.append("")
+    if "sghmc" in best and by.get("sgmcmc-sghmc"):
+        lab, rate = best["sghmc"]
+        s = st.median([d["steps_per_second"] for d in by["sgmcmc-sghmc"]])
+        name = PEER_NAME.get(lab.split("-")[0], lab) + f" ({NAMES[lab]}, `{lab}`)"
+        out.append(f"fastest peer: {name}, sgmcmc {s / rate:.2f}× it")
+    else:
+        out.append("fastest peer: none agreed on accuracy")
+    return "\n".join(out)
+
+
+def rewrite(doc, device, block):
+    begin, end = f"<!-- PEERS-TABLE:{device} -->", f"<!-- /PEERS-TABLE:{device} -->"
+    text = open(doc).read() if os.path.exists(doc) else ""
+    if begin in text and end in text and text.index(begin) < text.index(end):
+        i, j = text.index(begin) + len(begin), text.index(end)
+        new = text[:i] + "\n" + block + "\n" + text[j:]
+    else:
+        new = text + ("" if text.endswith("\n") or not text else "\n") + f"\n{begin}\n{block}\n{end}\n"
+    d = os.path.dirname(os.path.abspath(doc))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".peers-")
+    with os.fdopen(fd, "w") as f:
+        f.write(new)
+    os.chmod(tmp, os.stat(doc).st_mode if os.path.exists(doc) else 0o644)
+    os.replace(tmp, doc)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("raw")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--doc", default="docs/performance.md")
+    ap.add_argument("--header", default="")
+    a = ap.parse_args()
+    block = build(load(a.raw), a.device, a.header)
+    print(block)
+    if a.doc != "-":
+        rewrite(a.doc, a.device, block)
+
+
+if __name__ == "__main__":
+    main()
