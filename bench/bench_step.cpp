@@ -1,4 +1,4 @@
-// One training step against its floor (issue 21).
+// One training step against its floor.
 //
 // Builds a run exactly as `sgmcmc train CONFIG` does (make_run_setup: data, model, prior, sampler)
 // and times the trainer's step (StepRunner: minibatch indices, gather, ∇Ũ by autograd, prior
@@ -244,10 +244,11 @@ int main(int argc, char** argv) {
   // the sampler in its prepare-and-replay mode, or not (train.graph's default, auto, captures on CUDA)
   sets.push_back(r.count("graph") ? "train.graph=true" : "train.graph=false");
   RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), sets));
+  set_kernel_settings(s.config.kernels);  // as sgmcmc train installs them (--set kernels.KEY=...)
   Model& model = *s.dm.model;
   LossMeter loss(s.dm.device);
   MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
-  const bool graph = s.config.train.graph;
+  const bool graph = s.plan.graph;
   StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
                     graph, s.dm.device, s.gen_dev);
   runner.use_model_backward(s.config.train.backward == "auto");

@@ -1,4 +1,4 @@
-// The sampler update alone on one flat parameter buffer (issue 6, target 2).
+// The sampler update alone on one flat parameter buffer.
 //
 // For each sampler: a float32 buffer of P parameters with a fixed gradient, `steps` calls of
 // Sampler::step() (after warm-up), timed with the device synchronised. Bytes per step count the
@@ -15,10 +15,10 @@
 //                [--threads N] [--path fused|reference] [--set key=value ...] [--fold λ] [--evict MB]
 //                [--json FILE]
 // `--evict MB` (CPU) writes and reads a buffer of MB megabytes before each timed step, outside the
-// timing, so that the step's buffers come from DRAM, as they do inside a training step (issue 21:
-// FNN-800's update, 1.28M parameters, takes ~200 µs more there than on warm caches).
+// timing, so that the step's buffers come from DRAM, as they do inside a training step
+// (FNN-800's update, 1.28M parameters, takes ~200 µs more there than on warm caches).
 // `--fold λ` folds a Gaussian prior's gradient λθ over the whole buffer into every step
-// (Sampler::fold_prior_into_next_step, issue 21): the kernel reads g + λθ.
+// (Sampler::fold_prior_into_next_step): the kernel reads g + λθ.
 // `--set` adds a sampler option to every sampler (e.g. --set integrator=ssi).
 #include <ATen/Parallel.h>
 
@@ -36,7 +36,7 @@
 #include <torch/torch.h>
 
 #include "compat.h"
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "samplers/registry.h"
 
 using namespace sgmcmc;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The training step against its floor and against the PyTorch-Python loop (issue 21), interleaved:
+# The training step against its floor and against the PyTorch-Python loop, interleaved:
 # each round runs, per model, bench_step (the step, then the floor, in one process) and then
 # bench/ref_step.py (the same step written in Python), so slow phases of a shared machine hit every
 # column alike. Writes the table (min / median / max over the rounds) between the FLOOR-TABLE markers
@@ -11,7 +11,7 @@
 # would time the same products twice), FLOORS_DOC=0 (print the table, leave docs/performance.md),
 # FLOORS_OUT (the JSON lines' file).
 # Rows: the App. H.1 MLP (784-100-10 sigmoid, batch 500), FNN-800 (784-800-800-10 ReLU, batch 100),
-# the CNN (models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
+# the CNN (src/models/cnn.h, batch 100), all with SGHMC on Fashion-MNIST; BPMF by SGHMC at ml-1M's shape
 # (6,040 users, 3,706 items, 1,000,209 synthetic ratings, d = 20, batch 4,000; floor: its gathers and
 # scatters). The MLP and CNN rows also run step and floor with every product on ATen's BLAS
 # (bench_step --matmul aten; the last column), next to the build's default (oneDNN where built).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plain PyTorch-Python reference loop for BPMF by SGHMC (000 §4.3, App. H.2; issue 6, target 4).
+"""Plain PyTorch-Python reference loop for BPMF by SGHMC (000 §4.3, App. H.2).
 
 The same work per step as `sgmcmc train configs/movielens_small_sghmc.yaml --set data.fold=0`: a
 minibatch of ratings (indices shuffled each epoch), yhat = U_i.V_j + a_i + b_j + mu,

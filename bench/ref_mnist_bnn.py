@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plain PyTorch-Python reference loop for the 000 App. H.1 MNIST BNN (issue 6, target 1).
+"""Plain PyTorch-Python reference loop for the 000 App. H.1 MNIST BNN.
 
 The same work per step as `sgmcmc train configs/mnist_bnn_{sghmc,sgd}.yaml`: a minibatch from indices
 shuffled each epoch, U~ = (N/n) * sum NLL + sum_g lambda_g |theta_g|^2 / 2, backward, the update

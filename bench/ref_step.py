@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The training step alone, as a PyTorch user writes it in Python (issue 21's comparison row).
+"""The training step alone, as a PyTorch user writes it in Python (bench/floors.sh's comparison row).
 
 The same work per step as bench_step / `sgmcmc train` without evaluations and Gibbs steps: a
 minibatch gathered from a fresh permutation per epoch, U~ = (N/n) * sum NLL + sum_g lambda_g |theta_g|^2 / 2,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch-Python reference for the sampler update alone on a flat buffer (issue 6, target 2).
+"""PyTorch-Python reference for the sampler update alone on a flat buffer.
 
 The idiomatic in-place updates a PyTorch user writes (torch.randn_like for the noise):
   sgld:   theta += -lr*g + sqrt(2 lr) * xi

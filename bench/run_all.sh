@@ -33,7 +33,7 @@ EPOCHS=10; BSTEPS=4000; PARAMS=10000000
 if [ "$QUICK" = 1 ]; then EPOCHS=2; BSTEPS=1000; PARAMS=2000000; REPS=1; fi
 if [ "$DEVICE" = cuda ]; then
   # On a GPU, 10 epochs (1,000 steps) are a third of a second: the table would time the start-up (CUDA
-  # context, cuBLAS handles, the data's upload), as the first H100 run did (2026-11-24). 100 epochs.
+  # context, cuBLAS handles, the data's upload) rather than the training. 100 epochs.
   PARAMS=100000000
   [ "$QUICK" = 1 ] || { EPOCHS=100; BSTEPS=10000; }
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs CI as CI does: `bash .ci/run` in a fresh clone of a commit, with ../shared beside it, in a clean
 # environment (CI's PATH, no CUDA bin dir, no user variables). A green run in one's own tree, or under
-# one's own shell's PATH, hides missing install steps and tool-location assumptions (session 5: the
+# one's own shell's PATH, hides missing install steps and tool-location assumptions (for example: the
 # CUDA compile check found /usr/local/bin/nvcc, a wrapper, first on CI's PATH and failed there only).
 #   usage: scripts/ci_local.sh [REV]      (default HEAD; the clone goes to a new directory under /tmp)
 set -euo pipefail

@@ -25,13 +25,13 @@
 #   profile  Nsight Compute: the kernels of eager H.1 steps and whole graph replays (scripts/ncu_summary.py)
 #   gemm   instead of build: builds bench_step and sgmcmc only, A/B of the CUDA float32 GEMM route, then h1
 #   act    after build or unpack: the MLP's elementwise CUDA kernels (kernels/activation_cuda.h, off by
-#          default): their test, bench_step A/B with SGMCMC_CUDA_ACT=fused, then h1 with them
-#   cpufloors  issue 21's floors on this host's CPU (bench/floors.sh on build-cuda's bench_step, H.1 and
-#          FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
+#          default): their test, bench_step A/B with kernels.cuda_act=fused, then h1 with them
+#   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
+#          H.1 and FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
 #   dist   every test of test_distributed, with its output
 # Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
-# A session's 30 device minutes, as the first one (2026-11-24) learned: the build takes 3-4 min and a
+# Spending a GPU session's 30 device minutes: the build takes 3-4 min and a
 # machine goes back 30 s after a call, so build once and pack; later calls unpack. For example
 #   call 1: build pack tests ctest job         call 2 (carry .gpubin): unpack bench h1 bpmf floors profile
 set -uo pipefail
@@ -171,10 +171,10 @@ stage_gemm() {
   for g in --graph ""; do
     for v in route aten route aten; do
       # shellcheck disable=SC2086
-      SGMCMC_CUDA_GEMM=$v timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda \
+      timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_gemm=$v \
         --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
       # shellcheck disable=SC2086
-      SGMCMC_CUDA_GEMM=$v timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda \
+      timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_gemm=$v \
         --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
     done
   done
@@ -190,14 +190,14 @@ stage_act() {
   echo "test_models (activation kernels) rc=$?"; gtest_summary "$L/test_models_act.log"
   for g in --graph ""; do
     for v in fused aten fused aten; do
-      SGMCMC_CUDA_ACT=$v timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set kernels.cuda_act=$v \
         --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_act_$v${g:+_graph}" --json "$L/act.jsonl" 2>&1 | grep -E "step at"
     done
   done
   step_table "$L/act.jsonl"
-  SGMCMC_CUDA_ACT=fused H1_TAG=_act stage_h1
+  H1_SETS="--set kernels.cuda_act=fused" H1_TAG=_act stage_h1
 }
-# Issue 21's targets are out of reach on the 2-vCPU CI host (docs/performance.md, "Session 22"): the
+# The step-against-floor targets are out of reach on the 2-vCPU CI host (docs/performance.md): the
 # same bench on this host's CPU, at 2 threads and at all of its cores. This build has no oneDNN (the
 # wheel's ATen, MKL, does the products), so the floor and the step use ATen's products here.
 stage_cpufloors() {

@@ -34,7 +34,11 @@ import os
 import sys
 from collections import defaultdict
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot.py: error: matplotlib is missing (Debian: apt-get install python3-matplotlib, "
+             "or bash scripts/setup.sh --with-plots)")
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -146,7 +146,7 @@ std::vector<Case> cases() {
   const auto ty = torch::randint(0, 4, {20}, torch::kInt64);
   const std::string ts_data = "data: {format: tensors, path: d.pt, val_size: 5}";
   return {
-      // --- TorchScript models and tensors files (issue 20) -----------------------------------------
+      // --- TorchScript models and tensors files ----------------------------------------------------
       {"torchscript: missing model file", {{"c.yaml", config_with("model: {name: torchscript, path: nope.pt}")}}, kTrain, 2,
        "c.yaml: model.path: 'nope.pt': no such file"},
       {"torchscript: not a TorchScript archive", {{"c.yaml", config_with(ts_model)}, {"net.pt", "PK not really"}}, kTrain, 2,

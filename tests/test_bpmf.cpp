@@ -12,7 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "util/remove_tree.h"
+#include "core/kernel_settings.h"
+#include "core/remove_tree.h"
 #include "compat.h"
 #include "config/experiment_config.h"
 #include "data/kfold.h"
@@ -152,15 +153,16 @@ TEST(Bpmf, OwnBackwardEqualsAutograd) {
   EXPECT_FALSE(m->nll_backward(b, 33.0).defined());
 }
 
-// The CUDA kernel (kernels/bpmf_cuda.h, SGMCMC_CUDA_BPMF=fused) against autograd on the same device,
+// The CUDA kernel (kernels/bpmf_cuda.h, kernels.cuda_bpmf: fused) against autograd on the same device,
 // with the same tolerances (float32 atomics add in a varying order); d = 40 > 32: two passes of a
 // warp's lanes.
 TEST(Bpmf, CudaOwnBackwardEqualsAutograd) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  setenv("SGMCMC_CUDA_BPMF", "fused", 1);
+  KernelSettings k;
+  k.cuda_bpmf_fused = true;
+  ScopedKernelSettings scope(k);
   expect_own_backward_equals_autograd(40, torch::Device(torch::kCUDA));
-  unsetenv("SGMCMC_CUDA_BPMF");
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

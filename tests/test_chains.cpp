@@ -169,7 +169,7 @@ TEST(Trainer, ParallelChains) {
   EXPECT_THROW(tiny_config(dir + "/data", {"chains=0"}), std::invalid_argument);
 }
 
-// A deep ensemble is an optimizer with `chains: K` (issue 22). K = 1 reproduces the plain optimizer
+// A deep ensemble is an optimizer with `chains: K`. K = 1 reproduces the plain optimizer
 // run (the same tolerances as ParallelChains above: batched vs plain GEMM round-off only); K = 3
 // reports the members' mutual information, which one member cannot have.
 TEST(Trainer, DeepEnsembleOfOptimizers) {

@@ -157,7 +157,7 @@ TEST(Config, ShippedConfigsParse) {
   EXPECT_GT(n, 0);
 }
 
-// --- the order of the checks: keys, then values, then data (issue 15) ------------------------------
+// --- the order of the checks: keys, then values, then data -----------------------------------------
 
 TEST(ConfigOrder, TypoedKeyBeatsTheBurnInCheckOnItsDefault) {
   // burn_in 50 >= the default epochs (10): the typo is the real error.

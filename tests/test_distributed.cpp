@@ -19,7 +19,7 @@
 #include "compat.h"
 #include "data/tensors.h"
 #include "distributed/c10d_communicator.h"
-#include "distributed/distributed_run.h"
+#include "train/distributed_run.h"
 #include "distributed/process_group.h"
 #include "metrics/convergence.h"
 #include "proc_util.h"

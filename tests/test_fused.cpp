@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "compat.h"
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "kernels/fused_elementwise.h"
 #include "kernels/fused_update.h"
 #include "kernels/philox.h"
@@ -302,7 +302,7 @@ TEST(Fused, EqualsReferenceWithSameNoise) {
 
 // On CUDA (skipped without it): the kernel against the reference rules on the device, the noise
 // taken from the same generator state (philox_normal advances it exactly as the kernel does).
-// The prior folded into the update (kernels::PriorFold, issue 21): the kernel reads g + λθ over the
+// The prior folded into the update (kernels::PriorFold): the kernel reads g + λθ over the
 // segments and g elsewhere, which must be the update on that gradient formed beforehand (ATen: θ·λ,
 // then the sum; the kernel's two roundings in the same order), bit for bit, for every rule, both
 // dtypes, first and later steps. Segments start and end inside tiles and inside 4-element noise

@@ -239,5 +239,5 @@ TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
   }
   // On the CPU a run under auto is eager: make_run_setup leaves graph off.
   auto setup = make_run_setup(graph_config(dir + "/data", "{name: sghmc, lr: 1.0e-3}", {}));
-  EXPECT_FALSE(setup.config.train.graph);
+  EXPECT_FALSE(setup.plan.graph);
 }

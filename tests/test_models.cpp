@@ -4,7 +4,8 @@
 #include <cstdlib>
 
 #include "compat.h"
-#include "config/option_map.h"
+#include "core/kernel_settings.h"
+#include "core/option_map.h"
 #include "models/activation_backward.h"
 #include "models/cnn.h"
 #include "models/factory.h"
@@ -371,11 +372,13 @@ TEST(Models, FusedLinearEqualsLinearAndActivation) {
 // odd map sizes, ties (a quantized input: many equal maxima, the first one must win), negative windows
 // and a NaN.
 // Both CPU paths: the AVX-512 loop where the CPU has it (float32) and the portable loop
-// (SGMCMC_POOL=portable); 40 wide for rows of more than sixteen windows.
+// (kernels.pool: portable); 40 wide for rows of more than sixteen windows.
 TEST(Models, ReluMaxPoolEqualsAtenBitForBit) {
   auto gen = compat::make_generator(torch::kCPU, 22);
   for (const char* path : {"default", "portable"}) {
-    setenv("SGMCMC_POOL", path, 1);
+    KernelSettings k;
+    k.pool_portable = std::string(path) == "portable";
+    ScopedKernelSettings scope(k);
     for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
       for (auto shape : {std::vector<int64_t>{3, 4, 24, 24}, {2, 5, 7, 9}, {1, 1, 2, 2}, {1, 3, 6, 41}}) {
         auto x0 = torch::randn(shape, gen).to(dtype);
@@ -393,7 +396,6 @@ TEST(Models, ReluMaxPoolEqualsAtenBitForBit) {
       }
     }
   }
-  unsetenv("SGMCMC_POOL");
 }
 
 // models/cnn_backward.cpp against autograd on nll(): the nll and every parameter's gradient added into
@@ -480,7 +482,7 @@ TEST(Models, MlpBackwardEqualsAutograd) {
   }
 }
 
-// nll_backward_overwrite (the prior folded into the sampler's update, issue 21) writes what zeroing
+// nll_backward_overwrite (the prior folded into the sampler's update) writes what zeroing
 // the gradients and accumulating into them writes, whatever .grad held before: bit for bit (the
 // weights' GEMM without its sum epilogue computes 0 + Σ as Σ, a convolution's gradient is copied
 // rather than added to zero; the biases are zeroed, then summed in the same order). MLP (categorical

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "util/remove_tree.h"
+#include "core/remove_tree.h"
 #include "compat.h"
 #include "proc_util.h"
 #include "config/experiment_config.h"
@@ -23,7 +23,7 @@
 #include "train/minibatches.h"
 #include "train/posterior_predictive.h"
 #include "train/run_plan.h"
-#include "util/signals.h"
+#include "core/signals.h"
 
 using namespace sgmcmc;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// The synthetic experiments of issue 2, at reduced length, checked against their known answers.
+// The papers' synthetic experiments (`sgmcmc simulate`), at reduced length, checked against their known answers.
 // Seeds are fixed; each threshold is set from the run-to-run spread measured over seeds 1-10
 // (stated beside each check) with a wide margin, and each check also compares two methods so a
 // broken sampler fails it.
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/remove_tree.h"
+#include "core/remove_tree.h"
 #include "simulate/experiments.h"
 
 using namespace sgmcmc::sim;

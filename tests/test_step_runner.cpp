@@ -1,4 +1,4 @@
-// StepRunner (train/step_runner.h): the prior's gradient folded into the sampler's update (issue 21)
+// StepRunner (train/step_runner.h): the prior's gradient folded into the sampler's update
 // against the seeded gradient it replaces, for every sampler with a fused step, and where the fold
 // does not apply.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compat.h"
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "models/mlp.h"
 #include "priors/gaussian_prior.h"
 #include "samplers/registry.h"

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "util/remove_tree.h"
+#include "core/remove_tree.h"
 #include "compat.h"
 #include "config/experiment_config.h"
 #include "data/idx.h"

@@ -2,6 +2,8 @@
 // (0 success, 1 run-time failure, 2 usage/configuration error).
 #pragma once
 
+#include <ostream>
+
 namespace sgmcmc {
 
 int cmd_list(int argc, char** argv);
@@ -9,5 +11,7 @@ int cmd_train(int argc, char** argv);
 int cmd_predict(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);  // src/cli/simulate.cpp
 int cmd_sweep(int argc, char** argv);
+// Every config key with its default and meaning (src/cli/help_keys.cpp).
+void print_config_keys(std::ostream& out);
 
 }  // namespace sgmcmc

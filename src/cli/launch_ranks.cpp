@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "runtime/cpu.h"
-#include "util/signals.h"
+#include "core/signals.h"
 
 namespace sgmcmc {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "util/signals.h"
+#include "core/signals.h"
 #include "sweep/sweep_config.h"
 #include "sweep/sweep_runner.h"
 

@@ -17,8 +17,8 @@
 #include "config/experiment_config.h"
 #include "data/kfold.h"
 #include "train/trainer.h"
-#include "util/json_file.h"
-#include "util/signals.h"
+#include "core/json_file.h"
+#include "core/signals.h"
 
 namespace sgmcmc {
 namespace {
@@ -121,6 +121,7 @@ cxxopts::Options train_options() {
       ("q,quiet", "no per-evaluation lines or progress")
       ("nproc", "start N local ranks of this command (RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT; "
                 "see docs/distributed.md) and wait for them", cxxopts::value<int>())
+      ("help-keys", "list every config key with its default and meaning")
       ("h,help", "show this help");
   options.parse_positional({"config"});
   return options;
@@ -151,6 +152,28 @@ std::vector<std::string> without_nproc(int argc, char** argv) {
   return out;
 }
 
+// R̂ and ESS of the test log-likelihood trace with their thresholds, and plain words when they fail:
+// split-R̂ < 1.01 (Vehtari et al. 2021) and an ESS of at least 100 per chain.
+void print_convergence(const std::map<std::string, double>& v) {
+  auto get = [&](const char* k) {
+    auto it = v.find(k);
+    return it == v.end() ? NAN : it->second;
+  };
+  const double rhat = get("rhat_test_loglik"), ess = get("ess_test_loglik"), samples = get("samples");
+  if (!std::isfinite(rhat) && !std::isfinite(ess)) return;
+  const double chains = std::max(1.0, std::isfinite(get("chains_all_ranks")) ? get("chains_all_ranks") : get("chains"));
+  const double ess_min = 100 * chains;
+  std::ostringstream line;
+  line << std::setprecision(3);
+  if (std::isfinite(rhat))
+    line << "  R-hat (test log-lik): " << rhat << (rhat < 1.01 ? " (< 1.01: ok)" : " (want < 1.01: the chain has not mixed; run longer, thin less or add chains)") << "\n";
+  if (std::isfinite(ess))
+    line << "  ESS (test log-lik): " << std::setprecision(4) << ess << " of " << samples << " samples"
+         << (ess >= ess_min ? " (>= 100 per chain: ok)" : " (want >= 100 per chain: the samples are strongly correlated; run longer)")
+         << "\n";
+  std::cout << line.str();
+}
+
 void print_result(const RunSummary& s) {
   std::cout << "run directory: " << s.run_dir << (s.finished ? "" : " (stopped early; continue with --resume)") << "\n";
   for (const char* k : {"test_error", "test_nll", "test_ece", "test_rmse", "test_cover90", "ood_auroc_entropy",
@@ -160,6 +183,17 @@ void print_result(const RunSummary& s) {
   }
   const auto svg = std::filesystem::path(s.run_dir) / "reliability.svg";
   if (std::filesystem::exists(svg)) std::cout << "  reliability diagram: " << svg.string() << "\n";
+  print_convergence(s.values);
+}
+
+// The run's exit status after its summary: kExitUnhealthy when the final predictive is worse than
+// the trivial one (the message on stderr), else 0.
+int result_status(const RunSummary& s) {
+  if (!s.worse_than_trivial || s.rank != 0) return s.worse_than_trivial ? kExitUnhealthy : kExitOk;
+  std::cerr << "sgmcmc train: error: the run finished, but "
+            << (s.health_message.empty() ? "its predictive is worse than the trivial predictor's" : s.health_message)
+            << " (summary.json: health)\n";
+  return kExitUnhealthy;
 }
 
 }  // namespace
@@ -169,7 +203,13 @@ int cmd_train(int argc, char** argv) {
     auto options = train_options();
     auto r = options.parse(argc, argv);
     if (r.count("help")) {
-      std::cout << options.help() << "\nConfig keys: see configs/*.yaml; every key can be given with --set block.key=value.\n";
+      std::cout << options.help() << "\nConfig keys: sgmcmc train --help-keys lists them; every key can be given with "
+                                     "--set block.key=value.\nExit codes: 0 ok, 1 run-time failure, 2 bad input, 3 diverged, "
+                                     "4 finished worse than the trivial predictor, 130/143 interrupted.\n";
+      return 0;
+    }
+    if (r.count("help-keys")) {
+      print_config_keys(std::cout);
       return 0;
     }
     reject_extra(r);
@@ -182,8 +222,8 @@ int cmd_train(int argc, char** argv) {
     if (r.count("stop-after")) ro.stop_after_steps = r["stop-after"].as<int64_t>();
     if (r.count("resume")) {
       RunSummary s = run_training(resume_config(r, sets, ro), ro);
-      if (!ro.quiet && s.rank == 0) print_result(s);
-      return 0;
+      if (s.rank == 0) print_result(s);  // with --quiet too: quiet hides progress, not the result
+      return result_status(s);
     }
     if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
     ExperimentConfig config = load_config(r["config"].as<std::string>(), sets);
@@ -194,15 +234,15 @@ int cmd_train(int argc, char** argv) {
       return run_all_folds(r["config"].as<std::string>(), sets, config, ro);
     }
     RunSummary s = run_training(config, ro);
-    if (!ro.quiet && s.rank == 0) print_result(s);
-    return 0;
+    if (s.rank == 0) print_result(s);  // with --quiet too: quiet hides progress, not the result
+    return result_status(s);
   });
 }
 
 int cmd_predict(int argc, char** argv) {
   return guarded("sgmcmc predict", [&] {
     cxxopts::Options options("sgmcmc predict",
-                             "Re-averages a run's saved samples (output.save_samples: true), or its final parameters, "
+                             "Re-averages a run's saved samples (samples/, output.save_samples), or an optimizer's final parameters, "
                              "on the data its config names (after --set overrides, e.g. --set data.dir=NEW).");
     options.custom_help("RUN_DIR [options]");
     options.add_options()
@@ -214,6 +254,7 @@ int cmd_predict(int argc, char** argv) {
         ("predictive", "write the predictive as a dict torch.load opens (default RUN_DIR/predictive.pt with --data)",
          cxxopts::value<std::string>())
         ("per-sample", "also write each sample's predictions into the predictive file")
+        ("last-sample", "a sampler's run without saved samples: predict with its last sample (final.pt)")
         ("q,quiet", "print nothing")
         ("h,help", "show this help");
     options.parse_positional({"run"});
@@ -227,6 +268,7 @@ int cmd_predict(int argc, char** argv) {
     std::string run = r["run"].as<std::string>();
     PredictOptions o;
     if (r.count("set")) o.overrides = assignments(r["set"].as<std::vector<std::string>>());
+    o.last_sample = r.count("last-sample") > 0;
     o.out_json = r.count("out") ? r["out"].as<std::string>() : (std::filesystem::path(run) / "predict.json").string();
     if (r.count("data")) o.data_file = r["data"].as<std::string>();
     if (r.count("predictive")) o.predictive_out = r["predictive"].as<std::string>();

@@ -16,7 +16,7 @@ namespace sgmcmc {
 namespace {
 
 const std::vector<std::string> kBlocks = {"data",  "model", "prior",  "sampler",
-                                          "schedule", "train", "output", "distributed"};
+                                          "schedule", "train", "output", "distributed", "kernels"};
 const std::vector<std::string> kTopLevel = {"name", "seed", "device", "chains"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
@@ -174,7 +174,8 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "threads",
                                              "fused", "tf32", "graph", "backward"};
-const std::vector<std::string> kOutputKeys = {"dir", "save_samples", "checkpoint", "checkpoint_every_seconds", "progress"};
+const std::vector<std::string> kOutputKeys = {"dir",        "save_samples",  "max_samples", "max_sample_mb",
+                                              "checkpoint", "checkpoint_every_seconds", "progress"};
 
 }  // namespace
 
@@ -186,6 +187,7 @@ const std::vector<std::string>& typed_block_keys(const std::string& block) {
   if (block == "train") return kTrainKeys;
   if (block == "output") return kOutputKeys;
   if (block == "distributed") return distributed_keys();
+  if (block == "kernels") return kernel_setting_keys();
   return none;
 }
 
@@ -224,6 +226,7 @@ Plugins check_keys(std::map<std::string, OptionMap>& b, const std::string& src) 
   b["train"].check_known(kTrainKeys);
   b["output"].check_known(kOutputKeys);
   b["distributed"].check_known(distributed_keys());
+  b["kernels"].check_known(kernel_setting_keys());
   return p;
 }
 
@@ -244,11 +247,19 @@ void read_top(const OptionMap& top, ExperimentConfig& c) {
   }
 }
 
+// A key whose value is a non-negative integer or `auto` (the default; returned as -1): resolved from
+// the data set's size once it is loaded (train/run_plan.h, data/load.h).
+int64_t int_or_auto(const OptionMap& o, const std::string& key) {
+  if (o.get_string(key, "auto") == "auto") return -1;
+  const int64_t v = o.get_int(key, 0);
+  check_nonneg_int(o.context() + "." + key, v);
+  return v;
+}
+
 void read_data(const OptionMap& d, DataConfig& data) {
   data.format = d.get_string("format", "idx");  // checked in phase 1
   data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
-  data.val_size = d.get_int("val_size", 10000);
-  check_nonneg_int(d.context() + ".val_size", data.val_size);
+  data.val_size = int_or_auto(d, "val_size");
   data.train_limit = d.get_int("train_limit", 0);
   check_nonneg_int(d.context() + ".train_limit", data.train_limit);
   data.test_limit = d.get_int("test_limit", 0);
@@ -312,14 +323,14 @@ void read_prior(const OptionMap& p, PriorConfig& prior) {
 }
 
 void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) {
-  train.epochs = t.get_int("epochs", 10);
-  check_positive_int(t.context() + ".epochs", train.epochs);
+  train.epochs = int_or_auto(t, "epochs");
+  if (train.epochs == 0) check_positive_int(t.context() + ".epochs", train.epochs);
   train.steps = t.get_int("steps", 0);
   check_nonneg_int(t.context() + ".steps", train.steps);
-  train.batch_size = t.get_int("batch_size", 500);
-  check_positive_int(t.context() + ".batch_size", train.batch_size);
-  train.burn_in = t.get_double("burn_in", 0);
-  if (train.burn_in < 0) fail(src, "train.burn_in: must be >= 0 epochs");
+  train.batch_size = int_or_auto(t, "batch_size");
+  if (train.batch_size == 0) check_positive_int(t.context() + ".batch_size", train.batch_size);
+  train.burn_in = t.get_string("burn_in", "auto") == "auto" ? -1.0 : t.get_double("burn_in", 0);
+  if (train.burn_in < 0 && train.burn_in != -1.0) fail(src, "train.burn_in: must be >= 0 epochs (or auto)");
   train.burn_in_steps = t.get_int("burn_in_steps", -1);
   train.thin = t.get_int("thin", 0);
   check_nonneg_int(t.context() + ".thin", train.thin);
@@ -340,7 +351,14 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
 
 void read_output(const OptionMap& o, OutputConfig& output) {
   output.dir = o.get_string("dir", "");
-  output.save_samples = o.get_bool("save_samples", false);
+  output.save_samples = o.get_string("save_samples", "auto");
+  if (output.save_samples != "auto") output.save_samples = o.get_bool("save_samples", false) ? "true" : "false";
+  output.max_samples = o.get_int("max_samples", 100);
+  if (output.max_samples < 1)
+    throw std::invalid_argument(o.context() + ".max_samples: must be >= 1, got " + std::to_string(output.max_samples));
+  output.max_sample_mb = o.get_double("max_sample_mb", 1024);
+  if (!(output.max_sample_mb > 0))
+    throw std::invalid_argument(o.context() + ".max_sample_mb: must be > 0");
   output.checkpoint = o.get_bool("checkpoint", true);
   output.checkpoint_every_seconds = o.get_double("checkpoint_every_seconds", 60);
   if (!(output.checkpoint_every_seconds >= 0)) {
@@ -390,7 +408,7 @@ std::string read_lr_scaling(const OptionMap& sampler, const SamplerEntry& entry)
 void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, const Plugins& p,
                         const OptionMap& train_block) {
   const std::string& src = c.source;
-  if (c.train.steps == 0 && c.train.burn_in >= static_cast<double>(c.train.epochs))
+  if (c.train.steps == 0 && c.train.epochs > 0 && c.train.burn_in >= static_cast<double>(c.train.epochs))
     fail(src, "train.burn_in: burn-in (" + train_block.get_string("burn_in", "") +
                   " epochs) must be shorter than train.epochs (" + std::to_string(c.train.epochs) + ")");
   in_file(src, [&] { check_model_task(model, p.task, c.model.context()); });
@@ -423,6 +441,10 @@ ExperimentConfig build_config(RawConfig raw) {
   // Phase 1: keys. Phase 2: values, block by block, then across blocks. (Phase 3, the data, is
   // load_dataset's.)
   Plugins plugins = check_keys(b, src);
+  if (b["sampler"].get_string("lr", "auto") == "auto") {  // the step size is the pilot's (train/lr_pilot.h)
+    c.lr_auto = true;
+    b["sampler"].erase("lr");
+  }
   read_top(b[""], c);
   read_data(b["data"], c.data);
   plugins.task = data_task(c.data);
@@ -430,6 +452,7 @@ ExperimentConfig build_config(RawConfig raw) {
   read_train(b["train"], c.train, src);
   in_file(src, [&] { read_output(b["output"], c.output); });
   c.distributed = parse_distributed_options(b["distributed"]);
+  c.kernels = parse_kernel_settings(b["kernels"]);
   const ModelOptions model = check_plugin_values(plugins, b, src);
   c.lr_scaling = read_lr_scaling(b["sampler"], *plugins.sampler);
   c.model = b["model"];
@@ -442,6 +465,7 @@ ExperimentConfig build_config(RawConfig raw) {
   c.typed_blocks["train"] = b["train"];
   c.typed_blocks["output"] = b["output"];
   c.typed_blocks["distributed"] = b["distributed"];
+  c.typed_blocks["kernels"] = b["kernels"];
   return c;
 }
 
@@ -479,25 +503,11 @@ std::string to_yaml(const ExperimentConfig& c) {
   typed("output");
   if (auto it = c.typed_blocks.find("distributed"); it != c.typed_blocks.end() && !it->second.values().empty())
     typed("distributed");  // only when the config has the block: single-process configs stay as they were
+  if (auto it = c.typed_blocks.find("kernels"); it != c.typed_blocks.end() && !it->second.values().empty())
+    typed("kernels");  // likewise; summary.json records the whole block either way
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
 
-std::vector<int64_t> parse_int_list(const std::string& text, const std::string& where) {
-  std::vector<int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    auto b = item.find_first_not_of(" \t[]"), e = item.find_last_not_of(" \t[]");
-    if (b == std::string::npos) continue;
-    item = item.substr(b, e - b + 1);
-    char* end = nullptr;
-    long long v = std::strtoll(item.c_str(), &end, 10);
-    if (end == item.c_str() || *end != '\0')
-      throw std::invalid_argument(where + ": expected a list of integers, got '" + text + "'");
-    out.push_back(v);
-  }
-  return out;
-}
 
 }  // namespace sgmcmc

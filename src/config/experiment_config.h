@@ -34,31 +34,12 @@
 
 #include <optional>
 
-#include "config/option_map.h"
-#include "data/csv.h"
-#include "data/kfold.h"
-#include "data/ood.h"
-#include "data/tensors.h"
+#include "core/kernel_settings.h"
+#include "core/option_map.h"
+#include "data/data_config.h"
 #include "distributed/distributed_options.h"
 
 namespace sgmcmc {
-
-struct DataConfig {
-  std::string format = "idx";      // idx | ratings | csv | tensors
-  std::string dir;                 // directory holding the files
-  int64_t val_size = 10000;        // validation examples carved from train (seeded); 0 = none
-  int64_t train_limit = 0;         // use only the first N training examples (0 = all)
-  int64_t test_limit = 0;          // use only the first N test examples (0 = all)
-  bool normalize = true;           // idx: scale pixels to [0, 1]
-  OodOptions ood;                  // data.ood, ood_classes, ood_dir (src/data/ood.h)
-  // The whole `data:` block (its keys known and read: for the resolved config and messages).
-  OptionMap options;
-  // The format's own keys, typed and validated by build_config (format csv / ratings). A DataConfig
-  // built by hand may leave them unset: load_dataset then parses them from `options`.
-  std::optional<CsvOptions> csv;
-  std::optional<RatingsOptions> ratings;
-  std::optional<TensorsOptions> tensors;
-};
 
 struct PriorConfig {
   double precision = 1.0;          // initial (or fixed) λ_g of the N(0, 1/λ_g) prior
@@ -80,10 +61,12 @@ struct PriorConfig {
 };
 
 struct TrainConfig {
-  int64_t epochs = 10;
+  // -1: auto (the default), resolved from the training set's size N by make_run_plan (train/run_plan.h):
+  // batch_size clamp(N/50, 32, 500), epochs for about 10,000 steps (10 to 800), burn-in a tenth of the run.
+  int64_t epochs = -1;
   int64_t steps = 0;               // total steps; > 0 overrides epochs
-  int64_t batch_size = 500;
-  double burn_in = 0;              // epochs (may be fractional) before samples are averaged
+  int64_t batch_size = -1;
+  double burn_in = -1;             // epochs (may be fractional) before samples are averaged
   int64_t burn_in_steps = -1;      // alternative in steps (>= 0 overrides burn_in)
   int64_t thin = 0;                // steps between averaged samples; 0 = one sample per epoch
   int64_t eval_every = 1;          // epochs between evaluations (rows of metrics.csv)
@@ -100,7 +83,11 @@ struct TrainConfig {
 
 struct OutputConfig {
   std::string dir;                 // run directory (default runs/<name>-<timestamp>)
-  bool save_samples = false;       // write every averaged sample to samples/
+  // samples/ on disk: auto (the default) keeps at most max_samples samples and max_sample_mb
+  // megabytes, thinned evenly over the run; true: every averaged sample; false: none.
+  std::string save_samples = "auto";
+  int64_t max_samples = 100;
+  double max_sample_mb = 1024;
   bool checkpoint = true;          // write checkpoint.pt at evaluations (see checkpoint_every_seconds)
   // At an evaluation, checkpoint.pt is written when this long has passed since the last one, and at the
   // run's last step; 0: at every evaluation. (A checkpoint holds the predictive's sums, MB per write
@@ -123,11 +110,15 @@ struct ExperimentConfig {
   // step is lr/N, i.e. lr multiplies the mean per-datum gradient, so a config carries over to another
   // N). For the samplers with SamplerEntry::lr_per_datum.
   std::string lr_scaling = "total";
+  // sampler.lr: auto, or no lr given: the step size is chosen by a pilot (train/lr_pilot.h) before the
+  // run; `sampler` then holds no lr (the sampler's default is the pilot's starting point).
+  bool lr_auto = false;
   OptionMap schedule{"schedule"};
   TrainConfig train;
   OutputConfig output;
   DistributedOptions distributed;  // used when launched with WORLD_SIZE > 1 (src/distributed)
-  // The parsed blocks "" (top level), "prior", "train", "output", "distributed" with their keys marked used (for to_yaml).
+  KernelSettings kernels;          // which implementation runs each part of the step (core/kernel_settings.h)
+  // The parsed blocks "" (top level), "prior", "train", "output", "distributed", "kernels" with their keys marked used (for to_yaml).
   std::map<std::string, OptionMap> typed_blocks;
 
   std::string sampler_name() const;
@@ -159,7 +150,5 @@ ExperimentConfig load_config(const std::string& path, const std::vector<std::str
 // the given values plus every default their consumers read (OptionMap::resolved()).
 std::string to_yaml(const ExperimentConfig& config);
 
-// Comma-separated list parsing for list-valued options ("100,100" -> {100, 100}).
-std::vector<int64_t> parse_int_list(const std::string& text, const std::string& where);
 
 }  // namespace sgmcmc

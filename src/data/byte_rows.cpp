@@ -1,5 +1,7 @@
 #include "data/byte_rows.h"
 
+#include "core/kernel_settings.h"
+
 #include <ATen/record_function.h>
 
 #include <ATen/Parallel.h>
@@ -56,9 +58,6 @@ void ByteRows::gather_out(torch::Tensor& out, const torch::Tensor& idx) const {
   kernels::gather_widen_rows_out(out, bytes_, idx, scale_);
 }
 
-bool byte_rows_enabled() {
-  const char* env = std::getenv("SGMCMC_BYTE_ROWS");
-  return !(env && std::string(env) == "off");
-}
+bool byte_rows_enabled() { return kernel_settings().byte_rows; }
 
 }  // namespace sgmcmc

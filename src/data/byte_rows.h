@@ -7,7 +7,7 @@
 //
 // Why: the App. H.1 step gathers 500 random rows of 3 KB out of 157 MB of float32 images; from bytes
 // it reads 784 B per row out of 39 MB (2-vCPU EPYC, a 4 MB working set between gathers, 2 threads:
-// 42 → 18 µs per gather; docs/performance.md, session 16).
+// 42 → 18 µs per gather; docs/performance.md).
 #pragma once
 
 #include <optional>
@@ -35,7 +35,7 @@ class ByteRows {
   float scale_;
 };
 
-// False when SGMCMC_BYTE_ROWS=off (the float gather everywhere, for A/B measurements).
+// False with kernels.byte_rows: false (the float gather everywhere, for A/B measurements).
 bool byte_rows_enabled();
 
 }  // namespace sgmcmc

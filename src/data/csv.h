@@ -25,7 +25,7 @@
 
 #include <torch/arg.h>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {

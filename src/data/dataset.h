@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "models/model.h"
+#include "core/batch.h"
 
 namespace sgmcmc {
 

@@ -13,7 +13,7 @@
 
 #include <torch/arg.h>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "data/dataset.h"
 #include "data/ratings.h"
 

@@ -75,7 +75,8 @@ Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
   Dataset ds;
   ds.task = Task::kClassification;
   Batch full_train = take_first(to_batch(train), config.train_limit);
-  auto [tr, val] = split_validation(full_train, config.val_size, seed, where + ".val_size");
+  auto [tr, val] = split_validation(full_train, resolved_val_size(config.val_size, full_train.size()), seed,
+                                    where + ".val_size");
   ds.train = tr;
   ds.val = val;
   ds.test = take_first(to_batch(test), config.test_limit);
@@ -115,7 +116,7 @@ Dataset load_csv_format(const DataConfig& config) {
 
 Dataset load_tensors_format(const DataConfig& config, uint64_t seed) {
   const TensorsOptions opts = config.tensors ? *config.tensors : parse_tensors_options(config.options);
-  Dataset ds = load_tensors_dataset(opts, config.val_size, seed, where_of(config));
+  Dataset ds = load_tensors_dataset(opts, config.val_size, seed, where_of(config));  // val_size -1: a sixth
   ds.train = take_first(ds.train, config.train_limit);
   ds.test = take_first(ds.test, config.test_limit);
   return ds;

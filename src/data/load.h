@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "config/experiment_config.h"
+#include "data/data_config.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {

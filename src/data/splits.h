@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "models/model.h"
+#include "core/batch.h"
 
 namespace sgmcmc {
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 
 #include "data/splits.h"
-#include "util/atomic_file.h"
-#include "util/error_text.h"
+#include "core/atomic_file.h"
+#include "core/error_text.h"
 
 namespace sgmcmc {
 namespace {
@@ -136,7 +136,8 @@ Dataset load_tensors_dataset(const TensorsOptions& o, int64_t val_size, uint64_t
   if (f.has("x_val") || f.has("y_val")) {
     ds.val = f.split("val", o.task);
   } else {
-    auto [tr, val] = split_validation(ds.train, val_size, seed, where + ".val_size");
+    // val_size < 0 (auto): a sixth of the training split
+    auto [tr, val] = split_validation(ds.train, val_size >= 0 ? val_size : ds.train.size() / 6, seed, where + ".val_size");
     ds.train = tr;
     ds.val = val;
   }

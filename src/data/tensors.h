@@ -18,7 +18,7 @@
 
 #include <string>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {

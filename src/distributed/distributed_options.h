@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 
 namespace sgmcmc {
 

@@ -10,6 +10,8 @@
 
 #include "kernels/activation_cuda.h"
 
+#include "core/kernel_settings.h"
+
 namespace sgmcmc::kernels {
 
 namespace {
@@ -94,11 +96,7 @@ void check_vector(const torch::Tensor& t, const torch::Tensor& like, const char*
 }  // namespace
 
 bool activation_cuda_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SGMCMC_CUDA_ACT");
-    return v != nullptr && std::string(v) == "fused";
-  }();
-  return on;
+  return kernel_settings().cuda_act_fused;
 }
 
 void bias_activation_cuda(torch::Tensor& out, const torch::Tensor& bias, Activation act) {

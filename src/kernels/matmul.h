@@ -1,4 +1,4 @@
-// Dense matrix products for the models' own forward and backward passes (issue 21):
+// Dense matrix products for the models' own forward and backward passes:
 //   matmul_out(out, a, b, bias, act):  out ← act(a·b + 1·biasᵀ)     (bias and act optional)
 //   matmul_acc_(out, a, b):            out ← out + a·b                (β = 1: a weight gradient
 //                                                                      accumulating into .grad)
@@ -13,8 +13,8 @@
 // the App. H.1 step's five products 2.6–3× faster than OpenBLAS 0.3.21 (docs/performance.md).
 // oneDNN is used where the build has it (CMake option SGMCMC_ONEDNN, on when oneDNN's headers and
 // library are found; off in CUDA builds, whose PyTorch carries its own oneDNN) and the tensors are
-// float32 on the CPU; CUDA tensors, other dtypes and odd strides take the ATen path. The environment
-// variable SGMCMC_MATMUL=aten selects ATen everywhere (A/B comparisons; bench_step --matmul).
+// float32 on the CPU; CUDA tensors, other dtypes and odd strides take the ATen path. The config key
+// kernels.matmul: aten selects ATen everywhere (A/B comparisons; bench_step --matmul).
 // The two backends agree to float rounding (tests/test_matmul.cpp), not bit for bit.
 #pragma once
 
@@ -32,7 +32,7 @@ enum class MatmulBackend { kAten, kOnednn };
 Activation activation_from_name(const std::string& name);
 
 bool onednn_built();                       // this build links oneDNN
-MatmulBackend matmul_backend();            // oneDNN when built, unless SGMCMC_MATMUL=aten
+MatmulBackend matmul_backend();            // oneDNN when built, unless kernels.matmul: aten
 void set_matmul_backend(MatmulBackend b);  // kOnednn without onednn_built(): std::invalid_argument
 std::string matmul_backend_name();         // "onednn" | "aten"
 uint64_t onednn_matmul_calls();            // products oneDNN has run in this process (tests, benches)

@@ -1,5 +1,7 @@
 #include "kernels/philox_fill.h"
 
+#include "core/kernel_settings.h"
+
 #include "kernels/philox.h"
 
 #include <cstdlib>
@@ -110,7 +112,7 @@ SGMCMC_V4 void fill_units(float* z, uint64_t first_block, uint64_t key, uint64_t
 // Two units at a time (four chains: their sixteen state registers and the constants fit the 32 zmm
 // registers; eight chains spill ~250 vectors to the stack per 64 blocks, and one chain waits on the
 // multiplier), then single units. One Zen 4 core, 1.28M normals: 1.17 ms with four units at a time,
-// 1.05 ms with two, 1.16 with one (session 18, docs/performance.md).
+// 1.05 ms with two, 1.16 with one (docs/performance.md).
 __attribute__((target("arch=x86-64-v4"))) int64_t fill16(float* z, int64_t nblocks, uint64_t first_block,
                                                          uint64_t key, uint64_t offset) {
   int64_t j = 0;
@@ -124,15 +126,13 @@ __attribute__((target("arch=x86-64-v4"))) int64_t fill16(float* z, int64_t nbloc
 }  // namespace
 
 bool philox_avx512_available() {
-  static const bool on = [] {
-    const char* env = std::getenv("SGMCMC_NOISE");  // "portable": the portable loop only (A/B timings)
-    return __builtin_cpu_supports("x86-64-v4") && !(env && std::string(env) == "portable");
-  }();
+  static const bool on = __builtin_cpu_supports("x86-64-v4");
   return on;
 }
 
 int64_t philox_fill_avx512(float* z, int64_t nblocks, uint64_t first_block, uint64_t key, uint64_t offset) {
-  return philox_avx512_available() ? fill16(z, nblocks, first_block, key, offset) : 0;
+  // kernels.noise: portable runs the portable loop alone (the same bits, for A/B timings)
+  return philox_avx512_available() && !kernel_settings().noise_portable ? fill16(z, nblocks, first_block, key, offset) : 0;
 }
 #else
 bool philox_avx512_available() { return false; }

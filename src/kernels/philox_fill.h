@@ -10,15 +10,15 @@
 //   half of a 64-bit lane, eight blocks to a register, so a round's two 32×32→64-bit products are
 //   two vpmuludq whose results need only a shift (the high words) and no blend; the xors are one
 //   three-input vpternlogd; four independent chains of eight blocks (32 blocks) run side by side,
-//   since one chain alone waits on the multiplier's latency every round (eight chains, 23f84f7 to
-//   session 18, spilled registers: 10 % slower). Box–Muller is the same C
+//   since one chain alone waits on the multiplier's latency every round (eight chains
+//   spill registers: 10 % slower). Box–Muller is the same C
 //   code as the portable loop, compiled for the same ISA, so the two agree bit for bit
 //   (tests/test_fused.cpp, PhiloxFill.Avx512EqualsPortable). On an AMD EPYC (Zen 5), one core:
 //   0.95 ns per normal for the portable loop; 0.57 for the first intrinsics version (sixteen blocks
 //   in 32-bit lanes, even and odd products blended; one chain). This one, against that one on a
 //   Zen 4 core (family 25 model 17, 2.6 GHz): 1.00 → 0.80 ns, Philox alone 0.52 → 0.32, so
 //   Box–Muller is now most of the cost. Four chains instead of eight, same core: 0.91 → 0.82 ns.
-// The environment variable SGMCMC_NOISE=portable turns the AVX-512 loop off (for A/B timings).
+// kernels.noise: portable turns the AVX-512 loop off (for A/B timings).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Scalars computed on the device and read back together: one device-to-host copy (one
 // synchronisation on a GPU) for a whole row of metrics, where `.item()` per value waits for the
-// device once per value (issue 14: an evaluation of App. H.1 read ~22 values one by one). The values
+// device once per value (an evaluation of App. H.1 reads ~22 values). The values
 // are the same bits as `.item<double>()` of each would give: float64 scalars are copied, not
 // converted.
 #pragma once

@@ -16,13 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "core/gamma.h"
 #include "models/model.h"
 
 namespace sgmcmc {
-
-// Gamma(shape, rate) draws, one per entry of `shape` (float64 tensor, any device), from `gen`
-// (at::_standard_gamma with an explicit generator).
-torch::Tensor sample_gamma(const torch::Tensor& shape, const torch::Tensor& rate, at::Generator& gen);
 
 class GaussianPrior {
  public:
@@ -38,7 +35,7 @@ class GaussianPrior {
   // Sets every parameter's .grad to λ_g θ_g (allocating where undefined): the prior's gradient as
   // the starting value into which backward() then accumulates the likelihood's, in place of zeroing
   // the gradients and adding λθ after the backward pass (one op per tensor instead of two, and one
-  // pass over .grad fewer; issue 21). Same reads of λ as add_grad(), so graph capture still works.
+  // pass over .grad fewer). Same reads of λ as add_grad(), so graph capture still works.
   void seed_grad() const;
   // True if the groups cover every element of `params` exactly once (whole tensors or chain slices),
   // so that seed_grad() sets every gradient the sampler reads.

@@ -27,6 +27,12 @@ int affinity_cpus();
 // the core count of its cpuinfo library, which on some machines (this 2-vCPU one) is 1.
 int resolve_cpu_threads(int64_t configured);
 
+// The binary's OpenMP / OpenBLAS spin settings (GOMP_SPINCOUNT=3000, OPENBLAS_THREAD_TIMEOUT=8, each
+// unless the user set it), which both libraries read only when loaded: sets them and re-executes the
+// process once (same pid and arguments). The environment variable SGMCMC_NO_REEXEC skips this; it is
+// the only SGMCMC_* variable the program reads (every other switch is a config key).
+void ensure_short_openmp_spin(char** argv);
+
 // Idempotent; safe to call before any tensor is allocated or later.
 void tune_allocator();
 

@@ -1,4 +1,4 @@
-// A parameter group laid out in one contiguous buffer (issue 6): every parameter's data and its
+// A parameter group laid out in one contiguous buffer: every parameter's data and its
 // `.grad` become views into two flat tensors, so a sampler step over the group is one fused kernel
 // (kernels/fused_update.h) and, on CUDA, the addresses stay fixed for graph capture.
 //

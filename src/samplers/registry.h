@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {

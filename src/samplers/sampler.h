@@ -8,7 +8,7 @@
 // preconditioner) lives in a typed struct on the parameter's device; `save`/`load` write it to a
 // checkpoint archive. All randomness comes from the `at::Generator` handed in at construction.
 //
-// Flat groups and fused updates (issue 6): at construction every group whose parameters allow it
+// Flat groups and fused updates: at construction every group whose parameters allow it
 // (FlatGroup::eligible: one float dtype, one device) is laid out in one contiguous buffer, the
 // parameters and their `.grad` becoming views into it, and the samplers' state tensors are views
 // into one buffer per group too. A step is then one fused kernel per group (kernels/fused_update.h)
@@ -89,7 +89,7 @@ class Sampler {
   // True if every group is one flat buffer (see above).
   bool flat() const;
 
-  // Whole-step graphs (train.graph, issue 6). In kPrepare mode `step(closure)` does only the host's
+  // Whole-step graphs (train.graph). In kPrepare mode `step(closure)` does only the host's
   // part of a step: it computes the step's scalars, draws the CPU noise keys and counts the step,
   // writing the folded scalars of every group to a buffer on the device (StepParamsBuffer), without
   // calling the closure or launching anything. launch_prepared() then launches the step's fused
@@ -109,7 +109,7 @@ class Sampler {
   // True if kPrepare works: a fused step, every group flat, fused() on.
   bool graph_capturable() const { return has_fused_step() && flat() && fused_; }
 
-  // The prior's gradient folded into the next step (issue 21). `fold[g]`: ranges of flat group g
+  // The prior's gradient folded into the next step. `fold[g]`: ranges of flat group g
   // (kernels::PriorFold) whose .grad holds the likelihood's gradient only; the step reads ∇Ũ =
   // .grad + λθ there: inside the fused kernel, or added into .grad first on any other path
   // (samplers without a fused step, fused() off, groups of other devices). Consumed by the next

@@ -17,7 +17,7 @@
 
 #include <torch/arg.h>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 
 namespace sgmcmc {
 

@@ -1,6 +1,6 @@
 #include "simulate/experiments.h"
 
-#include "util/json_file.h"
+#include "core/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "compat.h"
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "samplers/registry.h"
 #include "simulate/targets.h"
 

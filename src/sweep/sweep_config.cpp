@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 
 namespace fs = std::filesystem;
 

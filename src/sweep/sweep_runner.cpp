@@ -23,7 +23,7 @@
 #include "runtime/cpu.h"
 #include "sweep/sweep_report.h"
 #include "train/trainer.h"
-#include "util/signals.h"
+#include "core/signals.h"
 
 extern char** environ;
 
@@ -355,7 +355,9 @@ pid_t spawn_logged(const std::vector<std::string>& args, const std::string& logf
 
 // "" for exit status 0; else "exit code N" / "killed by signal N", then the log's last line.
 std::string child_failure(int status, const fs::path& logfile) {
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  // kExitUnhealthy: the run finished worse than the trivial predictor; its summary.json says so, and a
+  // sweep over step sizes expects such points
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kExitUnhealthy)) return "";
   std::string last = last_nonempty_line(logfile);
   return (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
                             : "killed by signal " + std::to_string(WTERMSIG(status))) +

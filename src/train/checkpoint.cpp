@@ -5,6 +5,7 @@
 // position in the epoch, samples, metrics rows, steps in the loss], wall (seconds before this
 // session), loss_sum, perm, avg_/lse_<split> (PosteriorPredictive), trace_ll / trace_w.
 #include <cmath>
+#include <set>
 
 #include "compat.h"
 #include "runtime/cpu.h"
@@ -121,11 +122,29 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
                               {"sampler", cfg_.sampler_name()},
                               {"dataset", data_.description},
                               {"runtime", runtime_description()},
+                              {"kernels", cfg_.kernels.to_map()},
                               {"seed", cfg_.seed},
                               {"finished", finished}};
   if (dist_.active()) j["distributed_mode"] = cfg_.distributed.mode;
+  summary.worse_than_trivial = finished && health_.worse_than_trivial(last_);
+  j["health"] = health_.to_json(summary.worse_than_trivial);
+  if (!opt_.lr_auto_json.empty()) j["lr_auto"] = nlohmann::ordered_json::parse(opt_.lr_auto_json);
+  if (const auto autos = auto_values(); !autos.empty()) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : autos) a[k] = static_cast<int64_t>(v);
+    j["auto"] = a;
+  }
+  if (summary.worse_than_trivial)
+    for (const auto& w : health_.warnings())
+      if (w.check == "trivial") summary.health_message = w.message;
   for (const auto& [k, x] : status.items()) j[k] = x;
-  for (const auto& [k, x] : summary.values) j[k] = x;  // non-finite numbers are written as null
+  // Counts as JSON integers, the rest as numbers (non-finite ones are written as null).
+  static const std::set<std::string> counts = {"samples", "steps", "chains", "threads", "world_size", "chains_all_ranks",
+                                               "graph_warmup_steps", "graph_captures", "graph_replays"};
+  for (const auto& [k, x] : summary.values) {
+    if (counts.count(k) && std::isfinite(x)) j[k] = static_cast<int64_t>(x);
+    else j[k] = x;
+  }
   dir_.write_summary(j);
   return summary;
 }

@@ -32,6 +32,11 @@ void Console::clear() {
   if (tty_) std::cerr << "\r\033[K" << std::flush;
 }
 
+void Console::warning(const std::string& line) {
+  clear();  // shown with --quiet too: a warning is about the result, not progress
+  std::cerr << name_ << ": warning: " << line << std::endl;
+}
+
 void Console::evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas) {
   if (quiet_) return;
   clear();

@@ -20,6 +20,8 @@ class Console {
   void progress(int64_t step, int64_t total, int64_t steps_per_epoch, double steps_per_second);
   // Clears the progress line.
   void clear();
+  // One line on stderr, "<run>: warning: <line>" (also when quiet).
+  void warning(const std::string& line);
 
  private:
   std::string name_;

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-#include "util/signals.h"
+#include "core/signals.h"
 
 namespace sgmcmc {
 

@@ -15,7 +15,7 @@
 
 #include <torch/torch.h>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 
 namespace sgmcmc {
 

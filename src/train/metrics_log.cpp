@@ -6,7 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "util/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace sgmcmc {
 

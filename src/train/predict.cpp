@@ -11,16 +11,17 @@
 #include "train/posterior_predictive.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
-#include "util/error_text.h"
-#include "util/json_file.h"
+#include "core/error_text.h"
+#include "core/json_file.h"
 
 namespace fs = std::filesystem;
 
 namespace sgmcmc {
 namespace {
 
-// samples/*.pt in order, else final.pt.
-std::vector<fs::path> parameter_files(const fs::path& dir) {
+// samples/*.pt in order, else final.pt: an optimizer's point estimate, or a sampler's last iterate
+// when `last_sample` allows it.
+std::vector<fs::path> parameter_files(const fs::path& dir, bool sampler_run, bool last_sample) {
   std::vector<fs::path> files;
   if (fs::is_directory(dir / "samples"))
     for (auto& f : fs::directory_iterator(dir / "samples"))
@@ -29,6 +30,9 @@ std::vector<fs::path> parameter_files(const fs::path& dir) {
   if (files.empty()) {
     if (!fs::exists(dir / "final.pt"))
       throw std::invalid_argument(dir.string() + ": no samples/ and no final.pt to predict with");
+    if (sampler_run && !last_sample)
+      throw std::invalid_argument(dir.string() + ": no samples/ to average (the run had output.save_samples: false); "
+                                  "rerun with output.save_samples: auto, or predict with its last sample: --last-sample");
     files.push_back(dir / "final.pt");
   }
   return files;
@@ -87,6 +91,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   fs::path dir(run_dir);
   if (!fs::exists(dir / "config.yaml")) throw std::invalid_argument(run_dir + ": not a run directory (no config.yaml)");
   const ExperimentConfig config = load_config((dir / "config.yaml").string(), o.overrides);
+  set_kernel_settings(config.kernels);  // the run's own choices (its config.yaml)
   DataAndModel dm = load_data_and_model(config);
   Model& model = *dm.model;
   Dataset& data = dm.data;
@@ -104,7 +109,10 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   const torch::Tensor none = data.task == Task::kClassification
                                  ? torch::zeros({data.test.inputs.size(0)}, torch::TensorOptions().dtype(torch::kInt64).device(dm.device))
                                  : torch::zeros({data.test.inputs.size(0)}, torch::TensorOptions().device(dm.device));
-  for (const auto& f : parameter_files(dir)) {
+  bool sampler_run = true;
+  for (const auto& e : sampler_registry())
+    if (e.name == config.sampler_name()) sampler_run = e.is_sampler;
+  for (const auto& f : parameter_files(dir, sampler_run, o.last_sample)) {
     load_parameter_file(f.string(), model, dm.device);
     const double tau = tau_of(model);
     auto mean = predictive.add("test", eval.predict_chains(model, data.test), has_targets ? data.test.targets : none, tau);

@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "train/model_io.h"
-#include "util/atomic_file.h"
-#include "util/remove_tree.h"
-#include "util/json_file.h"
+#include "core/atomic_file.h"
+#include "core/remove_tree.h"
+#include "core/json_file.h"
 
 namespace fs = std::filesystem;
 

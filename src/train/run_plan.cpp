@@ -1,5 +1,6 @@
 #include "train/run_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -11,14 +12,29 @@ RunPlan make_run_plan(const ExperimentConfig& cfg, int64_t train_size, bool coll
   p.train_size = train_size;
   p.batch_size = cfg.train.batch_size;
   p.collects_samples = collects_samples;
+  if (p.batch_size < 0) {  // auto: a fiftieth of the set, 32 to 500 examples (never more than the set)
+    p.batch_size = std::min<int64_t>(std::clamp<int64_t>(train_size / 50, 32, 500), std::max<int64_t>(train_size, 1));
+    p.resolved["train.batch_size"] = static_cast<double>(p.batch_size);
+  }
   if (p.batch_size > train_size)
     throw std::invalid_argument(cfg.source + ": train.batch_size " + std::to_string(p.batch_size) +
                                 " exceeds the training set (" + std::to_string(train_size) + " examples)");
   const int64_t spe = train_size / p.batch_size;
   p.steps_per_epoch = spe;
-  p.total_steps = cfg.train.steps > 0 ? cfg.train.steps : cfg.train.epochs * spe;
-  p.burn_in_steps = cfg.train.burn_in_steps >= 0 ? cfg.train.burn_in_steps
-                                                 : static_cast<int64_t>(std::llround(cfg.train.burn_in * spe));
+  int64_t epochs = cfg.train.epochs;
+  if (cfg.train.steps <= 0 && epochs < 0) {  // auto: about RunPlan::kAutoSteps steps, 10 to 800 epochs
+    epochs = std::clamp<int64_t>((RunPlan::kAutoSteps + spe - 1) / spe, 10, 800);
+    p.resolved["train.epochs"] = static_cast<double>(epochs);
+  }
+  p.total_steps = cfg.train.steps > 0 ? cfg.train.steps : epochs * spe;
+  if (cfg.train.burn_in_steps >= 0) {
+    p.burn_in_steps = cfg.train.burn_in_steps;
+  } else if (cfg.train.burn_in >= 0) {
+    p.burn_in_steps = static_cast<int64_t>(std::llround(cfg.train.burn_in * spe));
+  } else {  // auto: the first tenth of the run
+    p.burn_in_steps = p.total_steps / 10;
+    p.resolved["train.burn_in_steps"] = static_cast<double>(p.burn_in_steps);
+  }
   if (collects_samples && p.burn_in_steps >= p.total_steps)
     throw std::invalid_argument(cfg.source + ": train.burn_in: burn-in (" + std::to_string(p.burn_in_steps) +
                                 " steps) must be shorter than the run (" + std::to_string(p.total_steps) + " steps)");

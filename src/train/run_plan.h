@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "config/experiment_config.h"
 
 namespace sgmcmc {
 
 struct RunPlan {
+  static constexpr int64_t kAutoSteps = 10000;  // train.epochs: auto aims at this many steps
   int64_t train_size = 0;       // N
   int64_t batch_size = 0;       // n (per chain)
   int64_t steps_per_epoch = 1;  // N / n (each shuffled epoch drops its remainder)
@@ -19,6 +22,10 @@ struct RunPlan {
   int64_t gibbs_every = 0;      // steps between Gibbs steps (0 = never)
   int64_t gibbs_start = 0;      // Gibbs steps only after this many steps (prior.gibbs_start_*: a warm-up)
   bool collects_samples = true; // samplers average a posterior predictive; optimizers do not
+  // Derived by make_run_setup (the config is never written back):
+  bool graph = false;           // the step captured once and replayed (train.graph, auto resolved)
+  double base_lr = 0;           // the schedule's base step: sampler.lr, divided by N under lr_scaling: per_datum
+  std::map<std::string, double> resolved;  // the `auto` keys and what they became (summary.json "auto")
 
   // N/n: the minibatch likelihood's scale in Ũ = (N/n)·nll(batch) + prior.
   double grad_scale() const { return static_cast<double>(train_size) / static_cast<double>(batch_size); }

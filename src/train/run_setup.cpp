@@ -34,16 +34,17 @@ bool resolve_train_graph(const TrainConfig& train, const torch::Device& device, 
 
 namespace {
 
-SamplerPtr make_checked_sampler(RunSetup& s) {
+// The sampler of the config, and whether its step is captured as a graph (train.graph resolved).
+SamplerPtr make_checked_sampler(RunSetup& s, bool& graph) {
   const ExperimentConfig& cfg = s.config;
   SamplerPtr sampler = with_source(cfg.source, [&] {
     return make_sampler(cfg.sampler_name(), {ParamGroup(s.params)}, cfg.sampler, s.gen_dev);
   });
   sampler->set_fused(cfg.train.fused);
-  s.config.train.graph = resolve_train_graph(cfg.train, s.dm.device, sampler->graph_capturable(),
-                                             cfg.model.get_string("name", "") != "torchscript" && s.dm.model->chains() <= 1,
-                                             cfg.distributed.data_parallel());
-  if (cfg.train.graph)  // a sampler that cannot be captured is refused here, before anything is written
+  graph = resolve_train_graph(cfg.train, s.dm.device, sampler->graph_capturable(),
+                              cfg.model.get_string("name", "") != "torchscript" && s.dm.model->chains() <= 1,
+                              cfg.distributed.data_parallel());
+  if (graph)  // a sampler that cannot be captured is refused here, before anything is written
     with_source(cfg.source, [&] {
       sampler->set_step_mode(Sampler::StepMode::kPrepare);
       return 0;
@@ -57,29 +58,30 @@ SamplerPtr make_checked_sampler(RunSetup& s) {
 
 }  // namespace
 
-DataAndModel load_data_and_model(const ExperimentConfig& config, std::optional<uint64_t> model_seed) {
+DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace& place) {
   DataAndModel dm;
-  dm.device = torch::Device(config.device);
+  dm.device = torch::Device(place.device.empty() ? config.device : place.device);
   if (dm.device.is_cuda() && !compat::cuda_available())
     throw std::invalid_argument(config.source + ": device: cuda requested but no CUDA device is available");
   Dataset cpu = load_dataset(config.data, config.seed);
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
-  dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, model_seed.value_or(config.seed), config.chains); });
+  dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, place.chain_seed.value_or(config.seed), config.chains); });
   dm.model->to(dm.device);
   dm.data = cpu.to(dm.device);
   return dm;
 }
 
-RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_seed) {
+RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place) {
   RunSetup s;
-  s.config = std::move(config);
-  ExperimentConfig& cfg = s.config;
-  const uint64_t seed = chain_seed.value_or(cfg.seed);
-  s.dm = load_data_and_model(cfg, seed);
+  s.config = config;
+  const ExperimentConfig& cfg = s.config;
+  const uint64_t seed = place.chain_seed.value_or(cfg.seed);
+  s.dm = load_data_and_model(cfg, {place.device, seed});
   s.gen_dev = compat::make_generator(s.dm.device, seed * 2 + 1);
   s.gen_cpu = compat::make_generator(torch::kCPU, seed * 2 + 2);
   for (const auto& p : s.dm.model->parameters()) s.params.push_back(p);
-  s.sampler = make_checked_sampler(s);
+  bool graph = false;
+  s.sampler = make_checked_sampler(s, graph);
   const bool is_sampler = s.sampler->is_sampler();
   auto groups = with_source(cfg.source, [&] {
     return make_prior_groups(*s.dm.model, cfg.prior.groups, cfg.prior.group_patterns);
@@ -89,10 +91,13 @@ RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_s
                                             cfg.prior.beta);
   s.prior->initialize(cfg.prior.init, s.gen_cpu);
   s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);
-  // lr_scaling: per_datum: the configured lr is per datum, the sampler's step is lr/N.
-  if (cfg.lr_scaling == "per_datum") s.sampler->set_lr(s.sampler->lr() / static_cast<double>(s.plan.train_size));
+  s.plan.graph = graph;
+  // lr_scaling: per_datum: the configured lr is per datum, the step is lr/N. The schedule sets the
+  // sampler's lr from this base at every step; the first step's is installed here.
+  s.plan.base_lr = s.sampler->lr() / (cfg.lr_scaling == "per_datum" ? static_cast<double>(s.plan.train_size) : 1.0);
+  s.sampler->set_lr(s.plan.base_lr);
   s.schedule = with_source(cfg.source, [&] {
-    auto schedule = make_schedule(cfg.schedule, s.sampler->lr(), s.plan.total_steps, s.plan.steps_per_epoch);
+    auto schedule = make_schedule(cfg.schedule, s.plan.base_lr, s.plan.total_steps, s.plan.steps_per_epoch);
     cfg.schedule.check_all_used();
     // Exploration stages run the sampler at temperature 0.
     if (schedule->has_stages() && !s.sampler->runs_at_zero_temperature())

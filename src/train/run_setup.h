@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -18,18 +19,26 @@
 
 namespace sgmcmc {
 
+// Where a run's chain runs: the device (a rank's own GPU with several ranks) and the seed of its
+// model and generators (a distributed chains-mode rank's own; the data split always follows
+// config.seed). Derived from the config and the process, never written into the config.
+struct RunPlace {
+  std::string device;                  // "" = config.device
+  std::optional<uint64_t> chain_seed;  // nullopt = config.seed
+};
+
 struct DataAndModel {
   torch::Device device{torch::kCPU};
   Dataset data;   // on the device
   ModelPtr model; // on the device
 };
 
-// The data set and the model of a config, both on its device.
-// `model_seed` (default config.seed) initializes the model; the data always follows config.seed.
-DataAndModel load_data_and_model(const ExperimentConfig& config, std::optional<uint64_t> model_seed = std::nullopt);
+// The data set and the model of a config, both on `place`'s device (default config.device).
+// `place.chain_seed` (default config.seed) initializes the model; the data always follows config.seed.
+DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace& place = {});
 
 struct RunSetup {
-  ExperimentConfig config;  // with the plug-ins' defaults marked read (for config.yaml)
+  ExperimentConfig config;  // as checked; only the plug-ins' read marks change (for config.yaml)
   DataAndModel dm;
   at::Generator gen_dev;    // on the device: data order, sampler noise, likelihood Gibbs steps
   at::Generator gen_cpu;    // on the CPU: prior precision Gibbs steps
@@ -51,8 +60,8 @@ bool resolve_train_graph(const TrainConfig& train, const torch::Device& device, 
                          bool model_capturable, bool data_parallel);
 
 // Builds and checks every part (std::invalid_argument "<config file>: ..." on bad input).
-// `chain_seed` (default config.seed) seeds the model and the two generators, the data split always
-// config.seed: a distributed chains-mode rank's own chains over the same data (distributed/).
-RunSetup make_run_setup(ExperimentConfig config, std::optional<uint64_t> chain_seed = std::nullopt);
+// `place.chain_seed` (default config.seed) seeds the model and the two generators, the data split
+// always config.seed: a distributed chains-mode rank's own chains over the same data (distributed/).
+RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place = {});
 
 }  // namespace sgmcmc

@@ -1,4 +1,4 @@
-// Whole-step capture and replay (train.graph, issue 6).
+// Whole-step capture and replay (train.graph).
 //
 // run(body) executes one training step's device work: `body` is the step after its host part, i.e.
 // zero_grad, forward and backward from static input buffers, the prior's gradient, the sampler's

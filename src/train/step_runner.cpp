@@ -1,5 +1,7 @@
 #include "train/step_runner.h"
 
+#include "core/kernel_settings.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -47,8 +49,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   seed_with_prior_ = prior.covers(sampler.parameters());
   if (byte_rows_enabled()) train_bytes_ = ByteRows::of(train.inputs);
   closure_ = [this] { return gradient(); };
-  const char* fold_env = std::getenv("SGMCMC_PRIOR_FOLD");
-  fold_on_ = !(fold_env && std::string(fold_env) == "off");
+  fold_on_ = kernel_settings().prior_fold;
   if (!graph) {
     plan_prior_fold();
     return;

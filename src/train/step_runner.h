@@ -60,7 +60,7 @@ class StepRunner {
   // false: always autograd on Model::nll (train.backward: autograd); true (default): the model's own
   // backward pass (Model::nll_backward) where it has one.
   void use_model_backward(bool on) { model_backward_ = on; }
-  // The prior's gradient folded into the sampler's update (issue 21; default on, SGMCMC_PRIOR_FOLD=off
+  // The prior's gradient folded into the sampler's update (default on; kernels.prior_fold: false
   // turns it off): the model's backward pass overwrites .grad with (N/n)·∇nll, and the fused kernel
   // reads .grad + λθ (kernels::PriorFold), instead of seeding .grad with λθ before an accumulating
   // backward pass. Applies where the seed would and, besides, the model has an overwriting backward

@@ -1,16 +1,21 @@
 #include "train/trainer.h"
 
 #include <cmath>
+#include <iostream>
+#include <sstream>
 
 #include "metrics/reliability.h"
 #include "runtime/cpu.h"
+#include "train/lr_pilot.h"
 #include "train/training_run.h"
-#include "util/signals.h"
+#include "core/signals.h"
 
 namespace sgmcmc {
 namespace {
 
-void apply_runtime_settings(const TrainConfig& train) {
+void apply_runtime_settings(const ExperimentConfig& config) {
+  const TrainConfig& train = config.train;
+  set_kernel_settings(config.kernels);
   tune_allocator();
   if (const int n = resolve_cpu_threads(train.threads); n > 0) set_cpu_threads(n);
   // TF32 tensor-core matmuls and convolutions on CUDA: ~10-bit mantissa products, off by default.
@@ -18,28 +23,69 @@ void apply_runtime_settings(const TrainConfig& train) {
   at::globalContext().setAllowTF32CuDNN(train.tf32);
 }
 
+// The test metrics of the trivial predictor: the uniform predictive (classification) or the training
+// targets' mean (regression), through the same Evaluator as the run's own.
+Metrics trivial_test_metrics(const Evaluator& eval, const Dataset& data, double tau) {
+  if (data.test.size() == 0) return {};
+  torch::NoGradGuard no_grad;
+  torch::Tensor prediction;
+  if (eval.classification()) {
+    const int64_t k = std::max<int64_t>(data.num_classes, 2);
+    prediction = torch::full({data.test.size(), k}, 1.0 / static_cast<double>(k),
+                             torch::TensorOptions().dtype(torch::kFloat32).device(data.test.targets.device()));
+  } else {
+    const auto mean = data.train.targets.to(torch::kFloat64).mean();
+    prediction = torch::full_like(data.test.targets, 0, data.test.targets.options().dtype(torch::kFloat32)) +
+                 mean.to(torch::kFloat32);
+  }
+  Metrics all = eval.metrics(prediction, data.test, tau);
+  const std::string key = eval.classification() ? "nll" : "rmse";
+  return {{"test_" + key, all.at(key)}};
+}
+
 double seconds_since(TrainingRun::Clock::time_point t0) {
   return std::chrono::duration<double>(TrainingRun::Clock::now() - t0).count();
 }
 
-}  // namespace
-
-RunSummary run_training(ExperimentConfig config, const RunOptions& opt) {
-  const auto start = TrainingRun::Clock::now();
-  apply_runtime_settings(config.train);
-  DistributedRun dist = join_distributed(config, opt.resume ? opt.out_dir : std::string());
+// The run itself, once the config is final: the directory, the setup on this rank's place, the loop.
+RunSummary run_setup_and_train(const ExperimentConfig& config, const RunOptions& opt, TrainingRun::Clock::time_point start,
+                               DistributedRun dist) {
   RunOptions o = opt;
   o.quiet = opt.quiet || dist.rank() > 0;  // rank 0 prints
   RunDirectory dir = RunDirectory::prepare(opt.out_dir, config.output.dir, config.name, opt.resume, opt.overwrite,
                                            dist.rank(), dist.world_size());
-  config.output.dir = dir.path().string();
-  const auto seed = dist.chains_across_ranks() ? std::optional<uint64_t>(rank_seed(config.seed, dist.rank())) : std::nullopt;
-  const std::string device = config.device;
-  config.device = dist.device_for(device);  // LOCAL_RANK picks the GPU
-  RunSetup setup = make_run_setup(std::move(config), seed);
-  setup.config.device = device;  // config.yaml keeps the config's device
+  RunPlace place;
+  place.device = dist.device_for(config.device);  // LOCAL_RANK picks the GPU
+  if (dist.chains_across_ranks()) place.chain_seed = rank_seed(config.seed, dist.rank());
+  RunSetup setup = make_run_setup(config, place);
   TrainingRun run(std::move(setup), std::move(dir), o, start, std::move(dist));
   return run.run();
+}
+
+}  // namespace
+
+RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
+  const auto start = TrainingRun::Clock::now();
+  apply_runtime_settings(config);
+  DistributedRun dist = join_distributed(config, opt.resume ? opt.out_dir : std::string());
+  if (config.lr_auto && !opt.resume) {
+    // The pilot before the run directory is touched; every rank runs the same trials (config.seed) and
+    // so chooses the same step. The chosen value is what config.yaml records.
+    const LrChoice choice = choose_lr(config, {dist.device_for(config.device), std::nullopt});
+    std::ostringstream lr;
+    lr.precision(6);
+    lr << choice.lr;
+    if (!opt.quiet && dist.rank() == 0)
+      std::cout << config.name << ": sampler.lr: auto -> " << lr.str() << " (" << choice.why << "; "
+                << std::lround(choice.seconds) << " s)" << std::endl;
+    ExperimentConfig chosen = config;
+    chosen.sampler.set("lr", lr.str());
+    chosen.lr_auto = false;
+    RunOptions o = opt;
+    o.lr_auto_json = choice.to_json().dump();
+    return run_setup_and_train(chosen, o, start, std::move(dist));
+  }
+  return run_setup_and_train(config, opt, start, std::move(dist));
 }
 
 TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start,
@@ -60,25 +106,39 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       loss_(s_.dm.device),
       batches_(s_.plan.train_size, s_.plan.batch_size, model_.chains(), s_.dm.device, s_.gen_dev),
       steps_(model_, *s_.sampler, *s_.prior, data_.train, s_.plan.grad_scale(), s_.plan.batch_size, loss_,
-             cfg_.train.graph, s_.dm.device, s_.gen_dev),
+             s_.plan.graph, s_.dm.device, s_.gen_dev),
       console_(cfg_.name, opt_.quiet, cfg_.output.progress, eval_.classification(),
                static_cast<double>(s_.plan.total_steps) / s_.plan.steps_per_epoch),
       guard_(cfg_.sampler_name(), cfg_.sampler, s_.params, s_.dm.device.is_cpu(), dir_.checkpoint_path().string(),
              [this](int64_t at, const std::string& what) {
                console_.clear();
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
-             }) {
+             }),
+      health_(eval_.classification(), trivial_test_metrics(eval_, data_, tau_of(model_)), cfg_.sampler_name()) {
   steps_.use_model_backward(cfg_.train.backward == "auto");
+  save_every_ = sample_file_stride();
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
     load_checkpoint(dist_.agreed_checkpoint(dir_.checkpoint_path().string(), dir_.previous_checkpoint_path().string()));
     dist_.check_same_step(step_, dir_.checkpoint_path().string());
   }
   // The resolved config (every consumer's defaults filled in), by rank 0 once every rank has checked
   // the directory and before any rank writes into it.
+  std::string yaml = to_yaml(cfg_);
+  const auto autos = auto_values();
+  if (!autos.empty()) {  // what `auto` became for this data set (summary.json "auto" too)
+    yaml += "# auto, for this data set:";
+    for (const auto& [k, v] : autos) yaml += " " + k + "=" + std::to_string(static_cast<int64_t>(v));
+    yaml += "\n";
+    if (!opt_.quiet && dir_.writes_run_files() && !opt_.resume) {
+      std::cout << cfg_.name << ": auto:";
+      for (const auto& [k, v] : autos) std::cout << " " << k << "=" << static_cast<int64_t>(v);
+      std::cout << std::endl;
+    }
+  }
   dist_.barrier();
-  if (dir_.writes_run_files()) dir_.commit(to_yaml(cfg_), data_.run_files);
+  if (dir_.writes_run_files()) dir_.commit(yaml, data_.run_files);
   dist_.barrier();
-  if (!dir_.writes_run_files()) dir_.commit(to_yaml(cfg_), data_.run_files);
+  if (!dir_.writes_run_files()) dir_.commit(yaml, data_.run_files);
   log_ = std::make_unique<MetricsLog>(dir_.writes_run_files() ? dir_.file("metrics.csv") : std::filesystem::path(),
                                       eval_.headline(), opt_.resume ? rows_at_resume_ : 0);
   if (dist_.data_parallel())
@@ -152,7 +212,8 @@ void TrainingRun::collect_sample() {
   if (data_.val.size() > 0) predictive_.add("val", eval_.predict_chains(model_, data_.val), data_.val.targets, tau);
   if (data_.ood.size() > 0) predictive_.add("ood", eval_.predict_chains(model_, data_.ood), data_.ood.targets, tau);
   predictive_.end_sample();
-  if (cfg_.output.save_samples && dist_.writes_parameters()) dir_.save_sample(model_, predictive_.count(), state_scalars());
+  if (save_every_ > 0 && predictive_.count() % save_every_ == 0 && dist_.writes_parameters())
+    dir_.save_sample(model_, predictive_.count(), state_scalars());
 }
 
 void TrainingRun::evaluate(bool sample_fresh) {
@@ -166,6 +227,39 @@ void TrainingRun::evaluate(bool sample_fresh) {
   }
   log_->append(last_);
   console_.evaluation(last_, s_.prior->log_values());
+  for (const auto& w : health_.check(step_, last_, precisions()))
+    if (dir_.writes_run_files()) console_.warning("step " + std::to_string(w.step) + ": " + w.message);
+}
+
+// Every how many averaged samples one goes to samples/ (0: none). output.save_samples: auto thins the
+// run's samples evenly to at most output.max_samples files and output.max_sample_mb megabytes.
+int64_t TrainingRun::sample_file_stride() const {
+  const OutputConfig& o = cfg_.output;
+  if (o.save_samples == "false" || !s_.plan.collects_samples) return 0;
+  if (o.save_samples == "true") return 1;
+  const RunPlan& p = s_.plan;
+  const int64_t expected = std::max<int64_t>((p.total_steps - p.burn_in_steps) / std::max<int64_t>(p.thin, 1), 1);
+  double bytes = 0;
+  for (const auto& t : s_.params) bytes += static_cast<double>(t.numel() * t.element_size());
+  const double by_count = std::ceil(static_cast<double>(expected) / static_cast<double>(o.max_samples));
+  const double by_bytes = std::ceil(static_cast<double>(expected) * bytes / (o.max_sample_mb * 1048576.0));
+  if (bytes > o.max_sample_mb * 1048576.0) return 0;  // not even one sample fits
+  return std::max<int64_t>(1, static_cast<int64_t>(std::max(by_count, by_bytes)));
+}
+
+std::map<std::string, double> TrainingRun::auto_values() const {
+  std::map<std::string, double> out = s_.plan.resolved;
+  const std::string& format = cfg_.data.format;
+  if (cfg_.data.val_size < 0 && (format == "idx" || format == "tensors"))
+    out["data.val_size"] = static_cast<double>(data_.val.size());
+  return out;
+}
+
+std::map<std::string, double> TrainingRun::precisions() const {
+  std::map<std::string, double> out;
+  if (s_.sampler->is_sampler() && cfg_.prior.hyperprior == "gamma") out = s_.prior->log_values();
+  for (const auto& [k, v] : model_.likelihood_hyperparameters()) out[k] = v;
+  return out;
 }
 
 namespace {

@@ -35,6 +35,7 @@ struct RunOptions {
   bool resume = false;          // continue from out_dir/checkpoint.pt
   bool quiet = false;           // no per-evaluation lines on stdout, no progress line
   int64_t stop_after_steps = -1;  // stop (with a checkpoint) once this many steps are done (tests)
+  std::string lr_auto_json;     // set by run_training itself: the step-size pilot's record (summary.json)
 };
 
 struct RunSummary {
@@ -42,11 +43,15 @@ struct RunSummary {
   std::map<std::string, double> values;  // the numeric keys of summary.json
   bool finished = false;                 // false when stopped early by stop_after_steps
   int rank = 0;                          // this process's rank in a distributed run (0: prints)
+  // The final predictive is worse than the trivial one (train/health.h): `sgmcmc train` exits with
+  // kExitUnhealthy after writing everything; `health_message` says what and what to try.
+  bool worse_than_trivial = false;
+  std::string health_message;
 };
 
 // Runs (or resumes) a training run. Throws std::invalid_argument for configuration/data errors and
 // std::runtime_error for I/O failures.
-RunSummary run_training(ExperimentConfig config, const RunOptions& options);
+RunSummary run_training(const ExperimentConfig& config, const RunOptions& options);
 
 // Re-averages the saved samples of a run (or its final parameters if it saved none) on the data set
 // its config names, after `overrides` (e.g. "data.dir=/other"). Returns test_/val_ error, nll (or
@@ -56,6 +61,9 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
 
 struct PredictOptions {
   std::vector<std::string> overrides;  // --set
+  // --last-sample: a sampler's run without samples/ predicts with its last iterate (final.pt); without
+  // it such a run is refused (one sample is not the posterior the run's summary averaged).
+  bool last_sample = false;
   std::string out_json;                // metrics ("" = none)
   // --data FILE.pt: a torch.save dict with "x" (and optionally "y"), or "x_test" (and "y_test");
   // the inputs reach the model as they are. Its predictive replaces the test split's.

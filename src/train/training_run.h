@@ -9,11 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distributed/distributed_run.h"
+#include "train/distributed_run.h"
 #include "train/console.h"
 #include "train/convergence_trace.h"
 #include "train/divergence_guard.h"
 #include "train/evaluator.h"
+#include "train/health.h"
 #include "train/metrics_log.h"
 #include "train/minibatches.h"
 #include "train/phase_clock.h"
@@ -31,7 +32,7 @@ class TrainingRun {
 
   // Loads the checkpoint when resuming, then creates the run directory: everything that can be
   // wrong with the inputs has been reported before it is touched.
-  // `dist`: the process group of a distributed run (distributed/distributed_run.h); default: one process.
+  // `dist`: the process group of a distributed run (train/distributed_run.h); default: one process.
   TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start,
               DistributedRun dist = DistributedRun());
   RunSummary run();
@@ -62,11 +63,16 @@ class TrainingRun {
   std::map<std::string, double> state_scalars() const;
   Metrics ood_row(int64_t samples, const PredictiveSummary& current_test, const PosteriorPredictive& predictive);
   torch::Tensor reported_test_prediction();
+  int64_t sample_file_stride() const;
+  // The config keys left at `auto` and their values for this data set (train/run_plan.h).
+  std::map<std::string, double> auto_values() const;
+  // The prior's learned precisions and the likelihood's, by name (the health check's input).
+  std::map<std::string, double> precisions() const;
 
   RunSetup s_;
   double temperature_;          // the configured temperature (the cyclical schedule's exploration runs at 0)
   DistributedRun dist_;
-  ExperimentConfig& cfg_;
+  const ExperimentConfig& cfg_;
   Model& model_;
   const Dataset& data_;
   RunDirectory dir_;
@@ -82,8 +88,10 @@ class TrainingRun {
   StepRunner steps_;
   Console console_;
   DivergenceGuard guard_;
+  HealthCheck health_;
   std::unique_ptr<MetricsLog> log_;
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
+  int64_t save_every_ = 0;      // every how many samples one is written to samples/ (0: none)
   double wall_before_ = 0;
   Metrics last_;                // the latest evaluation row
   torch::Tensor current_test_;  // the current sample's test prediction, when computed at a sample

@@ -3,7 +3,6 @@
 #include <stdexcept>
 
 #include "compat.h"
-#include "config/experiment_config.h"
 #include "models/mlp_chains.h"
 
 namespace sgmcmc {

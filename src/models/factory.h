@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "data/dataset.h"
 #include "models/bpmf.h"
 #include "models/cnn.h"

@@ -1,6 +1,6 @@
-#include "util/json_file.h"
+#include "core/json_file.h"
 
-#include "util/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace sgmcmc {
 

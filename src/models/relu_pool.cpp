@@ -1,6 +1,8 @@
 // models/relu_pool.h: the fused ReLU + 2×2 max pooling and its autograd node.
 #include "models/relu_pool.h"
 
+#include "core/kernel_settings.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -55,12 +57,8 @@ inline void backward_row(const T* g, const uint8_t* arg, T* q0, T* q1, int64_t w
   }
 }
 
-// SGMCMC_POOL=portable: the portable loops only (A/B timings; tests/test_models.cpp checks both paths).
-// Read once per call of the kernels (not cached), so that a test can switch it.
-bool portable_only() {
-  const char* env = std::getenv("SGMCMC_POOL");
-  return env && std::string(env) == "portable";
-}
+// kernels.pool: portable: the portable loops only (A/B timings; tests/test_models.cpp checks both paths).
+bool portable_only() { return kernel_settings().pool_portable; }
 
 template <typename T>
 void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& arg) {

@@ -1,4 +1,4 @@
-// C parallel chains of the MLP in one module (issue 6: parallel chains).
+// C parallel chains of the MLP in one module.
 //
 // Layer l holds weight [C, out, in] and bias [C, out]; chain c's network is exactly `Mlp` with
 // W_l = weight[c], b_l = bias[c]. Training minibatches are chain-major: nll() takes C·n examples, the

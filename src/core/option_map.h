@@ -3,6 +3,7 @@
 // rejects keys nobody read (unknown keys are errors, with the nearest valid key suggested).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +19,7 @@ class OptionMap {
   explicit OptionMap(std::string context) : context_(std::move(context)) {}
 
   void set(const std::string& key, const std::string& value) { values_[key] = value; }
+  void erase(const std::string& key) { values_.erase(key); }
   bool has(const std::string& key) const { return values_.count(key) > 0; }
   const std::string& context() const { return context_; }
   const std::map<std::string, std::string>& values() const { return values_; }
@@ -58,6 +60,10 @@ class OptionMap {
   mutable std::set<std::string> read_;
   mutable std::map<std::string, std::string> defaults_;  // fallbacks handed out, as text
 };
+
+// Comma-separated list parsing for list-valued options ("100,100" or "[100, 100]" -> {100, 100});
+// std::invalid_argument naming `where` on anything else.
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& where);
 
 // Levenshtein distance, and the closest candidate within a small distance ("" if none).
 size_t edit_distance(const std::string& a, const std::string& b);

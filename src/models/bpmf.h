@@ -17,7 +17,7 @@
 
 #include <memory>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "data/dataset.h"
 #include "models/model.h"
 

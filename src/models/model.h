@@ -12,19 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/batch.h"
+
 namespace sgmcmc {
-
-enum class Task { kClassification, kRegression };
-
-// A minibatch (or a whole split): inputs and targets, on the training device.
-//  classification: inputs [n, ...] float, targets [n] int64 class labels
-//  regression:     inputs [n, d] float,   targets [n] float
-//  ratings (BPMF): inputs [n, 2] int64 (user, item), targets [n] float ratings
-struct Batch {
-  torch::Tensor inputs;
-  torch::Tensor targets;
-  int64_t size() const { return targets.defined() ? targets.size(0) : 0; }
-};
 
 // Parameters sharing one prior precision.
 // With parallel chains (parameters stacked along dim 0), a group may cover one chain's slice only.
@@ -52,7 +42,7 @@ class Model : public torch::nn::Module {
   virtual torch::Tensor nll_backward(const Batch& batch, double scale) { return {}; }
   // The same pass, but every parameter's .grad is overwritten with ∇θ(scale · nll) rather than added
   // to: for a step whose prior gradient the sampler folds into its update (Sampler::
-  // fold_prior_into_next_step, issue 21), so that nothing has to zero or seed .grad first. An
+  // fold_prior_into_next_step), so that nothing has to zero or seed .grad first. An
   // undefined tensor (nothing written) when the model has no such pass; overwrites_grad() says
   // whether it has one.
   virtual torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) { return {}; }

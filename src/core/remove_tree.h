@@ -2,9 +2,9 @@
 //
 // Why not remove_all: PyTorch's libtorch.so (2.x wheels, the CUDA builds' LibTorch) exports its own
 // copy of std::filesystem::remove_all, and a program linked against it binds to that copy (libtorch
-// comes before libstdc++ in the lookup order), which jumped to address 0 on the H100 machine
-// (2026-11-24: every test and `train --overwrite` that removed a directory crashed). Other
-// std::filesystem calls ran fine there.
+// comes before libstdc++ in the lookup order), which jumps to address 0 on an H100 machine (every
+// test and `train --overwrite` that removes a directory crashes there). Other std::filesystem calls
+// run fine there.
 #pragma once
 
 #include <filesystem>

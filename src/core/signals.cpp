@@ -1,4 +1,4 @@
-#include "util/signals.h"
+#include "core/signals.h"
 
 #include <csignal>
 

@@ -43,5 +43,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;    // run-time failure (I/O, torch error)
 constexpr int kExitUsage = 2;      // bad input: config, data, command line
 constexpr int kExitDiverged = 3;   // the run diverged (non-finite loss or parameters)
+constexpr int kExitUnhealthy = 4;  // the run finished, but its predictive is worse than the trivial one
 
 }  // namespace sgmcmc

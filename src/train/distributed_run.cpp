@@ -1,4 +1,4 @@
-#include "distributed/distributed_run.h"
+#include "train/distributed_run.h"
 
 #include <algorithm>
 #include <climits>
@@ -145,6 +145,9 @@ void check_distributed_config(const ExperimentConfig& c, int world_size) {
   if (c.chains > 1)
     throw std::invalid_argument(src + ": chains: distributed.mode: data runs one chain over " + w +
                                 " ranks (use distributed.mode: chains for chains: " + std::to_string(c.chains) + ")");
+  if (c.train.batch_size < 0)
+    throw std::invalid_argument(src + ": train.batch_size: distributed.mode: data needs an explicit global minibatch "
+                                "(a multiple of the " + w + " ranks), not auto");
   if (c.train.batch_size % world_size != 0)
     throw std::invalid_argument(src + ": train.batch_size: the global minibatch (" + std::to_string(c.train.batch_size) +
                                 ") must split evenly over the " + w + " ranks of distributed.mode: data");

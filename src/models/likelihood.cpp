@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "priors/gaussian_prior.h"
+#include "core/gamma.h"
 
 namespace sgmcmc {
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "models/bpmf.h"
+#include "core/kernel_settings.h"
 #if defined(SGMCMC_WITH_CUDA)
 #include <cstdlib>
 
@@ -73,10 +74,7 @@ bool usable(const torch::Tensor& p, torch::DeviceType type) {
 }
 
 #if defined(SGMCMC_WITH_CUDA)
-bool cuda_kernel_requested() {  // read at every call (a getenv per step), so that a test can set it; on unless aten
-  const char* v = std::getenv("SGMCMC_CUDA_BPMF");
-  return v == nullptr || std::string(v) != "aten";
-}
+bool cuda_kernel_requested() { return kernel_settings().cuda_bpmf_fused; }  // kernels.cuda_bpmf
 #endif
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "config/option_map.h"
+#include "core/option_map.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -154,6 +154,23 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
     }
   }
   return best;
+}
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& where) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto b = item.find_first_not_of(" \t[]"), e = item.find_last_not_of(" \t[]");
+    if (b == std::string::npos) continue;
+    item = item.substr(b, e - b + 1);
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0')
+      throw std::invalid_argument(where + ": expected a list of integers, got '" + text + "'");
+    out.push_back(v);
+  }
+  return out;
 }
 
 }  // namespace sgmcmc

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "util/error_text.h"
+#include "core/error_text.h"
 
 namespace sgmcmc {
 namespace {

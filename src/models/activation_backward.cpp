@@ -93,7 +93,7 @@ void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const t
                                                bias_grad.numel() == g.size(1) && bias_grad.device() == g.device()));
 #if defined(SGMCMC_WITH_CUDA)
   // one kernel for the derivative and the bias gradient's column sums (kernels/activation_cuda.h;
-  // SGMCMC_CUDA_ACT=fused)
+  // kernels.cuda_act: fused)
   if (plain && g.is_cuda() && kernels::activation_cuda_enabled())
     return kernels::activation_backward_cuda(out, g, y, act, bias_grad);
 #endif

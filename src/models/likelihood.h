@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "config/option_map.h"
+#include "core/option_map.h"
 #include "models/model.h"
 
 namespace sgmcmc {

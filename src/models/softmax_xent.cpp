@@ -1,5 +1,7 @@
 #include "models/softmax_xent.h"
 
+#include "core/kernel_settings.h"
+
 #include <ATen/record_function.h>
 
 #include <cmath>
@@ -108,12 +110,8 @@ torch::Tensor softmax_xent_backward(const torch::Tensor& logits, const torch::Te
                      (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.numel() == logits.size(1) &&
                                                bias_grad.scalar_type() == logits.scalar_type()));
 #if defined(SGMCMC_WITH_CUDA)
-  // The one-kernel CUDA path (kernels/softmax_xent_cuda.h); SGMCMC_CUDA_LOSS=aten gives ATen's ops instead.
-  static const bool cuda_kernel = [] {
-    const char* v = std::getenv("SGMCMC_CUDA_LOSS");
-    return v == nullptr || std::string(v) != "aten";
-  }();
-  if (cuda_kernel && plain && logits.is_cuda())
+  // The one-kernel CUDA path (kernels/softmax_xent_cuda.h); kernels.cuda_loss: aten gives ATen's ops instead.
+  if (kernel_settings().cuda_loss_fused && plain && logits.is_cuda())
     return kernels::softmax_xent_backward_cuda(logits, targets, scale, grad, bias_grad);
 #endif
   const bool cpu = plain && logits.device().is_cpu();

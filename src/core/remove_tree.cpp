@@ -1,4 +1,4 @@
-#include "util/remove_tree.h"
+#include "core/remove_tree.h"
 
 #include <ftw.h>
 #include <sys/stat.h>

@@ -1,0 +1,145 @@
+// `sgmcmc train --help-keys`: every config key with its default and meaning, read from the parsers
+// themselves (a config built from nothing but a sampler's name), so the list cannot drift from them.
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "config/experiment_config.h"
+#include "data/load.h"
+#include "models/factory.h"
+#include "samplers/registry.h"
+#include "samplers/schedules.h"
+
+namespace sgmcmc {
+namespace {
+
+// One line per key of the typed blocks; the plug-ins' keys are documented in their headers.
+const std::map<std::string, std::string>& meanings() {
+  static const std::map<std::string, std::string> m = {
+      {"name", "the run's name (runs/<name>-<timestamp> by default)"},
+      {"seed", "seeds the data split, the model, the minibatches and the noise"},
+      {"device", "cpu | cuda | cuda:N"},
+      {"chains", "C parallel chains of the MLP in one process (0: one plain model)"},
+      {"data.format", "idx | ratings | csv | tensors"},
+      {"data.dir", "idx: the directory of {train,t10k}-{images,labels} files"},
+      {"data.val_size", "validation examples carved from train; auto: a sixth of it"},
+      {"data.train_limit", "use only the first N training examples (0: all)"},
+      {"data.test_limit", "use only the first N test examples (0: all)"},
+      {"data.normalize", "idx: pixels scaled to [0, 1]"},
+      {"data.ood", "out-of-distribution inputs for OOD metrics: none | classes | idx"},
+      {"data.ood_classes", "classes held out of training as the OOD set"},
+      {"data.ood_dir", "idx directory of the OOD set"},
+      {"prior.precision", "the initial (or fixed) precision λ of N(0, 1/λ)"},
+      {"prior.hyperprior", "gamma: Gibbs steps for λ | none: λ fixed"},
+      {"prior.alpha", "Gamma(α, β) hyperprior's shape"},
+      {"prior.beta", "Gamma(α, β) hyperprior's rate"},
+      {"prior.init", "initial λ: precision | prior_draw | init_scale"},
+      {"prior.gibbs_every_epochs", "a Gibbs step for λ every E epochs"},
+      {"prior.gibbs_every_steps", "... or every K steps (takes precedence when > 0)"},
+      {"prior.gibbs_start_epochs", "no Gibbs step in the first E epochs"},
+      {"prior.gibbs_start_steps", "... or the first K steps (>= 0 takes precedence)"},
+      {"prior.groups", "which parameters share a λ: per_tensor | single | model | {name: glob}"},
+      {"train.epochs", "passes over the training set; auto: about 10,000 steps (10 to 800 epochs)"},
+      {"train.steps", "total steps (> 0 overrides epochs)"},
+      {"train.batch_size", "minibatch per chain; auto: N/50, 32 to 500"},
+      {"train.burn_in", "epochs before samples are averaged; auto: a tenth of the run"},
+      {"train.burn_in_steps", "... in steps (>= 0 overrides burn_in)"},
+      {"train.thin", "steps between averaged samples (0: one per epoch)"},
+      {"train.eval_every", "epochs between evaluations (rows of metrics.csv)"},
+      {"train.eval_every_steps", "... or steps (> 0 overrides eval_every)"},
+      {"train.eval_batch_size", "examples per forward pass when predicting"},
+      {"train.threads", "CPU threads (0: the process's CPUs)"},
+      {"train.fused", "fused sampler kernels (false: per-parameter ATen ops, the same noise)"},
+      {"train.tf32", "TF32 matrix products on CUDA"},
+      {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
+      {"train.backward", "auto: the model's own backward pass where it has one | autograd"},
+      {"output.dir", "run directory (--out overrides)"},
+      {"output.save_samples", "auto: at most max_samples / max_sample_mb, thinned | true: all | false: none"},
+      {"output.max_samples", "save_samples: auto keeps at most this many samples"},
+      {"output.max_sample_mb", "... and at most this many megabytes"},
+      {"output.checkpoint", "write checkpoint.pt (resumable runs)"},
+      {"output.checkpoint_every_seconds", "at an evaluation, a checkpoint once this long has passed"},
+      {"output.progress", "a progress line on a terminal"},
+      {"distributed.mode", "chains: a chain per rank | data: one chain, the minibatch split over ranks"},
+      {"distributed.init", "env (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) | file:///path"},
+      {"distributed.timeout_s", "seconds before a lost rank stops the others"},
+      {"distributed.backend", "auto | gloo | nccl"},
+      {"kernels.matmul", "auto: oneDNN for the models' products where built | aten"},
+      {"kernels.noise", "auto: AVX-512 Philox where the CPU has it | portable (same bits)"},
+      {"kernels.pool", "auto: AVX-512 ReLU + max-pool where the CPU has it | portable (same bits)"},
+      {"kernels.byte_rows", "IDX images kept as bytes, widened per minibatch"},
+      {"kernels.prior_fold", "the prior's gradient folded into the sampler's update"},
+      {"kernels.cuda_gemm", "route: float32 products around two slow cuBLAS shapes | aten"},
+      {"kernels.cuda_loss", "fused: softmax + cross-entropy in one CUDA kernel | aten"},
+      {"kernels.cuda_bpmf", "fused: BPMF's gradient in one CUDA kernel | aten"},
+      {"kernels.cuda_act", "aten | fused: bias + activation CUDA kernels (not yet run on a GPU)"},
+      {"sampler.lr", "step size in the sampler's parametrisation; auto (the default): chosen by a pilot"},
+      {"sampler.lr_scaling", "total | per_datum (lr divided by N)"},
+  };
+  return m;
+}
+
+void line(std::ostream& out, const std::string& key, const std::string& value) {
+  auto it = meanings().find(key);
+  out << "  " << std::left << std::setw(34) << key << " " << std::setw(12) << value
+      << (it == meanings().end() ? "" : "  " + it->second) << "\n";
+}
+
+// The resolved options of a block after building a config from `yaml` (its defaults filled in), or
+// its declared keys without defaults when the block cannot be built alone (a file it needs).
+void plugin(std::ostream& out, const std::string& block, const std::string& yaml,
+            const std::vector<std::string>& keys) {
+  try {
+    const ExperimentConfig c = build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-5}\n" + yaml, "keys"));
+    const OptionMap& m = block == "model" ? c.model : block == "sampler" ? c.sampler : c.schedule;
+    for (const auto& [k, v] : m.resolved())
+      if (k != "name" && k != "type") line(out, block + "." + k, v);
+  } catch (const std::exception&) {
+    for (const auto& k : keys) line(out, block + "." + k, "(required)");
+  }
+}
+
+}  // namespace
+
+void print_config_keys(std::ostream& out) {
+  const ExperimentConfig c = build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-5}\n", "keys"));
+  out << "Config keys (block.key  default  meaning); --set block.key=value sets any of them.\n\n";
+  for (const std::string block : {"", "data", "prior", "train", "output", "distributed", "kernels"}) {
+    out << (block.empty() ? "top level" : block + ":") << "\n";
+    auto it = c.typed_blocks.find(block);
+    const OptionMap& m = block == "data" ? c.data.options : it->second;
+    for (const auto& k : typed_block_keys(block)) {
+      auto r = m.resolved();
+      auto v = r.find(k);
+      line(out, block.empty() ? k : block + "." + k, v == r.end() ? "" : v->second);
+    }
+    if (block == "data")
+      for (const auto& f : data_formats())
+        if (!f.keys.empty()) {
+          out << "  format: " << f.name << "\n";
+          for (const auto& k : f.keys) line(out, "data." + k, "");
+        }
+    out << "\n";
+  }
+  out << "sampler: (name: one of `sgmcmc list`)\n";
+  line(out, "sampler.lr", "auto");
+  line(out, "sampler.lr_scaling", "total");
+  for (const auto& e : sampler_registry()) {
+    out << "  name: " << e.name << "\n";
+    plugin(out, "sampler", "sampler: {name: " + e.name + "}\n", e.keys);
+  }
+  out << "\nmodel: (name)\n";
+  for (const auto& e : model_registry()) {
+    out << "  name: " << e.name << "\n";
+    plugin(out, "model", "model: {name: " + e.name + "}\n", e.keys);
+  }
+  out << "\nschedule: (type)\n";
+  for (const auto& e : schedule_types()) {
+    out << "  type: " << e.name << "\n";
+    plugin(out, "schedule", "schedule: {type: " + e.name + "}\n", e.keys);
+  }
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,56 @@
+#include "core/kernel_settings.h"
+
+namespace sgmcmc {
+namespace {
+
+KernelSettings& current() {
+  static KernelSettings s;
+  return s;
+}
+
+// A two-way choice read as `key: first | second`; true when `second` was chosen.
+bool pick(const OptionMap& b, const std::string& key, const std::string& first, const std::string& second,
+          bool default_second) {
+  return b.get_choice(key, default_second ? second : first, {first, second}) == second;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> KernelSettings::to_map() const {
+  auto tf = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {{"matmul", matmul_aten ? "aten" : "auto"},
+          {"noise", noise_portable ? "portable" : "auto"},
+          {"pool", pool_portable ? "portable" : "auto"},
+          {"byte_rows", tf(byte_rows)},
+          {"prior_fold", tf(prior_fold)},
+          {"cuda_gemm", cuda_gemm_route ? "route" : "aten"},
+          {"cuda_loss", cuda_loss_fused ? "fused" : "aten"},
+          {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
+          {"cuda_act", cuda_act_fused ? "fused" : "aten"}};
+}
+
+const std::vector<std::string>& kernel_setting_keys() {
+  static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
+                                                "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act"};
+  return keys;
+}
+
+KernelSettings parse_kernel_settings(const OptionMap& b) {
+  KernelSettings s;
+  s.matmul_aten = pick(b, "matmul", "auto", "aten", false);
+  s.noise_portable = pick(b, "noise", "auto", "portable", false);
+  s.pool_portable = pick(b, "pool", "auto", "portable", false);
+  s.byte_rows = b.get_bool("byte_rows", true);
+  s.prior_fold = b.get_bool("prior_fold", true);
+  s.cuda_gemm_route = !pick(b, "cuda_gemm", "route", "aten", false);
+  s.cuda_loss_fused = !pick(b, "cuda_loss", "fused", "aten", false);
+  s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
+  s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
+  return s;
+}
+
+const KernelSettings& kernel_settings() { return current(); }
+
+void set_kernel_settings(const KernelSettings& s) { current() = s; }
+
+}  // namespace sgmcmc

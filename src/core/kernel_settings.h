@@ -1,0 +1,65 @@
+// Which implementation runs a piece of the step: the `kernels:` block of a config.
+//
+// Every choice here gives the same numbers up to float rounding (the tests compare the paths); they
+// exist so that a user can put a step back on ATen's ops when a kernel misbehaves on their machine,
+// and so that the benches can A/B a kernel against its reference. The trainer installs the run's
+// settings once, before the first step (set_kernel_settings); summary.json records them.
+//
+//   kernels:
+//     matmul: auto        # auto: oneDNN for the models' products when built | aten
+//     noise: auto         # auto: the AVX-512 Philox loop when the CPU has it | portable
+//     pool: auto          # auto: the AVX-512 ReLU + 2x2 max-pool when the CPU has it | portable
+//     byte_rows: true     # IDX images kept as bytes and widened per minibatch (4x less memory traffic)
+//     prior_fold: true    # the prior's gradient folded into the sampler's update where it can be
+//     cuda_gemm: route    # route: float32 products around two slow cuBLAS shapes | aten
+//     cuda_loss: fused    # fused: softmax + cross-entropy + gradient in one CUDA kernel | aten
+//     cuda_bpmf: fused    # fused: BPMF's gradient in one CUDA kernel | aten
+//     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/option_map.h"
+
+namespace sgmcmc {
+
+struct KernelSettings {
+  bool matmul_aten = false;  // matmul: aten
+  bool noise_portable = false;
+  bool pool_portable = false;
+  bool byte_rows = true;
+  bool prior_fold = true;
+  bool cuda_gemm_route = true;
+  bool cuda_loss_fused = true;
+  bool cuda_bpmf_fused = true;
+  bool cuda_act_fused = false;
+
+  // The block as key -> text, every key present (summary.json, --help-keys).
+  std::map<std::string, std::string> to_map() const;
+  bool operator==(const KernelSettings& o) const { return to_map() == o.to_map(); }
+};
+
+const std::vector<std::string>& kernel_setting_keys();
+// Reads the `kernels:` block (unknown keys were rejected by the caller's check_known).
+// std::invalid_argument "<context>.<key>: ..." on a bad value.
+KernelSettings parse_kernel_settings(const OptionMap& block);
+
+// The settings the kernels read: the defaults until a run installs its own.
+const KernelSettings& kernel_settings();
+void set_kernel_settings(const KernelSettings& s);
+
+// Installs settings for a scope and puts the previous ones back (tests, benches).
+class ScopedKernelSettings {
+ public:
+  explicit ScopedKernelSettings(const KernelSettings& s) : saved_(kernel_settings()) { set_kernel_settings(s); }
+  ~ScopedKernelSettings() { set_kernel_settings(saved_); }
+  ScopedKernelSettings(const ScopedKernelSettings&) = delete;
+  ScopedKernelSettings& operator=(const ScopedKernelSettings&) = delete;
+
+ private:
+  KernelSettings saved_;
+};
+
+}  // namespace sgmcmc

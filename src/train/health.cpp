@@ -1,0 +1,91 @@
+#include "train/health.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace sgmcmc {
+namespace {
+
+std::string num(double x) {
+  std::ostringstream s;
+  s.precision(4);
+  s << x;
+  return s.str();
+}
+
+double get(const std::map<std::string, double>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? NAN : it->second;
+}
+
+}  // namespace
+
+HealthCheck::HealthCheck(bool classification, std::map<std::string, double> trivial, std::string sampler)
+    : classification_(classification), trivial_(std::move(trivial)), sampler_(std::move(sampler)) {}
+
+double HealthCheck::reported(const std::map<std::string, double>& row, const std::string& metric) const {
+  const double averaged = get(row, "test_" + metric);
+  return std::isfinite(averaged) ? averaged : get(row, "sample_test_" + metric);
+}
+
+bool HealthCheck::worse_than_trivial(const std::map<std::string, double>& row) const {
+  const std::string metric = classification_ ? "nll" : "rmse";
+  const double got = reported(row, metric), trivial = get(trivial_, "test_" + metric);
+  return std::isfinite(got) && std::isfinite(trivial) && got > trivial;
+}
+
+void HealthCheck::fire(int64_t step, const std::string& check, const std::string& message,
+                       std::vector<HealthWarning>& out) {
+  for (const auto& w : warnings_)
+    if (w.check == check) return;  // each check warns once
+  warnings_.push_back({step, check, message});
+  out.push_back(warnings_.back());
+}
+
+std::vector<HealthWarning> HealthCheck::check(int64_t step, const std::map<std::string, double>& row,
+                                              const std::map<std::string, double>& precisions) {
+  std::vector<HealthWarning> out;
+  const std::string advice = "; try a smaller sampler.lr (or sampler.lr: auto)";
+  const double loss = get(row, "train_loss");
+  if (std::isfinite(loss)) {
+    if (!have_first_loss_) {
+      first_loss_ = loss;
+      have_first_loss_ = true;
+    } else if (loss > first_loss_ + kLossFactor * std::max(std::fabs(first_loss_), 1.0)) {
+      fire(step, "loss", "the training loss is " + num(loss) + ", far above its first value " + num(first_loss_) +
+                             ": the " + sampler_ + " chain is moving away from the data" + advice, out);
+    }
+  }
+  if (worse_than_trivial(row)) {
+    const std::string metric = classification_ ? "nll" : "rmse";
+    fire(step, "trivial",
+         "the test " + metric + " " + num(reported(row, metric)) + " is worse than the trivial predictor's " +
+             num(get(trivial_, "test_" + metric)) + (classification_ ? " (uniform)" : " (the training mean)") + advice,
+         out);
+  }
+  for (const auto& [name, value] : precisions) {
+    if (!std::isfinite(value) || (value >= kMinPrecision && value <= kMaxPrecision)) continue;
+    fire(step, "precision",
+         name + " = " + num(value) + (value < kMinPrecision ? " has collapsed" : " has exploded") + " (outside [" +
+             num(kMinPrecision) + ", " + num(kMaxPrecision) + "])" +
+             (value < kMinPrecision ? ": the parameters have grown without bound" : ": the parameters have shrunk to zero") +
+             advice,
+         out);
+  }
+  return out;
+}
+
+nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial) const {
+  nlohmann::ordered_json j;
+  j["ok"] = warnings_.empty() && !final_worse_than_trivial;
+  j["worse_than_trivial"] = final_worse_than_trivial;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& w : warnings_) list.push_back({{"step", w.step}, {"check", w.check}, {"message", w.message}});
+  j["warnings"] = list;
+  nlohmann::ordered_json trivial = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : trivial_) trivial[k] = v;
+  j["trivial"] = trivial;
+  return j;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,66 @@
+// The run's health beside the divergence guard: a chain that has blown up into finite nonsense, or a
+// Gibbs step that has collapsed a precision, passes the finiteness checks; these checks catch it.
+//
+// At every evaluation (a metrics row):
+//   loss          the training loss (mean per-datum nll of the steps since the last row) above
+//                 L0 + 10·max(|L0|, 1), L0 the first row's: the chain has left where it started for
+//                 far worse fits;
+//   trivial       the reported predictive on test is worse than the trivial predictor: a test NLL above
+//                 the uniform predictive's (log K) for classification, a test RMSE above the training
+//                 mean's for regression (both computed by the same Evaluator);
+//   precision     a prior precision λ_g or a likelihood precision τ outside [1e-3, 1e7]: λ < 1e-3 is a
+//                 prior standard deviation above 30 (the weights are unconstrained), λ > 1e7 one below
+//                 3e-4 (the prior has shrunk the weights to nothing); τ likewise in standardised units.
+// Each check warns once, when it first fires, and is recorded in summary.json's `health`. A run whose
+// final predictive is worse than the trivial one exits with kExitUnhealthy (core/signals.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sgmcmc {
+
+struct HealthWarning {
+  int64_t step = 0;
+  std::string check;    // loss | trivial | precision
+  std::string message;  // one line, with what to try
+};
+
+class HealthCheck {
+ public:
+  static constexpr double kLossFactor = 10.0;
+  static constexpr double kMinPrecision = 1e-3, kMaxPrecision = 1e7;
+
+  // `trivial`: the trivial predictor's test metrics (test_nll for classification, test_rmse for
+  // regression); `sampler`: named in the advice.
+  HealthCheck(bool classification, std::map<std::string, double> trivial, std::string sampler);
+
+  // Checks one metrics row and the run's precisions (λ's and τ's by name); returns the warnings that
+  // fired for the first time.
+  std::vector<HealthWarning> check(int64_t step, const std::map<std::string, double>& row,
+                                   const std::map<std::string, double>& precisions);
+  // Whether `row` (the final one) reports a predictive worse than the trivial one.
+  bool worse_than_trivial(const std::map<std::string, double>& row) const;
+
+  const std::vector<HealthWarning>& warnings() const { return warnings_; }
+  // {"ok", "warnings": [{"step", "check", "message"}], "trivial": {...}}
+  nlohmann::ordered_json to_json(bool final_worse_than_trivial) const;
+
+ private:
+  // The reported test metric of a row: the averaged predictive's, else the current sample's.
+  double reported(const std::map<std::string, double>& row, const std::string& metric) const;
+  void fire(int64_t step, const std::string& check, const std::string& message, std::vector<HealthWarning>& out);
+
+  bool classification_;
+  std::map<std::string, double> trivial_;
+  std::string sampler_;
+  double first_loss_ = 0;
+  bool have_first_loss_ = false;
+  std::vector<HealthWarning> warnings_;
+};
+
+}  // namespace sgmcmc

@@ -1,0 +1,134 @@
+#include "train/lr_pilot.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "train/evaluator.h"
+#include "train/minibatches.h"
+#include "train/step_runner.h"
+
+namespace sgmcmc {
+namespace {
+
+std::string text(double x) {
+  std::ostringstream s;
+  s.precision(3);
+  s << x;
+  return s.str();
+}
+
+ExperimentConfig with_lr(const ExperimentConfig& config, double lr) {
+  ExperimentConfig c = config;
+  std::ostringstream s;
+  s.precision(17);
+  s << lr;
+  c.sampler.set("lr", s.str());
+  c.lr_auto = false;
+  c.output.save_samples = "false";
+  return c;
+}
+
+}  // namespace
+
+nlohmann::ordered_json LrChoice::to_json() const {
+  nlohmann::ordered_json t = nlohmann::ordered_json::array();
+  for (const auto& x : trials) t.push_back({{"lr", x.lr}, {"val_nll", x.stable ? x.val_nll : NAN}, {"stable", x.stable}});
+  return {{"lr", lr}, {"why", why}, {"steps_per_trial", steps_per_trial}, {"seconds", seconds}, {"trials", t}};
+}
+
+int64_t pilot_steps(int64_t steps_per_epoch) { return std::clamp<int64_t>(2 * steps_per_epoch, 100, 400); }
+
+LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps) {
+  LrTrial t;
+  t.lr = lr;
+  try {
+    RunSetup s = make_run_setup(with_lr(config, lr), place);
+    Model& model = *s.dm.model;
+    LossMeter loss(s.dm.device);
+    MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
+    StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
+                      /*graph=*/false, s.dm.device, s.gen_dev);
+    runner.use_model_backward(s.config.train.backward == "auto");
+    const int64_t n = std::min<int64_t>(steps, std::max<int64_t>(s.plan.total_steps, 1));
+    for (int64_t k = 0; k < n; ++k) {
+      s.sampler->set_lr(s.schedule->at(k));
+      runner.step(batches.next());
+      if (k % 25 == 24 && !loss.finite()) return t;  // blown up: unstable
+    }
+    if (!loss.finite()) return t;
+    Evaluator eval(s.dm.data, s.config.train.eval_batch_size);
+    const Metrics m = eval.metrics(eval.predict(model, s.dm.data.val), s.dm.data.val, tau_of(model));
+    t.val_nll = m.at("nll");
+    t.stable = std::isfinite(t.val_nll);
+  } catch (const std::invalid_argument&) {
+    throw;  // bad input: not a property of the step size
+  } catch (const std::exception&) {
+    t.stable = false;  // an overflow inside the step (LibTorch's "cannot be converted ... without overflow")
+  }
+  return t;
+}
+
+LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
+  const auto start = std::chrono::steady_clock::now();
+  LrChoice choice;
+  // The sampler's own default step (the config has no lr under auto) is the grid's centre; the plan
+  // gives the pilot's length.
+  double centre = 0;
+  {
+    ExperimentConfig probe_config = config;
+    probe_config.output.save_samples = "false";
+    const RunSetup probe = make_run_setup(probe_config, place);
+    if (probe.dm.data.val.size() == 0)
+      throw std::invalid_argument(config.source + ": sampler.lr: auto scores step sizes on the validation split, and "
+                                  "this data set has none (give data.val_size > 0, or a number for sampler.lr)");
+    choice.steps_per_trial = pilot_steps(probe.plan.steps_per_epoch);
+    centre = probe.sampler->lr();
+  }
+
+  std::map<double, LrTrial> tried;
+  auto trial = [&](double lr) -> const LrTrial& {
+    auto it = tried.find(lr);
+    if (it != tried.end()) return it->second;
+    LrTrial t = run_lr_trial(config, place, lr, choice.steps_per_trial);
+    choice.trials.push_back(t);
+    return tried.emplace(lr, t).first->second;
+  };
+  auto better = [](const LrTrial& a, const LrTrial& b) { return a.stable && (!b.stable || a.val_nll < b.val_nll); };
+  LrTrial best = trial(centre);
+  // Up by 4 while the score improves (an unstable centre goes down at once), then down by 4.
+  for (double lr = centre * 4; best.stable && choice.trials.size() < 8; lr *= 4) {
+    const LrTrial& t = trial(lr);
+    if (!better(t, best)) break;
+    best = t;
+  }
+  for (double lr = best.lr / 4; choice.trials.size() < 14; lr /= 4) {
+    const LrTrial& t = trial(lr);
+    if (!better(t, best)) {
+      if (best.stable) break;
+      continue;  // nothing stable yet: keep going down
+    }
+    best = t;
+  }
+  if (!best.stable)
+    throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size in " +
+                                std::to_string(choice.trials.size()) + " trials down to " +
+                                text(choice.trials.back().lr) + " (check the data, the model and the prior)");
+  for (double lr : {best.lr * 2, best.lr / 2}) {  // refine by factors of 2
+    const LrTrial& t = trial(lr);
+    if (better(t, best)) best = t;
+  }
+  // The stability margin: the next larger step tried was unstable → halve.
+  auto above = tried.upper_bound(best.lr);
+  const bool edge = above != tried.end() && !above->second.stable;
+  choice.lr = edge ? best.lr / 2 : best.lr;
+  choice.why = "best validation NLL " + text(best.val_nll) + " at " + text(best.lr) + " of " +
+               std::to_string(choice.trials.size()) + " trials of " + std::to_string(choice.steps_per_trial) +
+               " steps" + (edge ? "; halved, since " + text(above->first) + " was unstable" : "");
+  choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return choice;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,51 @@
+// sampler.lr: auto (also the default when a config gives no lr): the step size chosen for the user by
+// short pilot runs, before the run itself.
+//
+// Each trial starts from the run's own initialisation (same seed), takes `steps` steps of the
+// configured sampler at one step size on the training split, and is scored by the validation NLL of
+// its last iterate (a trial whose loss or NLL stops being finite, or whose NLL exceeds the trivial
+// predictor's, counts as unstable). The search brackets the best trial on a grid of factors of 4
+// around the sampler's default step (up while the score improves, then down), refines it by factors
+// of 2, and keeps a stability margin: when the next larger step tried was unstable, the choice is
+// halved, since a long run meets more of the gradient noise than a short pilot. The trials, the choice
+// and the seconds spent go into summary.json ("lr_auto") and the chosen value into the run's
+// config.yaml, so a resumed run does not search again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/experiment_config.h"
+#include "train/run_setup.h"
+
+namespace sgmcmc {
+
+struct LrTrial {
+  double lr = 0;        // in the config's units (sampler.lr, before lr_scaling)
+  double val_nll = 0;   // NaN when unstable
+  bool stable = false;
+};
+
+struct LrChoice {
+  double lr = 0;
+  std::vector<LrTrial> trials;  // in the order tried
+  int64_t steps_per_trial = 0;
+  double seconds = 0;
+  std::string why;              // one line: "best validation NLL 0.412 of 9 trials; ..."
+  nlohmann::ordered_json to_json() const;
+};
+
+// The pilot's length in steps for a plan of `steps_per_epoch`: two epochs, 100 to 400 steps.
+int64_t pilot_steps(int64_t steps_per_epoch);
+
+// Runs the search for `config` (its sampler.lr is ignored). std::invalid_argument when the data
+// have no validation split to score on.
+LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {});
+
+// One trial: the config at step size `lr` for `steps` steps; the validation NLL of the last iterate.
+LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps);
+
+}  // namespace sgmcmc

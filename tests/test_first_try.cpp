@@ -1,0 +1,236 @@
+// What a new user's first run meets: the health checks (train/health.h), the defaults that follow the
+// data (train/run_plan.h, data.val_size: auto), samples kept by default, the step-size pilot
+// (train/lr_pilot.h) and the kernels block (core/kernel_settings.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/kernel_settings.h"
+#include "tiny_idx.h"
+#include "train/health.h"
+#include "train/lr_pilot.h"
+#include "train/run_plan.h"
+#include "train/trainer.h"
+
+using namespace sgmcmc;
+using sgmcmc::test_util::config_from;
+using sgmcmc::test_util::temp_dir;
+using sgmcmc::test_util::write_tiny_idx_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 4 separable classes of 16x16 blobs: 600 train, 200 test; a 256-20-4 ReLU MLP.
+const char* kTiny = R"(
+name: tiny
+seed: 5
+data: {dir: DATA}
+model: {name: mlp, hidden: [20], activation: relu}
+sampler: SAMPLER
+output: {progress: false}
+)";
+
+ExperimentConfig tiny(const std::string& data, const std::string& sampler, const std::vector<std::string>& sets = {}) {
+  return config_from(kTiny, {{"DATA", data}, {"SAMPLER", sampler}}, sets, "tiny.yaml");
+}
+
+nlohmann::json summary_of(const std::string& dir) {
+  std::ifstream in(dir + "/summary.json");
+  return nlohmann::json::parse(in);
+}
+
+RunOptions quiet(const std::string& out) {
+  RunOptions ro;
+  ro.out_dir = out;
+  ro.quiet = true;
+  ro.overwrite = true;
+  return ro;
+}
+
+}  // namespace
+
+// --- the health checks, on rows built to trip each one ------------------------------------------
+
+TEST(Health, EachCheckFiresOnceOnARowBuiltToTripIt) {
+  HealthCheck h(/*classification=*/true, {{"test_nll", std::log(10.0)}}, "sghmc");
+  // a first row: the loss's reference, nothing wrong
+  EXPECT_TRUE(h.check(100, {{"train_loss", 0.9}, {"test_nll", 0.5}}, {{"lambda.w", 3.0}}).empty());
+  // the loss far above its first value: 0.9 + 10·max(0.9, 1) = 10.9 < 11
+  auto w = h.check(200, {{"train_loss", 11.0}, {"test_nll", 0.5}}, {{"lambda.w", 3.0}});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].check, "loss");
+  EXPECT_NE(w[0].message.find("sampler.lr"), std::string::npos) << w[0].message;
+  // worse than the uniform predictive, and a collapsed precision
+  w = h.check(300, {{"train_loss", 11.0}, {"test_nll", 9.1}}, {{"lambda.w", 3e-4}});
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].check, "trivial");
+  EXPECT_EQ(w[1].check, "precision");
+  EXPECT_NE(w[1].message.find("collapsed"), std::string::npos) << w[1].message;
+  // each check warns once
+  EXPECT_TRUE(h.check(400, {{"train_loss", 50.0}, {"test_nll", 9.1}}, {{"lambda.w", 1e-9}}).empty());
+  EXPECT_TRUE(h.worse_than_trivial({{"test_nll", 9.1}}));
+  EXPECT_FALSE(h.worse_than_trivial({{"test_nll", 2.0}}));
+  // before any sample, the current sample's metric is the reported one
+  EXPECT_TRUE(h.worse_than_trivial({{"sample_test_nll", 3.0}}));
+  const auto j = h.to_json(true);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_EQ(j["warnings"].size(), 3u);
+}
+
+TEST(Health, RegressionAgainstTheTrainingMeanAndAnExplodedPrecision) {
+  HealthCheck h(/*classification=*/false, {{"test_rmse", 9.2}}, "sgld");
+  auto w = h.check(10, {{"train_loss", 1.0}, {"test_rmse", 1.2e8}}, {{"tau", 1.5e-14}, {"lambda.b", 1e9}});
+  ASSERT_EQ(w.size(), 2u);  // trivial and precision (one warning for both precisions)
+  EXPECT_EQ(w[0].check, "trivial");
+  EXPECT_NE(w[0].message.find("training mean"), std::string::npos) << w[0].message;
+  EXPECT_EQ(w[1].check, "precision");
+  EXPECT_FALSE(h.worse_than_trivial({{"test_rmse", 5.0}}));
+}
+
+// A healthy run stays quiet; one whose noise swamps the gradient finishes worse than the uniform
+// predictive, says so in summary.json's health and reports kExitUnhealthy's condition.
+TEST(Health, QuietOnAHealthyRunAndFiresOnARunBuiltToTripIt) {
+  const std::string dir = temp_dir("health_run");
+  write_tiny_idx_dir(dir + "/data");
+  auto good = run_training(tiny(dir + "/data", "{name: sgld, lr: 1.0e-3}",
+                                {"train.epochs=20", "train.batch_size=50", "data.val_size=100"}),
+                           quiet(dir + "/good"));
+  EXPECT_FALSE(good.worse_than_trivial);
+  auto js = summary_of(dir + "/good");
+  EXPECT_TRUE(js["health"]["ok"].get<bool>()) << js["health"].dump();
+  // SGLD at temperature 10^6: noise of std ~45 per step swamps the gradient; the weights wander into
+  // finite nonsense (confident, random predictions), which the finiteness guard cannot see
+  auto bad_cfg = tiny(dir + "/data", "{name: sgld, lr: 1.0e-3, temperature: 1.0e6}",
+                      {"train.epochs=10", "train.batch_size=50", "data.val_size=100", "prior.hyperprior=none"});
+  const RunSummary bad = run_training(bad_cfg, quiet(dir + "/bad"));
+  EXPECT_TRUE(bad.worse_than_trivial);
+  EXPECT_FALSE(bad.health_message.empty());
+  js = summary_of(dir + "/bad");
+  EXPECT_FALSE(js["health"]["ok"].get<bool>());
+  EXPECT_TRUE(js["health"]["worse_than_trivial"].get<bool>());
+  remove_tree(dir);
+}
+
+// --- defaults that follow the data -------------------------------------------------------------
+
+TEST(AutoDefaults, PlanResolvesBatchEpochsAndBurnInFromTheSetSize) {
+  const ExperimentConfig c = build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\n", "a.yaml"));
+  EXPECT_EQ(c.train.batch_size, -1);
+  EXPECT_EQ(c.train.epochs, -1);
+  EXPECT_EQ(c.data.val_size, -1);
+  RunPlan p = make_run_plan(c, 2500, true);  // 3,000 examples less a sixth
+  EXPECT_EQ(p.batch_size, 50);               // 2500 / 50
+  EXPECT_EQ(p.steps_per_epoch, 50);
+  EXPECT_EQ(p.total_steps, 200 * 50);        // 10,000 steps
+  EXPECT_EQ(p.burn_in_steps, 1000);          // a tenth
+  EXPECT_EQ(p.resolved.at("train.batch_size"), 50);
+  p = make_run_plan(c, 50000, true);
+  EXPECT_EQ(p.batch_size, 500);   // capped
+  EXPECT_EQ(p.total_steps, 100 * 100);
+  p = make_run_plan(c, 400, true);
+  EXPECT_EQ(p.batch_size, 32);    // floored
+  EXPECT_EQ(p.total_steps, 800 * 12);  // at most 800 epochs
+  EXPECT_EQ(resolved_val_size(-1, 60000), 10000);
+  EXPECT_EQ(resolved_val_size(7, 60000), 7);
+  // explicit values are kept as given
+  const ExperimentConfig e = build_config(parse_raw_config(
+      "sampler: {name: sgld, lr: 1.0e-3}\ntrain: {batch_size: 100, epochs: 3, burn_in: 1}\n", "e.yaml"));
+  p = make_run_plan(e, 1000, true);
+  EXPECT_EQ(p.batch_size, 100);
+  EXPECT_EQ(p.total_steps, 30);
+  EXPECT_EQ(p.burn_in_steps, 10);
+  EXPECT_TRUE(p.resolved.empty());
+}
+
+// A run that leaves them out records what they became, keeps its samples (thinned to
+// output.max_samples), and `predict` averages them.
+TEST(AutoDefaults, RunRecordsTheAutoValuesAndKeepsItsSamples) {
+  const std::string dir = temp_dir("auto_run");
+  write_tiny_idx_dir(dir + "/data");
+  auto c = tiny(dir + "/data", "{name: sgld, lr: 1.0e-3}", {"train.epochs=12", "output.max_samples=4"});
+  run_training(c, quiet(dir + "/run"));
+  const auto js = summary_of(dir + "/run");
+  EXPECT_EQ(js["auto"]["data.val_size"].get<int64_t>(), 100);    // 600 / 6
+  EXPECT_EQ(js["auto"]["train.batch_size"].get<int64_t>(), 32);  // 500 / 50 = 10, floored at 32
+  EXPECT_TRUE(js["samples"].is_number_integer());
+  int files = 0;
+  for (const auto& f : fs::directory_iterator(dir + "/run/samples")) files += f.path().extension() == ".pt";
+  EXPECT_GE(files, 3);
+  EXPECT_LE(files, 4);
+  std::ifstream yaml(dir + "/run/config.yaml");
+  std::string text((std::istreambuf_iterator<char>(yaml)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("# auto, for this data set:"), std::string::npos) << text;
+  // a sampler's run without samples: predict refuses unless asked for the last sample
+  run_training(tiny(dir + "/data", "{name: sgld, lr: 1.0e-3}", {"train.epochs=4", "output.save_samples=false"}),
+               quiet(dir + "/nosamples"));
+  PredictOptions po;
+  po.quiet = true;
+  try {
+    predict_run(dir + "/nosamples", po);
+    ADD_FAILURE() << "predict averaged one sample silently";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--last-sample"), std::string::npos) << e.what();
+  }
+  po.last_sample = true;
+  EXPECT_NO_THROW(predict_run(dir + "/nosamples", po));
+  remove_tree(dir);
+}
+
+// --- the step-size pilot -------------------------------------------------------------------------
+
+// On the tiny problem SGLD's good steps span about 1e-4..1e-2 (1e-3 is the hand-tuned one of
+// test_trainer.cpp); the pilot's choice must be stable, lie in that range and be recorded.
+TEST(LrPilot, ChoosesAStableStepAndRecordsIt) {
+  const std::string dir = temp_dir("lr_pilot");
+  write_tiny_idx_dir(dir + "/data");
+  auto c = tiny(dir + "/data", "{name: sgld}", {"train.epochs=6", "train.batch_size=50", "data.val_size=100"});
+  ASSERT_TRUE(c.lr_auto);
+  const LrChoice choice = choose_lr(c);
+  EXPECT_GE(choice.trials.size(), 3u);
+  EXPECT_GE(choice.lr, 1e-4) << choice.why;
+  EXPECT_LE(choice.lr, 1e-2) << choice.why;
+  bool found = false;
+  for (const auto& t : choice.trials) found = found || (t.stable && (t.lr == choice.lr || t.lr == 2 * choice.lr));
+  EXPECT_TRUE(found) << choice.why;
+  // a far too large step is unstable or scores worse than the chosen one
+  const LrTrial huge = run_lr_trial(c, {}, 1e3, 100);
+  EXPECT_TRUE(!huge.stable || huge.val_nll > choice.trials.front().val_nll);
+  // through run_training: summary.json's lr_auto, and config.yaml holds the number
+  run_training(c, quiet(dir + "/run"));
+  const auto js = summary_of(dir + "/run");
+  EXPECT_NEAR(js["lr_auto"]["lr"].get<double>(), choice.lr, 1e-12 * choice.lr);
+  const ExperimentConfig resumed = load_config(dir + "/run/config.yaml", {});
+  EXPECT_FALSE(resumed.lr_auto);
+  EXPECT_NEAR(resumed.sampler.get_double("lr", 0), choice.lr, 1e-6 * choice.lr);
+  remove_tree(dir);
+}
+
+// --- the kernels block ---------------------------------------------------------------------------
+
+TEST(KernelSettings, ParsedCheckedAndRecorded) {
+  auto c = build_config(parse_raw_config(
+      "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {matmul: aten, noise: portable, prior_fold: false}\n", "k.yaml"));
+  EXPECT_TRUE(c.kernels.matmul_aten);
+  EXPECT_TRUE(c.kernels.noise_portable);
+  EXPECT_FALSE(c.kernels.prior_fold);
+  EXPECT_TRUE(c.kernels.byte_rows);
+  EXPECT_EQ(c.kernels.to_map().at("matmul"), "aten");
+  try {
+    build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {matmull: aten}\n", "k.yaml"));
+    ADD_FAILURE() << "a misspelt kernels key was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'matmul'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {noise: fast}\n", "k.yaml")),
+               std::invalid_argument);
+  // a scope installs and restores the process's settings
+  const KernelSettings before = kernel_settings();
+  {
+    ScopedKernelSettings s(c.kernels);
+    EXPECT_TRUE(kernel_settings().matmul_aten);
+  }
+  EXPECT_TRUE(kernel_settings() == before);
+}
