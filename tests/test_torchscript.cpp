@@ -154,13 +154,15 @@ TEST(TorchScript, PredictReadsOldArchiveParameterFiles) {
   o.out_dir = dir + "/run";
   o.quiet = true;
   run_training(cfg, o);
-  const auto now = predict_run(o.out_dir, {}, "", true);
+  PredictOptions po{{}, "", "", "", false, true};
+  po.last_sample = true;  // no samples/: the run's final.pt, in both formats
+  const auto now = predict_run(o.out_dir, po);
   auto model = make_model(cfg.model, tiny_dataset(dir + "/data"), 99);
   load_parameter_file(o.out_dir + "/final.pt", *model, torch::kCPU);
   torch::serialize::OutputArchive ar;
   save_model(ar, *model, "");
   ar.save_to(o.out_dir + "/final.pt");
-  const auto old = predict_run(o.out_dir, {}, "", true);
+  const auto old = predict_run(o.out_dir, po);
   EXPECT_EQ(now.at("test_nll"), old.at("test_nll"));
   EXPECT_EQ(now.at("samples"), 1);
 }

@@ -55,6 +55,7 @@ const std::map<std::string, std::string>& meanings() {
       {"train.tf32", "TF32 matrix products on CUDA"},
       {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
       {"train.backward", "auto: the model's own backward pass where it has one | autograd"},
+      {"train.require_healthy", "exit 4 when the final predictive is worse than the trivial one (false: warn)"},
       {"output.dir", "run directory (--out overrides)"},
       {"output.save_samples", "auto: at most max_samples / max_sample_mb, thinned | true: all | false: none"},
       {"output.max_samples", "save_samples: auto keeps at most this many samples"},
@@ -95,7 +96,7 @@ void plugin(std::ostream& out, const std::string& block, const std::string& yaml
     const ExperimentConfig c = build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-5}\n" + yaml, "keys"));
     const OptionMap& m = block == "model" ? c.model : block == "sampler" ? c.sampler : c.schedule;
     for (const auto& [k, v] : m.resolved())
-      if (k != "name" && k != "type") line(out, block + "." + k, v);
+      if (k != "name" && k != "type" && k != "lr" && k != "lr_scaling") line(out, block + "." + k, v);
   } catch (const std::exception&) {
     for (const auto& k : keys) line(out, block + "." + k, "(required)");
   }

@@ -189,7 +189,8 @@ void print_result(const RunSummary& s) {
 // The run's exit status after its summary: kExitUnhealthy when the final predictive is worse than
 // the trivial one (the message on stderr), else 0.
 int result_status(const RunSummary& s) {
-  if (!s.worse_than_trivial || s.rank != 0) return s.worse_than_trivial ? kExitUnhealthy : kExitOk;
+  if (!s.worse_than_trivial || !s.require_healthy) return kExitOk;  // train.require_healthy: false warns only
+  if (s.rank != 0) return kExitUnhealthy;
   std::cerr << "sgmcmc train: error: the run finished, but "
             << (s.health_message.empty() ? "its predictive is worse than the trivial predictor's" : s.health_message)
             << " (summary.json: health)\n";

@@ -173,7 +173,7 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
                                              "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "threads",
-                                             "fused", "tf32", "graph", "backward"};
+                                             "fused", "tf32", "graph", "backward", "require_healthy"};
 const std::vector<std::string> kOutputKeys = {"dir",        "save_samples",  "max_samples", "max_sample_mb",
                                               "checkpoint", "checkpoint_every_seconds", "progress"};
 
@@ -347,6 +347,7 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
   train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});
+  train.require_healthy = t.get_bool("require_healthy", true);
 }
 
 void read_output(const OptionMap& o, OutputConfig& output) {

@@ -98,7 +98,8 @@ std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
     const std::string what = first_line(e.what_without_backtrace());
     if (what.find("Unknown opcode") != std::string::npos && what.find("0x73") != std::string::npos)
       throw std::invalid_argument(path + ": a dict with a single entry is written with a pickle opcode (SETITEM) that "
-                                         "LibTorch 1.13 cannot read; save at least two entries");
+                                         "LibTorch 1.13 cannot read; save at least two entries (e.g. {\"x\": X, \"y\": y}, or "
+                                         "{\"x\": X, \"n\": torch.tensor(len(X))}: other keys are ignored)");
     throw std::invalid_argument(path + ": not a file of torch.save (" + what + ")");
   }
   if (!v.isGenericDict()) throw std::invalid_argument(path + ": expected a dict of tensors (torch.save({...}, path)), got " + v.tagKind());

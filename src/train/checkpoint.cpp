@@ -126,17 +126,6 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
                               {"seed", cfg_.seed},
                               {"finished", finished}};
   if (dist_.active()) j["distributed_mode"] = cfg_.distributed.mode;
-  summary.worse_than_trivial = finished && health_.worse_than_trivial(last_);
-  j["health"] = health_.to_json(summary.worse_than_trivial);
-  if (!opt_.lr_auto_json.empty()) j["lr_auto"] = nlohmann::ordered_json::parse(opt_.lr_auto_json);
-  if (const auto autos = auto_values(); !autos.empty()) {
-    nlohmann::ordered_json a = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : autos) a[k] = static_cast<int64_t>(v);
-    j["auto"] = a;
-  }
-  if (summary.worse_than_trivial)
-    for (const auto& w : health_.warnings())
-      if (w.check == "trivial") summary.health_message = w.message;
   for (const auto& [k, x] : status.items()) j[k] = x;
   // Counts as JSON integers, the rest as numbers (non-finite ones are written as null).
   static const std::set<std::string> counts = {"samples", "steps", "chains", "threads", "world_size", "chains_all_ranks",
@@ -144,6 +133,17 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   for (const auto& [k, x] : summary.values) {
     if (counts.count(k) && std::isfinite(x)) j[k] = static_cast<int64_t>(x);
     else j[k] = x;
+  }
+  // The objects after the run's own values (readers that search the text for "test_nll" find those).
+  summary.worse_than_trivial = finished && health_.worse_than_trivial(last_);
+  summary.require_healthy = cfg_.train.require_healthy;
+  if (summary.worse_than_trivial) summary.health_message = health_.trivial_message(last_);
+  j["health"] = health_.to_json(summary.worse_than_trivial);
+  if (!opt_.lr_auto_json.empty()) j["lr_auto"] = nlohmann::ordered_json::parse(opt_.lr_auto_json);
+  if (const auto autos = auto_values(); !autos.empty()) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : autos) a[k] = static_cast<int64_t>(v);
+    j["auto"] = a;
   }
   dir_.write_summary(j);
   return summary;

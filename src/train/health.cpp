@@ -34,6 +34,13 @@ bool HealthCheck::worse_than_trivial(const std::map<std::string, double>& row) c
   return std::isfinite(got) && std::isfinite(trivial) && got > trivial;
 }
 
+std::string HealthCheck::trivial_message(const std::map<std::string, double>& row) const {
+  const std::string metric = classification_ ? "nll" : "rmse";
+  return "the test " + metric + " " + num(reported(row, metric)) + " is worse than the trivial predictor's " +
+         num(get(trivial_, "test_" + metric)) + (classification_ ? " (uniform)" : " (the training mean)") +
+         "; try a smaller sampler.lr (or sampler.lr: auto)";
+}
+
 void HealthCheck::fire(int64_t step, const std::string& check, const std::string& message,
                        std::vector<HealthWarning>& out) {
   for (const auto& w : warnings_)
@@ -56,13 +63,7 @@ std::vector<HealthWarning> HealthCheck::check(int64_t step, const std::map<std::
                              ": the " + sampler_ + " chain is moving away from the data" + advice, out);
     }
   }
-  if (worse_than_trivial(row)) {
-    const std::string metric = classification_ ? "nll" : "rmse";
-    fire(step, "trivial",
-         "the test " + metric + " " + num(reported(row, metric)) + " is worse than the trivial predictor's " +
-             num(get(trivial_, "test_" + metric)) + (classification_ ? " (uniform)" : " (the training mean)") + advice,
-         out);
-  }
+  if (worse_than_trivial(row)) fire(step, "trivial", trivial_message(row), out);
   for (const auto& [name, value] : precisions) {
     if (!std::isfinite(value) || (value >= kMinPrecision && value <= kMaxPrecision)) continue;
     fire(step, "precision",

@@ -45,6 +45,8 @@ class HealthCheck {
                                    const std::map<std::string, double>& precisions);
   // Whether `row` (the final one) reports a predictive worse than the trivial one.
   bool worse_than_trivial(const std::map<std::string, double>& row) const;
+  // One line for `row`'s reported metric against the trivial predictor's, with what to try.
+  std::string trivial_message(const std::map<std::string, double>& row) const;
 
   const std::vector<HealthWarning>& warnings() const { return warnings_; }
   // {"ok", "warnings": [{"step", "check", "message"}], "trivial": {...}}

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "compat.h"
 #include "train/evaluator.h"
 #include "train/minibatches.h"
 #include "train/step_runner.h"
@@ -47,10 +48,22 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
   try {
     RunSetup s = make_run_setup(with_lr(config, lr), place);
     Model& model = *s.dm.model;
+    // Without a validation split (a CSV without data.val_fraction), the trials hold out a sixth of the
+    // training rows (a seeded draw, the same for every trial) and train on the rest.
+    Batch train = s.dm.data.train, val = s.dm.data.val;
+    if (val.size() == 0) {
+      auto gen = compat::make_generator(torch::kCPU, config.seed * 2 + 7);
+      const auto perm = torch::randperm(train.size(), gen, torch::kLong).to(train.targets.device());
+      const int64_t hold = std::max<int64_t>(train.size() / 6, 1);
+      val = Batch{train.inputs.index_select(0, perm.slice(0, 0, hold)), train.targets.index_select(0, perm.slice(0, 0, hold))};
+      train = Batch{train.inputs.index_select(0, perm.slice(0, hold)), train.targets.index_select(0, perm.slice(0, hold))};
+    }
+    const int64_t batch = std::min(s.plan.batch_size, train.size());
+    const double grad_scale = static_cast<double>(train.size()) / static_cast<double>(batch);
     LossMeter loss(s.dm.device);
-    MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
-    StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
-                      /*graph=*/false, s.dm.device, s.gen_dev);
+    MinibatchStream batches(train.size(), batch, model.chains(), s.dm.device, s.gen_dev);
+    StepRunner runner(model, *s.sampler, *s.prior, train, grad_scale, batch, loss, /*graph=*/false, s.dm.device,
+                      s.gen_dev);
     runner.use_model_backward(s.config.train.backward == "auto");
     const int64_t n = std::min<int64_t>(steps, std::max<int64_t>(s.plan.total_steps, 1));
     for (int64_t k = 0; k < n; ++k) {
@@ -60,7 +73,7 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
     }
     if (!loss.finite()) return t;
     Evaluator eval(s.dm.data, s.config.train.eval_batch_size);
-    const Metrics m = eval.metrics(eval.predict(model, s.dm.data.val), s.dm.data.val, tau_of(model));
+    const Metrics m = eval.metrics(eval.predict(model, val), val, tau_of(model));
     t.val_nll = m.at("nll");
     t.stable = std::isfinite(t.val_nll);
   } catch (const std::invalid_argument&) {
@@ -81,9 +94,9 @@ LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
     ExperimentConfig probe_config = config;
     probe_config.output.save_samples = "false";
     const RunSetup probe = make_run_setup(probe_config, place);
-    if (probe.dm.data.val.size() == 0)
-      throw std::invalid_argument(config.source + ": sampler.lr: auto scores step sizes on the validation split, and "
-                                  "this data set has none (give data.val_size > 0, or a number for sampler.lr)");
+    if (probe.dm.data.train.size() < 12)
+      throw std::invalid_argument(config.source + ": sampler.lr: auto needs a training set of at least 12 examples to "
+                                  "score step sizes on (give a number for sampler.lr)");
     choice.steps_per_trial = pilot_steps(probe.plan.steps_per_epoch);
     centre = probe.sampler->lr();
   }

@@ -3,7 +3,7 @@
 //
 // Each trial starts from the run's own initialisation (same seed), takes `steps` steps of the
 // configured sampler at one step size on the training split, and is scored by the validation NLL of
-// its last iterate (a trial whose loss or NLL stops being finite, or whose NLL exceeds the trivial
+// its last iterate (without a validation split, a sixth of the training rows held out for the trials) (a trial whose loss or NLL stops being finite, or whose NLL exceeds the trivial
 // predictor's, counts as unstable). The search brackets the best trial on a grid of factors of 4
 // around the sampler's default step (up while the score improves, then down), refines it by factors
 // of 2, and keeps a stability margin: when the next larger step tried was unstable, the choice is
@@ -41,8 +41,7 @@ struct LrChoice {
 // The pilot's length in steps for a plan of `steps_per_epoch`: two epochs, 100 to 400 steps.
 int64_t pilot_steps(int64_t steps_per_epoch);
 
-// Runs the search for `config` (its sampler.lr is ignored). std::invalid_argument when the data
-// have no validation split to score on.
+// Runs the search for `config` (its sampler.lr is ignored).
 LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {});
 
 // One trial: the config at step size `lr` for `steps` steps; the validation NLL of the last iterate.

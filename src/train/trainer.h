@@ -46,6 +46,7 @@ struct RunSummary {
   // The final predictive is worse than the trivial one (train/health.h): `sgmcmc train` exits with
   // kExitUnhealthy after writing everything; `health_message` says what and what to try.
   bool worse_than_trivial = false;
+  bool require_healthy = true;  // train.require_healthy
   std::string health_message;
 };
 
@@ -61,9 +62,6 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const std:
 
 struct PredictOptions {
   std::vector<std::string> overrides;  // --set
-  // --last-sample: a sampler's run without samples/ predicts with its last iterate (final.pt); without
-  // it such a run is refused (one sample is not the posterior the run's summary averaged).
-  bool last_sample = false;
   std::string out_json;                // metrics ("" = none)
   // --data FILE.pt: a torch.save dict with "x" (and optionally "y"), or "x_test" (and "y_test");
   // the inputs reach the model as they are. Its predictive replaces the test split's.
@@ -75,6 +73,9 @@ struct PredictOptions {
   std::string predictive_out;
   bool per_sample = false;
   bool quiet = false;
+  // --last-sample: a sampler's run without samples/ predicts with its last iterate (final.pt); without
+  // it such a run is refused (one sample is not the posterior the run's summary averaged).
+  bool last_sample = false;
 };
 std::map<std::string, double> predict_run(const std::string& run_dir, const PredictOptions& options);
 

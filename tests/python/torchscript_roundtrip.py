@@ -46,7 +46,7 @@ def main():
                 "model: {name: torchscript, path: net.pt}\n"
                 "prior: {groups: {conv: 'conv*', bn: 'bn.*', rest: '*'}}\n"
                 "sampler: {name: sghmc, lr: 1.0e-3}\n"
-                "train: {epochs: 8, burn_in: 2, batch_size: 50, threads: 1}\n"
+                "train: {epochs: 8, burn_in: 2, batch_size: 50, threads: 1, require_healthy: false}\n"
                 "output: {save_samples: true, progress: false}\n")
     subprocess.run([binary, "train", "cfg.yaml", "--out", "run", "--overwrite", "--quiet"], check=True)
 
