@@ -19,10 +19,13 @@
 # appended at the end of the file if absent), ending with "fastest peer: NAME, sgmcmc N.NN× it".
 #
 #   usage: bench/peers.sh [--device cpu|cuda] [--threads N] [--rounds R] [--epochs E] [--burn-in B]
-#                         [--rows "LABEL ..."] [--no-install] [--no-doc] [--wheels DIR]
+#                         [--rows "LABEL ..."] [--no-install] [--no-doc] [--no-floors] [--wheels DIR]
 # Rows (labels): sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc
 #   posteriors-baoa torch-compile-sghmc torch-compile-step-sghmc torch-eager-sghmc sgmcmc-sgld blackjax-sgld
-#   posteriors-sgld torch-compile-sgld torch-compile-step-sgld torch-eager-sgld
+#   posteriors-sgld torch-compile-sgld torch-compile-step-sgld torch-eager-sgld; and, where the ratings file
+#   is there (RATINGS, default ../shared/data/movielens-small/ratings.dat), BPMF on movielens-small fold 0
+#   (d = 20, batch 4,000, SGHMC eta = 6.4e-5, a = 0.05, BPMF_STEPS=4000 steps, BPMF_BURNIN=2000, one sample
+#   every 20 steps; bench/peers/bpmf.py): bpmf-sgmcmc bpmf-jax bpmf-posteriors-baoa bpmf-torch-eager
 # Environment: PEERS_PYTHON (the interpreter for the venv; default: the first python >= 3.12 found, as
 # jax 0.12 needs it), PEERS_VENV (default .venv-peers), FMNIST (the Fashion-MNIST IDX directory),
 # SGMCMC_BUILD_DIR (default build; built with scripts/build.sh if the binary is missing, unless
@@ -33,7 +36,7 @@
 # torch.compile runs mode="reduce-overhead" there. Not part of CI (CI never needs PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DEVICE=cpu; THREADS=2; ROUNDS=3; EPOCHS=20; BURNIN=10; ROWS=""; INSTALL=1; DOC=1; WHEELS=""
+DEVICE=cpu; THREADS=2; ROUNDS=3; EPOCHS=20; BURNIN=10; ROWS=""; INSTALL=1; DOC=1; WHEELS=""; FLOORS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE=$2; shift 2 ;;
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
     --rows) ROWS=$2; shift 2 ;;
     --no-install) INSTALL=0; shift ;;
     --no-doc) DOC=0; shift ;;
+    --no-floors) FLOORS=0; shift ;;
     --wheels) WHEELS=$2; shift 2 ;;
     -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
@@ -53,6 +57,9 @@ case "$DEVICE" in cpu|cuda) ;; *) echo "peers.sh: --device cpu|cuda" >&2; exit 2
 ALL_ROWS="sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc posteriors-baoa
   torch-compile-sghmc torch-compile-step-sghmc torch-eager-sghmc sgmcmc-sgld blackjax-sgld posteriors-sgld
   torch-compile-sgld torch-compile-step-sgld torch-eager-sgld"
+RATINGS=${RATINGS:-../shared/data/movielens-small/ratings.dat}
+BPMF_STEPS=${BPMF_STEPS:-4000}; BPMF_BURNIN=${BPMF_BURNIN:-2000}
+[ -f "$RATINGS" ] && ALL_ROWS="$ALL_ROWS bpmf-sgmcmc bpmf-jax bpmf-posteriors-baoa bpmf-torch-eager"
 ROWS=${ROWS:-$ALL_ROWS}
 PINS="torch==2.15.0 jax==0.12.0.1 jaxlib==0.12.0.1 blackjax==1.7.1 posteriors==0.1.3"
 VENV=${PEERS_VENV:-.venv-peers}
@@ -138,6 +145,10 @@ row_cmd() {  # LABEL SEED -> the command, or nothing when its peer is missing
     torch-compile-step-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode compile-step --sampler $samp" ;;
     torch-compile-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode compile --sampler $samp" ;;
     torch-eager-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode eager --sampler $samp" ;;
+    bpmf-sgmcmc) echo "$PY bench/peers/sgmcmc_row.py --bin $BUILD/sgmcmc --out $TMP/run --bpmf --ratings $RATINGS --steps $BPMF_STEPS" ;;
+    bpmf-jax) [ -n "${OK[blackjax]:-}" ] && echo "$PY bench/peers/bpmf.py --peer jax --order sgmcmc --ratings $RATINGS --steps $BPMF_STEPS" ;;
+    bpmf-posteriors-baoa) [ -n "${OK[posteriors]:-}" ] && echo "$PY bench/peers/bpmf.py --peer posteriors --order baoa --ratings $RATINGS --steps $BPMF_STEPS" ;;
+    bpmf-torch-eager) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/bpmf.py --peer torch --ratings $RATINGS --steps $BPMF_STEPS" ;;
     *) echo "peers.sh: unknown row $l" >&2; return 1 ;;
   esac
   return 0
@@ -156,13 +167,29 @@ for r in $(seq "$ROUNDS"); do
     cmd=$(row_cmd "$l" "$r") || exit 2
     [ -n "$cmd" ] || continue
     echo "  $l" >&2
+    args=("${COMMON[@]}")
+    [[ $l == bpmf-* ]] && args=(--burn-in "$BPMF_BURNIN" --threads "$THREADS" --device "$DEVICE")
     # shellcheck disable=SC2086
-    if line=$("${PIN[@]}" $cmd "${COMMON[@]}" --seed "$r" 2>>"$LOG" | tail -1) && [[ $line == "{"* ]]; then
+    if line=$("${PIN[@]}" $cmd "${args[@]}" --seed "$r" 2>>"$LOG" | tail -1) && [[ $line == "{"* ]]; then
       echo "$line" | sed "s/^{/{\"label\": \"$l\", \"round\": $r, \"load\": \"$load\", /" >> "$OUT"
     else
       echo "peers.sh: row $l failed (see $LOG)" >&2
     fi
   done
+  # The step's matrix products alone, in each library (bench/peers/floor_products.py; sgmcmc's own
+  # with bench_step where the build has it, -DSGMCMC_BENCH=ON), for "step ÷ products" (bench/floors.sh)
+  if [ "$DEVICE" = cpu ] && [ "$FLOORS" = 1 ]; then
+    for lib in torch jax; do
+      [ -n "${OK[$lib]:-}" ] || continue
+      "${PIN[@]}" "$PY" bench/peers/floor_products.py --lib "$lib" --threads "$THREADS" --rounds 1 --steps 1000 \
+        2>>"$LOG" | tail -1 | sed "s/^{/{\"label\": \"floor-$lib\", \"round\": $r, /" >> "$OUT" || true
+    done
+    if [ -x "$BUILD/bench_step" ]; then
+      "${PIN[@]}" "$BUILD/bench_step" configs/mnist_bnn_sghmc.yaml --set "data.dir=$F" --set prior.hyperprior=none \
+        --threads "$THREADS" --rounds 1 --steps 500 --label floor-sgmcmc --json "$TMP/bs.jsonl" >>"$LOG" 2>&1 &&
+        tail -1 "$TMP/bs.jsonl" | sed "s/^{/{\"round\": $r, /" >> "$OUT" || true
+    fi
+  fi
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 minutes=$(( ($(date +%s) - t_start + 59) / 60 ))

@@ -42,7 +42,13 @@ def main():
     ap.add_argument("--gibbs", action="store_true", help="the shipped config's Gibbs steps for lambda")
     ap.add_argument("--out", required=True)
     ap.add_argument("--set", action="append", default=[], help="extra key=value for sgmcmc")
+    ap.add_argument("--bpmf", action="store_true", help="BPMF on movielens-small fold 0 (bench/peers/bpmf.py's workload)")
+    ap.add_argument("--ratings", default=os.environ.get("RATINGS", "../shared/data/movielens-small/ratings.dat"))
+    ap.add_argument("--steps", type=int, default=4000, help="--bpmf: steps (burn-in: --burn-in steps)")
+    ap.add_argument("--thin", type=int, default=20)
     a = ap.parse_args()
+    if a.bpmf:
+        return bpmf(a)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     cfg = os.path.join(root, "configs", f"mnist_bnn_{a.sampler}.yaml")
     if os.path.exists(a.out):
@@ -64,6 +70,9 @@ def main():
     nll = find(s, "test.nll", "final.test.nll", "metrics.test.nll", "test_nll")
     version = "sgmcmc " + subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                                          text=True).stdout.strip()
+    import datetime
+    built = datetime.datetime.fromtimestamp(os.path.getmtime(a.bin)).strftime("%Y-%m-%d %H:%M")
+    version += f" (binary {a.bin}, built {built}; {s.get('runtime', '')})"
     prior = "a Gibbs step for λ every epoch after 1,000 steps (shipped config)" if a.gibbs else \
         "prior.hyperprior=none (λ = 1 fixed)"
     settings = (f"configs/mnist_bnn_{a.sampler}.yaml, " +
@@ -77,6 +86,28 @@ def main():
          "samples": find(s, "samples", "num_samples"), "test_error": err, "test_nll": nll,
          "time": {k: v for k, v in s.items() if k.startswith("time.")}}
     print(json.dumps(d), flush=True)
+
+
+def bpmf(a):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cfg = os.path.join(root, "configs", "movielens_small_sghmc.yaml")
+    if os.path.exists(a.out):
+        shutil.rmtree(a.out)
+    sets = [f"data.path={a.ratings}", "data.fold=0", "prior.hyperprior=none", f"train.steps={a.steps}",
+            f"train.burn_in_steps={a.burn_in}", f"train.thin={a.thin}", f"train.eval_every_steps={a.steps}",
+            f"seed={a.seed}", f"train.threads={a.threads}", f"device={a.device}"] + a.set
+    cmd = [a.bin, "train", cfg, "--out", a.out] + sum((["--set", x] for x in sets), [])
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-3000:])
+        raise SystemExit(f"sgmcmc exited {r.returncode}: {' '.join(cmd)}")
+    s = json.load(open(os.path.join(a.out, "summary.json")))
+    steps, t = s["steps"], s["time.steps"]
+    print(json.dumps({"peer": "sgmcmc-bpmf", "version": "sgmcmc " + subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True).stdout.strip(), "sampler": "sghmc",
+                      "settings": "configs/movielens_small_sghmc.yaml, data.fold=0, prior.hyperprior=none, eta = 6.4e-5, a = 0.05",
+                      "seed": a.seed, "threads": a.threads, "device": a.device, "steps": steps, "batch": 4000,
+                      "step_seconds": t, "steps_per_second": steps / t, "samples": s.get("samples"),
+                      "test_rmse": s.get("test_rmse"), "dataset": s.get("dataset")}), flush=True)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,61 @@ def build(by, device, header):
     out += lines_best
     if lines_best:
         out.append("")
+    floors = [("torch", "PyTorch 2.x (ATen's CPU BLAS)", ["torch-compile-step-sghmc", "torch-eager-sghmc", "posteriors-baoa"]),
+              ("jax", "JAX (XLA's CPU dot)", ["blackjax-sghmc-ordered", "blackjax-sghmc"]),
+              ("sgmcmc", "sgmcmc (bench_step's floor: its own products)", ["sgmcmc-sghmc"])]
+    frows = []
+    for lib, name, steps in floors:
+        fr = by.get("floor-" + lib)
+        if not fr:
+            continue
+        rates = sum((d.get("products_steps_per_second") or d.get("floor_steps_per_s") or [] for d in fr), [])
+        if not rates:
+            continue
+        fm = st.median(rates)
+        cells = []
+        for lab in steps:
+            if by.get(lab):
+                sm = st.median([d["steps_per_second"] for d in by[lab]])
+                cells.append(f"`{lab}` {sm:.0f} steps/s = {100 * sm / fm:.0f} %")
+        extra = ""
+        if lib == "sgmcmc":
+            ss = sum((d.get("step_steps_per_s") or [] for d in fr), [])
+            if ss:
+                extra = f"; bench_step's step {st.median(ss):.0f} steps/s = {100 * st.median(ss) / fm:.0f} %"
+        frows.append(f"| {name} | {fmt_rate(rates)} | {'; '.join(cells)}{extra} |")
+    if frows:
+        out += ["The App. H.1 step's five matrix products alone (forward X·W1ᵀ+b, H·W2ᵀ+b; backward G2ᵀ·H, G2·W2, "
+                "G1ᵀ·X), in each library, same threads and rounds (`bench/peers/floor_products.py`, bench/floors.sh's "
+                "floor), against the SGHMC steps of the rows on that library (medians):", "",
+                "| library | products alone, steps/s (min / median / max) | step ÷ products |", "| --- | ---: | --- |"]
+        out += frows
+        out.append("")
+    bp = [("bpmf-sgmcmc", "**sgmcmc**"), ("bpmf-jax", "JAX + BlackJAX grad_estimator (gathers, scatter-add), sgmcmc's step order"),
+          ("bpmf-posteriors-baoa", "posteriors `sgmcmc.baoa` (torch.func)"), ("bpmf-torch-eager", "PyTorch 2.x loop, eager")]
+    if any(by.get(k) for k, _ in bp):
+        ref = by.get("bpmf-sgmcmc")
+        out += ["BPMF, movielens-small fold 0 (80,004 training ratings; the same split as sgmcmc's), d = 20, batch 4,000, "
+                "SGHMC η = 6.4e-5, a = 0.05, λ = 1 fixed, one sample every 20 steps after the burn-in "
+                "(`bench/peers/bpmf.py`); test RMSE of the averaged prediction, same rule (floor 0.005):", "",
+                "| row | steps/s (min / median / max) | sgmcmc ÷ row (medians) | test RMSE (mean ± sd) | accuracy vs sgmcmc |",
+                "| --- | ---: | ---: | ---: | --- |"]
+        bnotes = []
+        for k, name in bp:
+            rs = by.get(k)
+            if not rs:
+                continue
+            rates = [d["steps_per_second"] for d in rs]
+            rm = [d["test_rmse"] for d in rs]
+            m, sd = mean_sd(rm)
+            ratio, acc = "", "reference"
+            if ref and k != "bpmf-sgmcmc":
+                ratio = f"{st.median([d['steps_per_second'] for d in ref]) / st.median(rates):.2f}×"
+                ok, dm, tol = agrees(rm, [d["test_rmse"] for d in ref], 0.005)
+                acc = f"{'**agrees**' if ok else '**differs**'} (Δ {dm:+.4f}, tol {tol:.4f})"
+            out.append(f"| {name} (`{k}`) | {fmt_rate(rates)} | {ratio} | {m:.4f} ± {sd:.4f} | {acc} |")
+            bnotes.append(f"- `{k}`: {rs[0].get('version', '')}; {rs[0].get('settings', '')}; {rs[0].get('steps')} steps")
+        out += [""] + bnotes + [""]
     if "sghmc" in best and by.get("sgmcmc-sghmc"):
         lab, rate = best["sghmc"]
         s = st.median([d["steps_per_second"] for d in by["sgmcmc-sghmc"]])
