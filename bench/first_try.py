@@ -5,6 +5,8 @@
    (TorchScript, tensors file), README's snippet: `sampler: {name: sghmc}`, every other key at its default.
 2. A small regression MLP (one hidden layer of 50 ReLU units) on Boston housing, `sampler: {name: sghmc}`.
 3. App. H.1 (configs/mnist_bnn_sghmc.yaml) for 100 epochs with sampler.lr: auto against the shipped lr.
+4. The tuned Boston config (configs/boston_uci_sghmc.yaml, lr 3e-6 chosen by a sweep on validation RMSE)
+   with sampler.lr: auto against its own lr, on splits 0-4 (`--only boston_tuned`).
 Prints one line per run: exit code, the chosen lr, test error / RMSE and NLL, the health verdict.
 
 usage: /usr/bin/python3 bench/first_try.py [--sgmcmc build/sgmcmc] [--work /tmp/first_try] [--only cnn,boston,h1]
@@ -74,7 +76,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sgmcmc", default="build/sgmcmc")
     ap.add_argument("--work", default="/tmp/first_try")
-    ap.add_argument("--only", default="cnn,boston,h1")
+    ap.add_argument("--only", default="cnn,boston,h1,boston_tuned")
     a = ap.parse_args()
     only = a.only.split(",")
     os.makedirs(a.work, exist_ok=True)
@@ -101,6 +103,11 @@ def main():
         sets = [f"data.dir={FMNIST}", "train.epochs=100"]
         run(a.sgmcmc, shipped, a.work, "h1_shipped", sets)
         run(a.sgmcmc, shipped, a.work, "h1_auto", sets + ["sampler.lr=auto"])
+    if "boston_tuned" in only:
+        tuned = open("configs/boston_uci_sghmc.yaml").read()
+        for split in range(5):
+            run(a.sgmcmc, tuned, a.work, f"boston_tuned_{split}", [f"data.split={split}"])
+            run(a.sgmcmc, tuned, a.work, f"boston_auto_{split}", [f"data.split={split}", "sampler.lr=auto"])
 
 
 if __name__ == "__main__":

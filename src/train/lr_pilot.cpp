@@ -40,7 +40,7 @@ nlohmann::ordered_json LrChoice::to_json() const {
   return {{"lr", lr}, {"why", why}, {"steps_per_trial", steps_per_trial}, {"seconds", seconds}, {"trials", t}};
 }
 
-int64_t pilot_steps(int64_t steps_per_epoch) { return std::clamp<int64_t>(2 * steps_per_epoch, 100, 400); }
+int64_t pilot_steps(int64_t total_steps) { return std::clamp<int64_t>(total_steps / 50, 100, 1000); }
 
 LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps) {
   LrTrial t;
@@ -66,16 +66,25 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
                       s.gen_dev);
     runner.use_model_backward(s.config.train.backward == "auto");
     const int64_t n = std::min<int64_t>(steps, std::max<int64_t>(s.plan.total_steps, 1));
+    Evaluator eval(s.dm.data, s.config.train.eval_batch_size);
+    // The score: the mean validation NLL of the iterates at 1/2, 3/4 and the end of the trial (one
+    // iterate of a sampler is noisy; three spread over the trial's second half are steadier).
+    double sum = 0;
+    int scored = 0;
     for (int64_t k = 0; k < n; ++k) {
       s.sampler->set_lr(s.schedule->at(k));
       runner.step(batches.next());
       if (k % 25 == 24 && !loss.finite()) return t;  // blown up: unstable
+      if (k + 1 == n / 2 || k + 1 == (3 * n) / 4 || k + 1 == n) {
+        const double nll = eval.metrics(eval.predict(model, val), val, tau_of(model)).at("nll");
+        if (!std::isfinite(nll)) return t;
+        sum += nll;
+        ++scored;
+      }
     }
-    if (!loss.finite()) return t;
-    Evaluator eval(s.dm.data, s.config.train.eval_batch_size);
-    const Metrics m = eval.metrics(eval.predict(model, val), val, tau_of(model));
-    t.val_nll = m.at("nll");
-    t.stable = std::isfinite(t.val_nll);
+    if (!loss.finite() || scored == 0) return t;
+    t.val_nll = sum / scored;
+    t.stable = true;
   } catch (const std::invalid_argument&) {
     throw;  // bad input: not a property of the step size
   } catch (const std::exception&) {
@@ -97,7 +106,7 @@ LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
     if (probe.dm.data.train.size() < 12)
       throw std::invalid_argument(config.source + ": sampler.lr: auto needs a training set of at least 12 examples to "
                                   "score step sizes on (give a number for sampler.lr)");
-    choice.steps_per_trial = pilot_steps(probe.plan.steps_per_epoch);
+    choice.steps_per_trial = pilot_steps(probe.plan.total_steps);
     centre = probe.sampler->lr();
   }
 
@@ -110,36 +119,42 @@ LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
     return tried.emplace(lr, t).first->second;
   };
   auto better = [](const LrTrial& a, const LrTrial& b) { return a.stable && (!b.stable || a.val_nll < b.val_nll); };
-  LrTrial best = trial(centre);
-  // Up by 4 while the score improves (an unstable centre goes down at once), then down by 4.
-  for (double lr = centre * 4; best.stable && choice.trials.size() < 8; lr *= 4) {
-    const LrTrial& t = trial(lr);
-    if (!better(t, best)) break;
-    best = t;
-  }
-  for (double lr = best.lr / 4; choice.trials.size() < 14; lr /= 4) {
-    const LrTrial& t = trial(lr);
-    if (!better(t, best)) {
-      if (best.stable) break;
-      continue;  // nothing stable yet: keep going down
-    }
-    best = t;
+  // A grid of factors of 4 from 4^-5 to 4^2 times the default step (too small a step underfits in the
+  // trial, too large a one is noisy or unstable; the score is not always monotone in between, so the
+  // whole grid is scored), then the best refined by factors of 2.
+  LrTrial best;
+  for (int k = -5; k <= 2; ++k) {
+    const LrTrial& t = trial(centre * std::pow(4.0, k));
+    if (better(t, best)) best = t;
   }
   if (!best.stable)
-    throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size in " +
-                                std::to_string(choice.trials.size()) + " trials down to " +
-                                text(choice.trials.back().lr) + " (check the data, the model and the prior)");
-  for (double lr : {best.lr * 2, best.lr / 2}) {  // refine by factors of 2
+    throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
+                                text(centre * std::pow(4.0, -5)) + " and " + text(centre * 16) +
+                                " (check the data, the model and the prior; or give sampler.lr)");
+  for (double lr : {best.lr * 2, best.lr / 2}) {
     const LrTrial& t = trial(lr);
     if (better(t, best)) best = t;
   }
-  // The stability margin: the next larger step tried was unstable → halve.
-  auto above = tried.upper_bound(best.lr);
-  const bool edge = above != tried.end() && !above->second.stable;
-  choice.lr = edge ? best.lr / 2 : best.lr;
+  // The stability margin: when a larger step within a factor of 4 was unstable, the largest stable
+  // step tried at or below half the best (else half the best): a long run meets more of the gradient
+  // noise than a trial.
+  bool edge = false;
+  double unstable_at = 0;
+  for (auto it = tried.upper_bound(best.lr); it != tried.end() && it->first <= best.lr * 4; ++it)
+    if (!it->second.stable) {
+      edge = true;
+      unstable_at = it->first;
+      break;
+    }
+  choice.lr = best.lr;
+  if (edge) {
+    choice.lr = best.lr / 2;
+    for (auto it = tried.begin(); it != tried.end() && it->first <= best.lr / 2; ++it)
+      if (it->second.stable) choice.lr = it->first;
+  }
   choice.why = "best validation NLL " + text(best.val_nll) + " at " + text(best.lr) + " of " +
                std::to_string(choice.trials.size()) + " trials of " + std::to_string(choice.steps_per_trial) +
-               " steps" + (edge ? "; halved, since " + text(above->first) + " was unstable" : "");
+               " steps" + (edge ? "; " + text(choice.lr) + " chosen, since " + text(unstable_at) + " was unstable" : "");
   choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return choice;
 }

@@ -2,12 +2,13 @@
 // short pilot runs, before the run itself.
 //
 // Each trial starts from the run's own initialisation (same seed), takes `steps` steps of the
-// configured sampler at one step size on the training split, and is scored by the validation NLL of
-// its last iterate (without a validation split, a sixth of the training rows held out for the trials) (a trial whose loss or NLL stops being finite, or whose NLL exceeds the trivial
-// predictor's, counts as unstable). The search brackets the best trial on a grid of factors of 4
-// around the sampler's default step (up while the score improves, then down), refines it by factors
-// of 2, and keeps a stability margin: when the next larger step tried was unstable, the choice is
-// halved, since a long run meets more of the gradient noise than a short pilot. The trials, the choice
+// configured sampler at one step size on the training split, and is scored by the mean validation NLL
+// of its iterates at 1/2, 3/4 and the end of the trial (without a validation split, a sixth of the
+// training rows held out for the trials) (a trial whose loss or NLL stops being finite, or whose NLL exceeds the trivial
+// predictor's, counts as unstable). The search scores a grid of factors of 4
+// from 4^-5 to 4^2 times the sampler's default step, refines the best by factors of 2, and keeps a
+// stability margin: when a step up to 4 times the best was unstable, the choice is the largest stable
+// step at or below half the best, since a long run meets more of the gradient noise than a trial. The trials, the choice
 // and the seconds spent go into summary.json ("lr_auto") and the chosen value into the run's
 // config.yaml, so a resumed run does not search again.
 #pragma once
@@ -38,8 +39,9 @@ struct LrChoice {
   nlohmann::ordered_json to_json() const;
 };
 
-// The pilot's length in steps for a plan of `steps_per_epoch`: two epochs, 100 to 400 steps.
-int64_t pilot_steps(int64_t steps_per_epoch);
+// The pilot's length in steps for a run of `total_steps`: a fiftieth of it, 100 to 1,000 steps (about
+// 10 trials: a fifth of the run at most, a tenth for App. H.1 in full).
+int64_t pilot_steps(int64_t total_steps);
 
 // Runs the search for `config` (its sampler.lr is ignored).
 LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {});
