@@ -5,7 +5,7 @@
 //   c.yaml       a valid tiny config (unless the row replaces it),
 //   data/        a valid tiny IDX data set (plain files; rows may replace or add files),
 //   ratings.dat  a valid tiny ratings file,
-//   out/         a pre-existing "run directory" with out/marker.txt,
+//   out/         a pre-existing run directory (out/.sgmcmc-run) with out/marker.txt,
 // after writing the row's files. The command runs with that directory as its working directory;
 // most train rows pass `--out out --overwrite`, so a binary that removed or wrote the run directory
 // before validating its inputs fails the "untouched" check. Checked per row: the exit status, that
@@ -293,6 +293,10 @@ std::vector<Case> cases() {
       {"--resume with a corrupt checkpoint", {{"out/config.yaml", kGoodConfig}, {"out/checkpoint.pt", "not a zip archive"}},
        "train --resume out --quiet", 2, "out/checkpoint.pt: not a readable checkpoint"},
       {"run directory exists", {}, "train c.yaml --out out --quiet", 2, "out: run directory exists"},
+      {"--overwrite of a directory that is not a run", {{"thesis/ch1.tex", "x\n"}},
+       "train c.yaml --out thesis --overwrite --quiet", 2, "thesis: not a sgmcmc run directory"},
+      {"--out is a regular file", {{"notes.txt", "x\n"}}, "train c.yaml --out notes.txt --overwrite --quiet", 2,
+       "notes.txt: exists and is not a directory"},
       {"extra positional argument", {}, kTrain + " extra.yaml", 2, "unexpected argument 'extra.yaml'"},
       // --- sweep (today's CLI; more rows for sweep files go here) ------------------------------------
       {"sweep: --grid without values", {}, "sweep c.yaml --out out --grid sampler.lr", 2, "sampler.lr"},
@@ -320,6 +324,7 @@ TEST(BadInput, CorpusGivesOneLineErrorsAndTouchesNothing) {
     spit(dir + "/r.yaml", kRatingsConfig);
     spit(dir + "/ratings.dat", good_ratings());
     spit(dir + "/out/marker.txt", "precious results\n");
+    spit(dir + "/out/.sgmcmc-run", "sgmcmc run directory\n");  // a run directory: --overwrite may replace it
     for (const auto& [file, content] : c.files) {
       // An empty content for an existing file means "remove it" (so a .gz variant is found instead).
       if (content.empty() && fs::exists(dir + "/" + file) && !fs::is_directory(dir + "/" + file)) {

@@ -59,4 +59,17 @@ void DivergenceGuard::diverge(int64_t step, double lr, const std::string& what) 
   throw RunDiverged(m.str());
 }
 
+bool DivergenceGuard::is_numeric_error(const std::string& message) {
+  const std::string m = message.substr(0, message.find('\n'));
+  for (const char* needle : {"overflow", "non-finite", "not finite", " nan", "NaN", " inf ", "infinity", "Infinity"})
+    if (m.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+void DivergenceGuard::diverge_on_error(int64_t step, double lr, const c10::Error& error) {
+  const std::string m = error.what_without_backtrace();
+  if (!is_numeric_error(m)) throw error;
+  diverge(step, lr, "non-finite values (" + m.substr(0, m.find('\n')) + ")");
+}
+
 }  // namespace sgmcmc

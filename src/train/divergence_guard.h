@@ -38,6 +38,11 @@ class DivergenceGuard {
 
   [[noreturn]] void diverge(int64_t step, double lr, const std::string& what);
 
+  // A LibTorch error raised by the numbers themselves ("value cannot be converted to type float
+  // without overflow", a non-finite argument): a divergence at `step`. Any other error is rethrown.
+  [[noreturn]] void diverge_on_error(int64_t step, double lr, const c10::Error& error);
+  static bool is_numeric_error(const std::string& message);
+
  private:
   std::string sampler_;
   const OptionMap& options_;
