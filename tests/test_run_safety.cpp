@@ -13,10 +13,13 @@
 #include <regex>
 
 #include "core/atomic_file.h"
+#include "data/csv.h"
+#include "data/load.h"
 #include "core/dir_lock.h"
 #include "error_of.h"
 #include "proc_util.h"
 #include "tiny_idx.h"
+#include "torchscript_fixtures.h"
 #include "train/checkpoint_check.h"
 #include "train/divergence_guard.h"
 
@@ -281,4 +284,61 @@ TEST(RunSafety, LibTorchOverflowIsANumericError) {
   EXPECT_TRUE(DivergenceGuard::is_numeric_error("value cannot be converted to type float without overflow"));
   EXPECT_FALSE(DivergenceGuard::is_numeric_error("Expected all tensors to be on the same device"));
   EXPECT_FALSE(DivergenceGuard::is_numeric_error("PytorchStreamReader failed reading zip archive"));
+}
+
+// --- data: labels against the class count, constant CSV columns ------------------------------------
+
+TEST(RunSafety, LabelsOutsideTheTrainingClassesAreErrorsNamingTheFile) {
+  const std::string dir = temp_dir("safety_labels");
+  write_tiny_idx_dir(dir, 120, 40, 4, /*gzip=*/false);
+  auto cfg = [&] { return build_config(parse_raw_config("data: {dir: " + dir + ", val_size: 0}\nsampler: {name: sgld, lr: 0.1}\n", "l.yaml")).data; };
+  EXPECT_EQ(load_dataset(cfg(), 1).num_classes, 4);
+  // A test label of 200: not a 201-class model, an error naming the test labels' file.
+  torch::Tensor labels = torch::zeros({40}, torch::kUInt8);
+  labels[5] = 200;
+  write_idx(dir + "/t10k-labels-idx1-ubyte", labels, false);
+  std::string err = error_of([&] { load_dataset(cfg(), 1); });
+  EXPECT_EQ(err, dir + "/t10k-labels-idx1-ubyte: label 200 is outside the training labels' classes 0..3");
+  // ... nor a training label of 200 among 0..3.
+  torch::Tensor images, train_labels;
+  make_blobs(120, 4, 11, images, train_labels);
+  train_labels[7] = 200;
+  write_idx(dir + "/train-labels-idx1-ubyte", train_labels.to(torch::kUInt8), false);
+  err = error_of([&] { load_dataset(cfg(), 1); });
+  EXPECT_EQ(err, dir + "/train-labels-idx1-ubyte: label 200 would make 201 classes, of which only 5 occur in the "
+                       "training labels (labels are 0..K-1)");
+  // The tensors format: absurd or negative labels name the file and key.
+  const std::string pt = dir + "/d.pt";
+  auto tensors = [&](const torch::Tensor& ytr, const torch::Tensor& yte) {
+    const std::string out = tensor_dict_bytes({{"x_train", torch::rand({30, 4})}, {"y_train", ytr},
+                                               {"x_test", torch::rand({10, 4})}, {"y_test", yte}});
+    std::ofstream(pt, std::ios::binary) << out;
+    return error_of([&] {
+      load_dataset(build_config(parse_raw_config("data: {format: tensors, path: " + pt + ", val_size: 0}\nsampler: {name: sgld, lr: 0.1}\n", "t.yaml")).data, 1);
+    });
+  };
+  const torch::Tensor ytr = torch::arange(30, torch::kInt64) % 3;
+  EXPECT_EQ(tensors(ytr, torch::arange(10, torch::kInt64) % 3), "");
+  EXPECT_EQ(tensors(ytr, torch::full({10}, 1000000000, torch::kInt64)),
+            pt + ": y_test: label 1000000000 is outside the training labels' classes 0..2");
+  EXPECT_EQ(tensors(ytr, torch::full({10}, -1, torch::kInt64)), pt + ": y_test: label -1 is negative (labels are 0..K-1)");
+  EXPECT_EQ(tensors(torch::full({30}, 1000000000, torch::kInt64), torch::zeros({10}, torch::kInt64)),
+            pt + ": y_train: label 1000000000 is not a class index (labels are 0..K-1, K <= 100000)");
+}
+
+TEST(RunSafety, ConstantCsvColumnsAreDataErrors) {
+  const std::string dir = temp_dir("safety_csv");
+  std::string rows = "a,b,y\n";
+  for (int i = 0; i < 40; ++i) rows += std::to_string(i) + ",5," + std::to_string(i % 7) + "\n";
+  std::ofstream(dir + "/f.csv") << rows;
+  OptionMap o("data");
+  o.set("path", dir + "/f.csv");
+  EXPECT_EQ(error_of([&] { load_csv_dataset(o); }),
+            dir + "/f.csv: column 'b' is constant (every row is 5); drop it (it carries no information)");
+  rows = "a,b,y\n";
+  for (int i = 0; i < 40; ++i) rows += std::to_string(i) + "," + std::to_string(i % 3) + ",2.5\n";
+  std::ofstream(dir + "/t.csv") << rows;
+  o.set("path", dir + "/t.csv");
+  EXPECT_EQ(error_of([&] { load_csv_dataset(o); }),
+            dir + "/t.csv: column 'y' is constant (every row is 2.5); a constant target leaves nothing to learn");
 }
