@@ -266,6 +266,10 @@ std::vector<Case> cases() {
        "train-labels-idx1-ubyte: count mismatch: 59 labels but 60 images"},
       {"labels with 3 dimensions", {{kTrainLabels, idx({60, 1, 1}, 60)}}, kTrain, 2,
        "train-labels-idx1-ubyte: expected 1 dimension for labels, got 3"},
+      {"test label beyond the training labels' classes", {{"data/t10k-labels-idx1-ubyte", idx({20}, 20)}}, kTrain, 2,
+       "t10k-labels-idx1-ubyte: label 7 is outside the training labels' classes 0..3"},
+      {"training labels that skip most classes", {{kTrainLabels, idx({60}, 60)}}, kTrain, 2,
+       "train-labels-idx1-ubyte: label 7 would make 8 classes, of which only 1 occur"},
       {"test images of another size", {{kTestImages, idx({20, 8, 8}, 20 * 64)}}, kTrain, 2,
        "train images are 16x16 but test images are 8x8"},
       // --- ratings files -----------------------------------------------------------------------------
