@@ -149,6 +149,22 @@ std::string first_chain_difference(const std::string& checkpoint_yaml, const std
   return "";
 }
 
+std::string first_config_difference(const std::string& a_yaml, const std::string& b_yaml, std::string* what) {
+  const auto a = flatten(a_yaml), b = flatten(b_yaml);
+  for (const auto& [k, v] : a) {
+    auto it = std::find_if(b.begin(), b.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it != b.end() && it->second == v) continue;
+    if (what) *what = v + " -> " + (it == b.end() ? std::string("(unset)") : it->second);
+    return k;
+  }
+  for (const auto& [k, v] : b)
+    if (std::find_if(a.begin(), a.end(), [&](const auto& kv) { return kv.first == k; }) == a.end()) {
+      if (what) *what = "(unset) -> " + v;
+      return k;
+    }
+  return "";
+}
+
 void check_checkpoint_state(const std::string& file, const torch::Tensor& counters, const std::vector<double>& lambda,
                             const torch::Tensor& perm, int64_t train_size, int64_t steps_per_epoch, int64_t chains) {
   auto bad = [&](const std::string& what) {

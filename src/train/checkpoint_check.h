@@ -43,6 +43,9 @@ bool resume_may_set(const std::string& key);
 std::string first_chain_difference(const std::string& checkpoint_yaml, const std::string& run_yaml,
                                    const std::vector<std::string>& set_keys, std::string* what = nullptr);
 
+// The first key whose value differs between two configs' YAML (every key counts), "" when none.
+std::string first_config_difference(const std::string& a_yaml, const std::string& b_yaml, std::string* what = nullptr);
+
 // The counters [step, position in the epoch, samples, metrics rows, steps in the loss], the prior
 // precisions and the data order (undefined when the checkpoint has none) against the run's sizes;
 // std::invalid_argument naming `file` and what is wrong.
