@@ -47,7 +47,8 @@ RunSummary TrainingRun::already_finished() const {
   s.run_dir = dir_.path().string();
   s.finished = true;
   s.rank = dist_.rank();
-  for (const auto& [k, v] : read_summary(dir_.file("summary.json")).items())
+  const nlohmann::json summary = read_summary(dir_.file("summary.json"));
+  for (const auto& [k, v] : summary.items())
     if (v.is_number()) s.values[k] = v.get<double>();
   if (dir_.writes_run_files())
     std::cout << cfg_.name << ": already finished at step " << step_
