@@ -342,3 +342,23 @@ TEST(RunSafety, ConstantCsvColumnsAreDataErrors) {
   EXPECT_EQ(error_of([&] { load_csv_dataset(o); }),
             dir + "/t.csv: column 'y' is constant (every row is 2.5); a constant target leaves nothing to learn");
 }
+
+// App. H.1's config with a step size 5·10^6 times too large: LibTorch's own "value cannot be converted
+// to type float without overflow" inside the step is the divergence path (exit 3, summary.json), not
+// a run-time failure without a summary.
+TEST(RunSafety, HugeStepOnAppH1IsADivergence) {
+  const std::string data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data + "/train-images-idx3-ubyte") && !fs::exists(data + "/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << data << " not here";
+  const std::string dir = temp_dir("safety_huge_step");
+  const std::string out = dir + "/run";
+  EXPECT_EQ(run({"train", std::string(SGMCMC_SOURCE_DIR) + "/configs/mnist_bnn_sghmc.yaml", "--out", out, "--quiet",
+                 "--set", "data.dir=" + data, "--set", "sampler.lr=10", "--set", "train.epochs=3", "--set",
+                 "train.burn_in=1", "--set", "train.threads=1"},
+                dir + "/a"),
+            3);
+  const std::string err = read_text(dir + "/a.err");
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("run diverged at step "), std::string::npos) << err;
+  EXPECT_NE(read_text(out + "/summary.json").find("\"diverged\": true"), std::string::npos);
+}

@@ -66,9 +66,11 @@ bool DivergenceGuard::is_numeric_error(const std::string& message) {
   return false;
 }
 
-void DivergenceGuard::diverge_on_error(int64_t step, double lr, const c10::Error& error) {
-  const std::string m = error.what_without_backtrace();
-  if (!is_numeric_error(m)) throw error;
+void DivergenceGuard::diverge_on_error(int64_t step, double lr, const std::exception& error) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string m = c10_error ? c10_error->what_without_backtrace() : error.what();
+  if (dynamic_cast<const RunDiverged*>(&error) || dynamic_cast<const RunInterrupted*>(&error) || !is_numeric_error(m))
+    throw;  // the exception being handled, unchanged
   diverge(step, lr, "non-finite values (" + m.substr(0, m.find('\n')) + ")");
 }
 

@@ -178,7 +178,10 @@ RunSummary TrainingRun::run() {
     }
     signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
     console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
-  } catch (const c10::Error& e) {  // the Gibbs step, a sample or an evaluation overflowed (DivergenceGuard)
+  } catch (const c10::Error& e) {
+    console_.clear();
+    guard_.diverge_on_error(step_, s_.sampler->lr(), e);
+  } catch (const std::runtime_error& e) {  // the Gibbs step, a sample or an evaluation overflowed (DivergenceGuard)
     console_.clear();
     guard_.diverge_on_error(step_, s_.sampler->lr(), e);
   }
@@ -199,7 +202,10 @@ void TrainingRun::step() {
   if (s_.schedule->has_stages()) s_.sampler->set_temperature(s_.schedule->sampling(step_) ? temperature_ : 0.0);
   try {
     steps_.step(idx);
-  } catch (const c10::Error& e) {  // e.g. a step size so large that a float overflows inside LibTorch
+  } catch (const c10::Error& e) {
+    console_.clear();
+    guard_.diverge_on_error(step_ + 1, s_.sampler->lr(), e);
+  } catch (const std::runtime_error& e) {  // e.g. a step so large that a float overflows inside LibTorch
     console_.clear();
     guard_.diverge_on_error(step_ + 1, s_.sampler->lr(), e);
   }
