@@ -66,6 +66,8 @@ TEST(ShippedConfigs, EachRunsAFewSteps) {
   }
   ASSERT_GE(jobs.size() + skipped.size(), 30u);
   for (const auto& s : skipped) std::cout << "[ skipped  ] " << s << " (data not here)\n";
+  std::cout << std::flush;
+  std::fflush(stdout);  // the children must not inherit (and write out) a buffered copy
   // Two at a time, from the repository root.
   std::map<pid_t, size_t> running;
   std::vector<int> status(jobs.size(), -1);
