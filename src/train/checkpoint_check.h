@@ -30,7 +30,8 @@ void add_checksum(torch::serialize::OutputArchive& ar);
 void verify_checksum(torch::serialize::InputArchive& ar, const std::string& file);
 
 // Keys whose change on --resume does not alter the chain (always allowed): train.epochs / train.steps
-// (extending the run), the evaluation cadence and threads, output.*, kernels.*, the run's name.
+// (extending the run), the evaluation cadence and threads, output.*, kernels.*, the run's name,
+// distributed.init / backend / timeout_s (a new rendezvous for the resumed ranks).
 bool resume_may_change(const std::string& key);
 // Keys a --set on --resume may change deliberately (the dynamics from here on: a smaller step size
 // after a divergence), beside resume_may_change: sampler.*, schedule.*, device and the step's
