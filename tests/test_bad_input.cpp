@@ -5,7 +5,7 @@
 //   c.yaml       a valid tiny config (unless the row replaces it),
 //   data/        a valid tiny IDX data set (plain files; rows may replace or add files),
 //   ratings.dat  a valid tiny ratings file,
-//   out/         a pre-existing "run directory" with out/marker.txt,
+//   out/         a pre-existing run directory (out/.sgmcmc-run) with out/marker.txt,
 // after writing the row's files. The command runs with that directory as its working directory;
 // most train rows pass `--out out --overwrite`, so a binary that removed or wrote the run directory
 // before validating its inputs fails the "untouched" check. Checked per row: the exit status, that
@@ -266,6 +266,10 @@ std::vector<Case> cases() {
        "train-labels-idx1-ubyte: count mismatch: 59 labels but 60 images"},
       {"labels with 3 dimensions", {{kTrainLabels, idx({60, 1, 1}, 60)}}, kTrain, 2,
        "train-labels-idx1-ubyte: expected 1 dimension for labels, got 3"},
+      {"test label beyond the training labels' classes", {{"data/t10k-labels-idx1-ubyte", idx({20}, 20)}}, kTrain, 2,
+       "t10k-labels-idx1-ubyte: label 7 is outside the training labels' classes 0..3"},
+      {"training labels that skip most classes", {{kTrainLabels, idx({60}, 60)}}, kTrain, 2,
+       "train-labels-idx1-ubyte: label 7 would make 8 classes, of which only 1 occur"},
       {"test images of another size", {{kTestImages, idx({20, 8, 8}, 20 * 64)}}, kTrain, 2,
        "train images are 16x16 but test images are 8x8"},
       // --- ratings files -----------------------------------------------------------------------------
@@ -293,6 +297,10 @@ std::vector<Case> cases() {
       {"--resume with a corrupt checkpoint", {{"out/config.yaml", kGoodConfig}, {"out/checkpoint.pt", "not a zip archive"}},
        "train --resume out --quiet", 2, "out/checkpoint.pt: not a readable checkpoint"},
       {"run directory exists", {}, "train c.yaml --out out --quiet", 2, "out: run directory exists"},
+      {"--overwrite of a directory that is not a run", {{"thesis/ch1.tex", "x\n"}},
+       "train c.yaml --out thesis --overwrite --quiet", 2, "thesis: not a sgmcmc run directory"},
+      {"--out is a regular file", {{"notes.txt", "x\n"}}, "train c.yaml --out notes.txt --overwrite --quiet", 2,
+       "notes.txt: exists and is not a directory"},
       {"extra positional argument", {}, kTrain + " extra.yaml", 2, "unexpected argument 'extra.yaml'"},
       // --- sweep (today's CLI; more rows for sweep files go here) ------------------------------------
       {"sweep: --grid without values", {}, "sweep c.yaml --out out --grid sampler.lr", 2, "sampler.lr"},
@@ -320,6 +328,7 @@ TEST(BadInput, CorpusGivesOneLineErrorsAndTouchesNothing) {
     spit(dir + "/r.yaml", kRatingsConfig);
     spit(dir + "/ratings.dat", good_ratings());
     spit(dir + "/out/marker.txt", "precious results\n");
+    spit(dir + "/out/.sgmcmc-run", "sgmcmc run directory\n");  // a run directory: --overwrite may replace it
     for (const auto& [file, content] : c.files) {
       // An empty content for an existing file means "remove it" (so a .gz variant is found instead).
       if (content.empty() && fs::exists(dir + "/" + file) && !fs::is_directory(dir + "/" + file)) {

@@ -8,6 +8,8 @@ namespace sgmcmc {
 
 int cmd_list(int argc, char** argv);
 int cmd_train(int argc, char** argv);
+// glog's and c10's log levels raised to FATAL (quiet_logs.cpp), unless GLOG_minloglevel / GLOG_v is set.
+void quiet_library_logs();
 int cmd_predict(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);  // src/cli/simulate.cpp
 int cmd_sweep(int argc, char** argv);

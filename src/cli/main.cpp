@@ -30,6 +30,7 @@ void usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
   sgmcmc::ensure_short_openmp_spin(argv);
+  sgmcmc::quiet_library_logs();  // LibTorch's and Gloo's glog lines are not part of an error's one line
   if (argc < 2) {
     usage(std::cerr);
     return 2;

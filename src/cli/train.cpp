@@ -133,6 +133,7 @@ ExperimentConfig resume_config(const cxxopts::ParseResult& r, const std::vector<
   if (r.count("out")) throw std::invalid_argument("--out cannot be combined with --resume (the run directory is DIR)");
   ro.resume = true;
   ro.out_dir = r["resume"].as<std::string>();
+  for (const auto& a : sets) ro.set_keys.push_back(a.substr(0, a.find('=')));
   std::string cfg = (std::filesystem::path(ro.out_dir) / "config.yaml").string();
   if (!std::filesystem::exists(cfg)) throw std::invalid_argument(ro.out_dir + ": not a run directory (no config.yaml)");
   return load_config(cfg, sets);

@@ -29,11 +29,31 @@ void fsync_dir(const std::string& dir) {
 void replace_file_atomic(const std::string& path, const std::function<void(const std::string& tmp)>& write) {
   namespace fs = std::filesystem;
   const std::string tmp = path + ".tmp";
-  write(tmp);
-  fsync_path(tmp);
+  // A failed write (ENOSPC, EIO, a quota, a throwing callback) leaves no .tmp behind: the target is
+  // untouched and the error names the file.
+  auto discard = [&] {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+  };
+  try {
+    write(tmp);
+    fsync_path(tmp);
+  } catch (const std::exception& e) {
+    discard();
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    if (what.find(tmp) != std::string::npos || what.find(path) != std::string::npos) throw std::runtime_error(what);
+    throw std::runtime_error(path + ": cannot write (" + what + ")");
+  } catch (...) {
+    discard();
+    throw;
+  }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": cannot rename " + tmp + " over it (" + ec.message() + ")");
+  if (ec) {
+    discard();
+    throw std::runtime_error(path + ": cannot rename " + tmp + " over it (" + ec.message() + ")");
+  }
   fsync_dir(fs::path(path).parent_path().string());
 }
 

@@ -168,6 +168,16 @@ Dataset load_csv_dataset(const CsvOptions& o, const std::string& where) {
   if (c < 2) throw std::invalid_argument(o.path() + ": need at least one feature column and a target column");
   const int64_t ti = target_column(t, o, where);
   const RowSplit rows = split_rows(n, o, where);
+  // A constant column carries nothing (a feature) or leaves nothing to learn (the target): one line
+  // naming it, not a run that diverges on a zero-variance target.
+  for (int64_t j = 0; j < c; ++j) {
+    const auto col = t.values.select(1, j);
+    if (col.max().item<double>() == col.min().item<double>())
+      throw std::invalid_argument(o.path() + ": column '" + t.columns[j] + "' is constant (every row is " +
+                                  number_text(col[0].item<double>()) + ")" +
+                                  (j == ti ? "; a constant target leaves nothing to learn"
+                                           : "; drop it (it carries no information)"));
+  }
 
   std::vector<int64_t> feat;
   for (int64_t j = 0; j < c; ++j)
@@ -179,7 +189,9 @@ Dataset load_csv_dataset(const CsvOptions& o, const std::string& where) {
   sd = torch::where(sd > 0, sd, torch::ones_like(sd));  // constant columns stay centred
   const double ymu = ytr.mean().item<double>();
   double ysd = ytr.std(/*unbiased=*/false).item<double>();
-  if (!(ysd > 0)) ysd = 1.0;
+  if (!(ysd > 0))
+    throw std::invalid_argument(o.path() + ": column '" + t.columns[ti] + "' (the target) is constant on the training split (" +
+                                number_text(ymu) + "); a constant target leaves nothing to learn");
   auto make = [&](const torch::Tensor& r) {
     Batch b;
     b.inputs = ((X.index_select(0, r) - mu) / sd).to(torch::kFloat32);

@@ -6,6 +6,7 @@
 #include "data/csv.h"
 #include "data/idx.h"
 #include "data/kfold.h"
+#include "data/labels.h"
 #include "data/ood.h"
 #include "data/ratings.h"
 #include "data/splits.h"
@@ -59,8 +60,10 @@ Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
   const std::string where = where_of(config);
   if (!std::filesystem::is_directory(dir))
     throw std::invalid_argument(where + ".dir: '" + dir + "' is not a directory");
-  auto train = read_idx_images(find_idx_file(dir, "train-images-idx3-ubyte"), find_idx_file(dir, "train-labels-idx1-ubyte"));
-  auto test = read_idx_images(find_idx_file(dir, "t10k-images-idx3-ubyte"), find_idx_file(dir, "t10k-labels-idx1-ubyte"));
+  const std::string train_labels = find_idx_file(dir, "train-labels-idx1-ubyte");
+  const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
+  auto train = read_idx_images(find_idx_file(dir, "train-images-idx3-ubyte"), train_labels);
+  auto test = read_idx_images(find_idx_file(dir, "t10k-images-idx3-ubyte"), test_labels);
   if (train.images.size(1) != test.images.size(1) || train.images.size(2) != test.images.size(2))
     throw std::invalid_argument(dir + ": train images are " + std::to_string(train.images.size(1)) + "x" +
                                 std::to_string(train.images.size(2)) + " but test images are " +
@@ -80,9 +83,8 @@ Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
   ds.train = tr;
   ds.val = val;
   ds.test = take_first(to_batch(test), config.test_limit);
-  int64_t max_label = std::max(train.labels.max().item<int64_t>(), test.labels.size(0) ? test.labels.max().item<int64_t>() : 0);
-  if (train.labels.min().item<int64_t>() < 0) throw std::invalid_argument(dir + ": negative label");
-  ds.num_classes = max_label + 1;
+  ds.num_classes = class_count(train.labels, train_labels);  // the training labels decide (data/labels.h)
+  check_labels(test.labels, ds.num_classes, test_labels);
   const int64_t h = train.images.size(1), w = train.images.size(2);
   ds.dims = {{"channels", 1}, {"height", h}, {"width", w}, {"features", h * w}, {"classes", ds.num_classes}};
   ds.description = std::filesystem::path(dir).filename().string() + " (idx): " + std::to_string(ds.train.size()) +

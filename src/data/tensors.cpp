@@ -1,5 +1,7 @@
 #include "data/tensors.h"
 
+#include "data/labels.h"
+
 #include <torch/serialize.h>
 
 #include <filesystem>
@@ -156,10 +158,10 @@ Dataset load_tensors_dataset(const TensorsOptions& o, int64_t val_size, uint64_t
     ds.dims["width"] = trailing[2];
   }
   if (o.task == Task::kClassification) {
-    int64_t max_label = 0;
-    for (const Batch* b : {&ds.train, &ds.val, &ds.test})
-      if (b->size() > 0) max_label = std::max(max_label, b->targets.max().item<int64_t>());
-    ds.num_classes = max_label + 1;
+    // The training labels decide the class count; the other splits' labels must be among them (data/labels.h).
+    ds.num_classes = class_count(ds.train.targets, o.path + ": y_train");
+    check_labels(ds.val.targets, ds.num_classes, o.path + (f.has("y_val") ? ": y_val" : ": y_train"));
+    check_labels(ds.test.targets, ds.num_classes, o.path + ": y_test");
     ds.dims["classes"] = ds.num_classes;
   }
   ds.description = description(o.path, ds);

@@ -2,7 +2,9 @@
 // processes, and the outcomes with summary.csv / summary.md rewritten as runs finish.
 #include "sweep/sweep_runner.h"
 
+#include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <cstring>
@@ -339,18 +341,62 @@ std::vector<std::string> child_args(const Plan& plan, const SweepOptions& opt, s
 }
 
 // Starts `args` with stdout and stderr to `logfile`; returns the pid, or 0 with `error` set.
+// The child runs in its own process group (a Ctrl-C at the terminal reaches the sweep alone, which
+// forwards it once: a second SIGINT would kill a run before its checkpoint) and dies with the sweep
+// (PR_SET_PDEATHSIG: SIGTERM, so it writes its checkpoint). Between fork and exec only
+// async-signal-safe calls.
 pid_t spawn_logged(const std::vector<std::string>& args, const std::string& logfile, int& error) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, logfile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  error = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  return error == 0 ? pid : 0;
+  const pid_t parent = ::getpid();
+  int status_pipe[2];  // the exec's errno, or EOF on a successful exec (O_CLOEXEC)
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    error = errno;
+    return 0;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    error = errno;
+    ::close(status_pipe[0]);
+    ::close(status_pipe[1]);
+    return 0;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(143);  // the sweep died before prctl took effect
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    const int fd = ::open(logfile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      if (fd > 2) ::close(fd);
+    }
+    ::execve(args[0].c_str(), argv.data(), environ);
+    const int err = errno;
+    (void)!::write(status_pipe[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  ::close(status_pipe[1]);
+  int child_errno = 0;
+  ssize_t n;
+  while ((n = ::read(status_pipe[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(status_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    error = child_errno;
+    return 0;
+  }
+  error = 0;
+  return pid;
 }
 
 // "" for exit status 0; else "exit code N" / "killed by signal N", then the log's last line.
@@ -369,17 +415,28 @@ class ChildPool {
   ChildPool(const Plan& plan, const SweepOptions& opt, Recorder& rec, std::ostream& log)
       : plan_(plan), opt_(opt), rec_(rec), log_(log), slot_busy_(plan.jobs, false) {}
 
+  // SIGINT / SIGTERM to the sweep: no new runs, the signal forwarded once to every running child
+  // (each writes its checkpoint and exits 130 / 143), all of them waited for, then RunInterrupted.
   void run_all() {
     fs::create_directories(plan_.out / "logs");
     size_t next = 0;
     while (true) {
+      const int sig = signals::pending();
+      if (sig != 0 && !forwarded_) {
+        for (const Child& c : running_) ::kill(c.pid, sig);
+        forwarded_ = true;
+      }
       while (next < plan_.runs.size() && plan_.states[next] == "done") ++next;
-      if (next < plan_.runs.size() && static_cast<int>(running_.size()) < plan_.jobs) {
+      if (sig == 0 && next < plan_.runs.size() && static_cast<int>(running_.size()) < plan_.jobs) {
         start(next++);
         continue;
       }
       if (running_.empty() || !wait_one()) break;
     }
+    if (const int sig = signals::pending())
+      throw RunInterrupted("interrupted by " + signals::signal_name(sig) +
+                               "; the runs' checkpoints are written (continue with the same sgmcmc sweep command)",
+                           sig);
   }
 
  private:
@@ -407,8 +464,13 @@ class ChildPool {
   // Waits for a child to end and records it; false when there is nothing to wait for.
   bool wait_one() {
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) return false;
+    pid_t pid = 0;
+    // Polled, so that a signal (the handler restarts a blocking waitpid: SA_RESTART) is forwarded at once.
+    while ((pid = waitpid(-1, &status, WNOHANG)) == 0) {
+      if (signals::pending() != 0 && !forwarded_) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (pid < 0) return errno == EINTR;
     auto it = std::find_if(running_.begin(), running_.end(), [&](const Child& c) { return c.pid == pid; });
     if (it == running_.end()) return true;
     const Child c = *it;
@@ -424,6 +486,7 @@ class ChildPool {
   std::ostream& log_;
   std::vector<Child> running_;
   std::vector<bool> slot_busy_;
+  bool forwarded_ = false;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "compat.h"
 #include "runtime/cpu.h"
+#include "train/checkpoint_check.h"
 #include "train/model_io.h"
 #include "train/training_run.h"
 
@@ -32,6 +33,8 @@ void TrainingRun::save_checkpoint() const {
   predictive_.save(ar);
   trace_.save(ar);
   if (dist_.active()) ar.write("world_size", torch::tensor(static_cast<int64_t>(dist_.world_size())), true);
+  ar.write(kConfigKey, c10::IValue(to_yaml(cfg_)));  // compared on --resume (checkpoint_check.h)
+  add_checksum(ar);
   dir_.write_checkpoint([&](const std::string& tmp) { ar.save_to(tmp); });
 }
 
@@ -43,6 +46,8 @@ void TrainingRun::load_checkpoint(const std::string& file) {
     std::string what = ex.what_without_backtrace();
     throw std::invalid_argument(file + ": not a readable checkpoint (" + what.substr(0, what.find('\n')) + ")");
   }
+  verify_checksum(ar, file);
+  check_resumed_config(ar, file);
   torch::Tensor world;  // written by distributed runs only
   const int64_t written_by = ar.try_read("world_size", world, true) ? world.item<int64_t>() : 1;
   if (written_by != dist_.world_size())
@@ -63,6 +68,10 @@ void TrainingRun::load_checkpoint(const std::string& file) {
   compat::set_generator_state(s_.gen_dev, rd("gen_dev", true).cpu());
   compat::set_generator_state(s_.gen_cpu, rd("gen_cpu", true).cpu());
   t = rd("counters", true).cpu();
+  torch::Tensor perm;
+  ar.try_read("perm", perm, true);
+  check_checkpoint_state(file, t, s_.prior->precisions(), perm, s_.plan.train_size, s_.plan.steps_per_epoch,
+                         model_.chains());
   step_ = t[0].item<int64_t>();
   rows_at_resume_ = t[3].item<int64_t>();
   wall_before_ = rd("wall", true).item<double>();

@@ -1,5 +1,9 @@
 #include "train/distributed_run.h"
 
+#include <cstring>
+
+#include "train/checkpoint_check.h"
+
 #include <algorithm>
 #include <climits>
 #include <filesystem>
@@ -127,7 +131,35 @@ DistributedRun join_distributed(const ExperimentConfig& config, const std::strin
   }
   check_distributed_config(config, env.world_size);
   if (!resume_dir.empty()) check_resume_world_size(resume_dir, env.world_size);
-  return DistributedRun(join_process_group(env, o, config.device), o);
+  DistributedRun run(join_process_group(env, o, config.device), o);
+  check_same_config(run, config);
+  return run;
+}
+
+// Every rank's config (to_yaml) gathered on every rank and compared with rank 0's: a rank started
+// with another config (or other --set values) stops every rank with the same one-line error.
+void check_same_config(DistributedRun& run, const ExperimentConfig& config) {
+  if (!run.active()) return;
+  const std::string mine = to_yaml(config);
+  const auto lengths = run.comm().all_gather(torch::tensor({static_cast<int64_t>(mine.size())}, torch::kInt64));
+  int64_t longest = 0;
+  for (const auto& l : lengths) longest = std::max(longest, l.item<int64_t>());
+  torch::Tensor bytes = torch::zeros({longest}, torch::kUInt8);
+  std::memcpy(bytes.data_ptr(), mine.data(), mine.size());
+  const auto all = run.comm().all_gather(bytes);
+  auto text = [&](size_t r) {
+    return std::string(static_cast<const char*>(all[r].data_ptr()), static_cast<size_t>(lengths[r].item<int64_t>()));
+  };
+  const std::string root = text(0);
+  for (size_t r = 1; r < all.size(); ++r) {
+    const std::string other = text(r);
+    if (other == root) continue;
+    std::string what;
+    const std::string key = first_config_difference(root, other, &what);
+    throw std::invalid_argument("distributed launch: rank " + std::to_string(r) + "'s config differs from rank 0's at " +
+                                (key.empty() ? std::string("(formatting)") : key) + " (" + what +
+                                "); start every rank with the same config and --set values");
+  }
 }
 
 uint64_t rank_seed(uint64_t seed, int rank) {

@@ -89,6 +89,9 @@ uint64_t rank_seed(uint64_t seed, int rank);
 
 // Checks `config` against a launch of `world_size` processes (data mode: one chain, a batch that
 // splits evenly, no whole-step graph); std::invalid_argument "<config>: <key>: ..." otherwise.
+// Every rank's config against rank 0's (all ranks gather every config): a difference is
+// std::invalid_argument naming the rank and the first differing key, on every rank.
+void check_same_config(DistributedRun& run, const ExperimentConfig& config);
 void check_distributed_config(const ExperimentConfig& config, int world_size);
 
 // Before resuming a run with `world_size` processes: refuses checkpoints written by another number

@@ -59,4 +59,19 @@ void DivergenceGuard::diverge(int64_t step, double lr, const std::string& what) 
   throw RunDiverged(m.str());
 }
 
+bool DivergenceGuard::is_numeric_error(const std::string& message) {
+  const std::string m = message.substr(0, message.find('\n'));
+  for (const char* needle : {"overflow", "non-finite", "not finite", " nan", "NaN", " inf ", "infinity", "Infinity"})
+    if (m.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+void DivergenceGuard::diverge_on_error(int64_t step, double lr, const std::exception& error) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string m = c10_error ? c10_error->what_without_backtrace() : error.what();
+  if (dynamic_cast<const RunDiverged*>(&error) || dynamic_cast<const RunInterrupted*>(&error) || !is_numeric_error(m))
+    throw;  // the exception being handled, unchanged
+  diverge(step, lr, "non-finite values (" + m.substr(0, m.find('\n')) + ")");
+}
+
 }  // namespace sgmcmc

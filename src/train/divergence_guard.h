@@ -38,6 +38,12 @@ class DivergenceGuard {
 
   [[noreturn]] void diverge(int64_t step, double lr, const std::string& what);
 
+  // Called from a handler: a LibTorch error raised by the numbers themselves ("value cannot be
+  // converted to type float without overflow", which c10 throws as std::runtime_error, or a c10::Error
+  // about non-finite values) is a divergence at `step`; anything else is rethrown as it is.
+  [[noreturn]] void diverge_on_error(int64_t step, double lr, const std::exception& error);
+  static bool is_numeric_error(const std::string& message);
+
  private:
   std::string sampler_;
   const OptionMap& options_;

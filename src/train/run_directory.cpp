@@ -6,6 +6,7 @@
 
 #include "train/model_io.h"
 #include "core/atomic_file.h"
+#include "core/dir_lock.h"
 #include "core/remove_tree.h"
 #include "core/json_file.h"
 
@@ -20,6 +21,12 @@ std::string default_run_dir(const std::string& name) {
   return (fs::path("runs") / (name + "-" + buf)).string();
 }
 
+bool is_run_directory(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / kRunMarker, ec) ||
+         (fs::is_regular_file(dir / "config.yaml", ec) && fs::is_regular_file(dir / "metrics.csv", ec));
+}
+
 RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string& config_dir, const std::string& name,
                                    bool resume, bool overwrite, int rank, int world_size) {
   RunDirectory d;
@@ -27,18 +34,27 @@ RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string
   d.world_ = world_size;
   d.dir_ = !out_dir.empty() ? fs::path(out_dir) : !config_dir.empty() ? fs::path(config_dir) : fs::path(default_run_dir(name));
   const fs::path& dir = d.dir_;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dir, ec)) && !fs::is_directory(dir, ec))
+    throw std::invalid_argument(dir.string() + ": exists and is not a directory");
   if (resume) {
     if (!fs::exists(d.checkpoint_path()) && !(world_size > 1 && fs::exists(d.previous_checkpoint_path())))
       throw std::invalid_argument(dir.string() + ": cannot resume, no " + d.checkpoint_path().filename().string() +
                                   " in the run directory");
-  } else if (fs::exists(dir) && !(fs::is_directory(dir) && fs::is_empty(dir))) {
+  } else if (fs::exists(dir) && !fs::is_empty(dir)) {
     if (!overwrite)
       throw std::invalid_argument(dir.string() +
                                   ": run directory exists (use --overwrite to replace it or --resume to continue it)");
+    if (!is_run_directory(dir))
+      throw std::invalid_argument(dir.string() + ": not a sgmcmc run directory (no " + kRunMarker +
+                                  ", nor config.yaml and metrics.csv); --overwrite replaces only run directories");
     d.replace_ = true;
-  } else if (fs::exists(dir) && !fs::is_directory(dir)) {
-    throw std::invalid_argument(dir.string() + ": exists and is not a directory");
   }
+  // Early word of a run that holds the directory (nothing is written here; commit() takes the lock).
+  if (rank == 0 && fs::is_directory(dir, ec))
+    if (const pid_t pid = DirLock::holder(dir.string()); pid > 0)
+      throw std::invalid_argument(dir.string() + ": in use by another sgmcmc process (pid " + std::to_string(pid) +
+                                  "); wait for it to end or stop it first");
   return d;
 }
 
@@ -47,9 +63,16 @@ void RunDirectory::commit(const std::string& config_yaml, const std::map<std::st
     fs::create_directories(dir_);
     return;
   }
-  if (replace_) remove_tree(dir_);
-  replace_ = false;
   fs::create_directories(dir_);
+  // The lock before anything is removed: a run (or a sweep's run) holding the directory is never
+  // replaced under its feet. It is held for this object's life, i.e. the run's.
+  lock_ = DirLock::acquire(dir_.string());
+  if (replace_) {  // the old run's files, not the lock file we hold
+    for (const auto& entry : fs::directory_iterator(dir_))
+      if (entry.path().filename() != DirLock::kFileName) remove_tree(entry.path());
+  }
+  replace_ = false;
+  if (!fs::exists(file(kRunMarker))) write_file_atomic(file(kRunMarker).string(), "sgmcmc run directory\n");
   write_file_atomic(file("config.yaml").string(), config_yaml);
   for (const auto& [name, text] : files) write_file_atomic(file(name).string(), text);
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,10 +18,19 @@
 
 namespace sgmcmc {
 
+class DirLock;
+
+// The marker commit() writes into every run directory: --overwrite replaces a non-empty directory
+// only when it has this file (or, for runs of earlier versions, config.yaml and metrics.csv).
+constexpr const char* kRunMarker = ".sgmcmc-run";
+bool is_run_directory(const std::filesystem::path& dir);
+
 class RunDirectory {
  public:
   // `out_dir` (--out / --resume), else `config_dir` (output.dir), else runs/<name>-<timestamp>.
-  // Resuming needs a checkpoint; otherwise a non-empty directory needs `overwrite`.
+  // Resuming needs a checkpoint; otherwise a non-empty directory needs `overwrite` and must be a run
+  // directory (is_run_directory); a path that exists and is not a directory is refused; so is a
+  // directory whose lock another process holds (DirLock, DIR/.lock).
   // With `world_size` > 1 (a distributed run) rank R's checkpoint is checkpoint.rank-R.pt, its
   // samples and final parameters carry ".rank-R" on ranks R > 0, and rank 0 alone writes
   // config.yaml and summary.json (the others' commit() waits for nothing and writes nothing).
@@ -39,7 +49,9 @@ class RunDirectory {
   bool writes_run_files() const { return rank_ == 0; }
   std::filesystem::path file(const std::string& name) const { return dir_ / name; }
 
-  // Creates (or replaces) the directory; writes config.yaml and `files` (name -> contents).
+  // Creates the directory, takes its lock (held until this object and its copies are gone; a
+  // locked directory throws std::invalid_argument naming the holder's PID), then removes the old
+  // run's files (--overwrite) and writes the marker, config.yaml and `files` (name -> contents).
   void commit(const std::string& config_yaml, const std::map<std::string, std::string>& files);
 
   void write_summary(const nlohmann::ordered_json& summary) const;
@@ -53,6 +65,7 @@ class RunDirectory {
  private:
   std::filesystem::path dir_;
   bool replace_ = false;
+  std::shared_ptr<DirLock> lock_;
   int rank_ = 0, world_ = 1;
   std::string rank_suffix() const { return rank_ > 0 ? ".rank-" + std::to_string(rank_) : ""; }
 };

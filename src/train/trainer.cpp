@@ -120,6 +120,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
     load_checkpoint(dist_.agreed_checkpoint(dir_.checkpoint_path().string(), dir_.previous_checkpoint_path().string()));
     dist_.check_same_step(step_, dir_.checkpoint_path().string());
+    if ((finished_before_ = finished_before())) return;  // run() says so; nothing is written
   }
   // The resolved config (every consumer's defaults filled in), by rank 0 once every rank has checked
   // the directory and before any rank writes into it.
@@ -150,10 +151,11 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
 // Gibbs interval the hyperparameters; after burn-in every `thin` steps a sample into the posterior
 // predictive; every evaluation interval a metrics row and a checkpoint.
 RunSummary TrainingRun::run() {
+  if (finished_before_) return already_finished();
   const RunPlan& plan = s_.plan;
   int signal = 0;
   Stop stop;
-  while ((stop = stop_reason(signal)) == Stop::kNone) {
+  while ((stop = stop_reason(signal)) == Stop::kNone) try {
     phases_.enter(PhaseClock::kSteps);
     step();
     // A staged schedule's exploration runs noise-free: no samples, and no Gibbs steps either (λ drawn
@@ -176,6 +178,12 @@ RunSummary TrainingRun::run() {
     }
     signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
     console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
+  } catch (const c10::Error& e) {
+    console_.clear();
+    guard_.diverge_on_error(step_, s_.sampler->lr(), e);
+  } catch (const std::runtime_error& e) {  // the Gibbs step, a sample or an evaluation overflowed (DivergenceGuard)
+    console_.clear();
+    guard_.diverge_on_error(step_, s_.sampler->lr(), e);
   }
   phases_.enter(PhaseClock::kFinish);
   return finish(stop, signal);
@@ -192,7 +200,15 @@ void TrainingRun::step() {
   auto idx = dist_.shard(batches_.next());
   s_.sampler->set_lr(s_.schedule->at(step_));
   if (s_.schedule->has_stages()) s_.sampler->set_temperature(s_.schedule->sampling(step_) ? temperature_ : 0.0);
-  steps_.step(idx);
+  try {
+    steps_.step(idx);
+  } catch (const c10::Error& e) {
+    console_.clear();
+    guard_.diverge_on_error(step_ + 1, s_.sampler->lr(), e);
+  } catch (const std::runtime_error& e) {  // e.g. a step so large that a float overflows inside LibTorch
+    console_.clear();
+    guard_.diverge_on_error(step_ + 1, s_.sampler->lr(), e);
+  }
   guard_.check_step_loss(step_ + 1, steps_.batch_nll(), s_.sampler->lr());
   ++step_;
 }

@@ -36,6 +36,9 @@ struct RunOptions {
   bool quiet = false;           // no per-evaluation lines on stdout, no progress line
   int64_t stop_after_steps = -1;  // stop (with a checkpoint) once this many steps are done (tests)
   std::string lr_auto_json;     // set by run_training itself: the step-size pilot's record (summary.json)
+  // --resume: the keys of this session's --set assignments; sampler.* and schedule.* among them may
+  // differ from the checkpoint's config (train/checkpoint_check.h), any other chain key may not.
+  std::vector<std::string> set_keys;
 };
 
 struct RunSummary {

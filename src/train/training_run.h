@@ -55,6 +55,12 @@ class TrainingRun {
   // checkpoint.cpp
   void save_checkpoint() const;
   void load_checkpoint(const std::string& file);
+  // resume_checks.cpp: the checkpoint's config against this run's (a change that alters the chain is
+  // an error); a run that had already finished when resumed (nothing to do, nothing written).
+  void check_resumed_config(torch::serialize::InputArchive& ar, const std::string& file) const;
+  bool finished_before() const;
+  RunSummary already_finished() const;
+  bool finished_before_ = false;
   // summary.json from the latest evaluation; `status` adds keys ("diverged", "interrupted").
   RunSummary write_summary(bool finished, const nlohmann::ordered_json& status) const;
   std::map<std::string, double> summary_values() const;
