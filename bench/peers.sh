@@ -20,6 +20,7 @@
 #
 #   usage: bench/peers.sh [--device cpu|cuda] [--threads N] [--rounds R] [--epochs E] [--burn-in B]
 #                         [--rows "LABEL ..."] [--no-install] [--no-doc] [--no-floors] [--wheels DIR]
+#          bench/peers.sh --table RAW.jsonl [--device D] [--no-doc]   (the table again from a run's raw lines)
 # Rows (labels): sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc
 #   posteriors-baoa torch-compile-sghmc torch-compile-step-sghmc torch-eager-sghmc sgmcmc-sgld blackjax-sgld
 #   posteriors-sgld torch-compile-sgld torch-compile-step-sgld torch-eager-sgld; and, where the ratings file
@@ -29,7 +30,8 @@
 # Environment: PEERS_PYTHON (the interpreter for the venv; default: the first python >= 3.12 found, as
 # jax 0.12 needs it), PEERS_VENV (default .venv-peers), FMNIST (the Fashion-MNIST IDX directory),
 # SGMCMC_BUILD_DIR (default build; built with scripts/build.sh if the binary is missing, unless
-# SGMCMC_NO_BUILD=1), PEERS_OUT (the JSON lines' file).
+# SGMCMC_NO_BUILD=1), PEERS_OUT (the JSON lines' file), PEERS_NOTE (a sentence for the table's header,
+# e.g. what else ran on the machine).
 # On the GPU machine (no PyPI there): `--device cuda --no-install` uses PEERS_PYTHON (default python3,
 # the machine's PyTorch) or an existing PEERS_VENV; `--wheels DIR` installs posteriors and BlackJAX
 # from wheels carried in DIR (pip download here); rows whose library does not import are skipped.
@@ -49,11 +51,16 @@ while [ $# -gt 0 ]; do
     --no-doc) DOC=0; shift ;;
     --no-floors) FLOORS=0; shift ;;
     --wheels) WHEELS=$2; shift 2 ;;
+    --table) TABLE_ONLY=$2; shift 2 ;;
     -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 case "$DEVICE" in cpu|cuda) ;; *) echo "peers.sh: --device cpu|cuda" >&2; exit 2 ;; esac
+if [ -n "${TABLE_ONLY:-}" ]; then  # the table again from a run's JSON lines (e.g. after editing table.py)
+  DOCARG=docs/performance.md; [ "$DOC" = 1 ] || DOCARG=-
+  exec "${PEERS_PYTHON:-python3}" bench/peers/table.py "$TABLE_ONLY" --device "$DEVICE" --doc "$DOCARG"
+fi
 ALL_ROWS="sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc posteriors-baoa
   torch-compile-sghmc torch-compile-step-sghmc torch-eager-sghmc sgmcmc-sgld blackjax-sgld posteriors-sgld
   torch-compile-sgld torch-compile-step-sgld torch-eager-sgld"
@@ -157,10 +164,8 @@ row_cmd() {  # LABEL SEED -> the command, or nothing when its peer is missing
 read -r -a RA <<< "$(echo $ROWS)"
 n=${#RA[@]}
 t_start=$(date +%s)
-LOADS=()
 for r in $(seq "$ROUNDS"); do
   load=$(cut -d' ' -f1-3 /proc/loadavg)
-  LOADS+=("$load")
   echo "round $r/$ROUNDS (load average $load)" | tee -a "$LOG" >&2
   for i in $(seq 0 $((n - 1))); do
     l=${RA[$(( (i + r - 1) % n ))]}
@@ -196,11 +201,17 @@ minutes=$(( ($(date +%s) - t_start + 59) / 60 ))
 
 NAME="$(lscpu | sed -n 's/^Model name: *//p' | head -1)$(bash scripts/cpu_generation.sh 2>/dev/null || true)"
 [ "$DEVICE" = cuda ] && NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) (host: $NAME)"
-COMMIT=$(git rev-parse --short HEAD)
-VERS=$(vers torch jax jaxlib blackjax posteriors tensordict)
-HEADER="Measured $(date +%F) on **$NAME, $THREADS threads** (device $DEVICE; every row pinned to the same CPUs, OMP_NUM_THREADS=$THREADS, GOMP_SPINCOUNT=3000, OPENBLAS_THREAD_TIMEOUT=8), commit $COMMIT, \`bench/peers.sh\`: $ROUNDS interleaved rounds (round r: seed r, row order rotated) of $EPOCHS epochs ($((EPOCHS * 100)) steps of batch 500, float32), one sample an epoch after $BURNIN, averaged predictive on the 10,000 test images. steps/s: the training epochs alone (no start-up, compilation or evaluation). Load average (1/5/15 min) at each round's start: ${LOADS[*]}; at the end: $load_end ($minutes min in all). Peers: $VERS. Raw: \`$OUT\`.
-
-Accuracy rule: a row agrees with its sgmcmc row when the difference of the means over the rounds is within max(3 standard errors from the rounds' spread, 0.005) for the test error and max(3 SE, 0.02) for the NLL; only agreeing rows count for the last line (App. H.1 SGHMC, medians, fixed λ)."
+# The run's facts, one JSON line (table.py writes the header from it): `--table RAW` redoes the table alone.
+"$PY" - "$OUT" "$NAME" "$THREADS" "$DEVICE" "$(git rev-parse --short HEAD)" "$ROUNDS" "$EPOCHS" "$BURNIN" "$minutes" \
+  "$load_end" "$(vers torch jax jaxlib blackjax posteriors tensordict)" "${PEERS_NOTE:-}" <<'EOF'
+import datetime, json, sys
+out, name, threads, device, commit, rounds, epochs, burn_in, minutes, load_end, versions, note = sys.argv[1:13]
+with open(out, "a") as f:
+    f.write(json.dumps({"meta": True, "date": str(datetime.date.today()), "name": name, "threads": int(threads),
+                        "device": device, "commit": commit, "rounds": int(rounds), "epochs": int(epochs),
+                        "burn_in": int(burn_in), "minutes": int(minutes), "load_end": load_end,
+                        "versions": versions, "raw": out, "note": note}) + "\n")
+EOF
 DOCARG=docs/performance.md
 [ "$DOC" = 1 ] || DOCARG=-
-"$PY" bench/peers/table.py "$OUT" --device "$DEVICE" --doc "$DOCARG" --header "$HEADER"
+"$PY" bench/peers/table.py "$OUT" --device "$DEVICE" --doc "$DOCARG"
