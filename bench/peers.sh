@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --no-floors) FLOORS=0; shift ;;
     --wheels) WHEELS=$2; shift 2 ;;
     --table) TABLE_ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "peers.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
