@@ -138,8 +138,8 @@ LOG=${OUT%.jsonl}.log; : > "$LOG"
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 COMMON=(--data "$F" --epochs "$EPOCHS" --burn-in "$BURNIN" --threads "$THREADS" --device "$DEVICE")
 
-row_cmd() {  # LABEL SEED -> the command, or nothing when its peer is missing
-  local l=$1 s=$2 samp=sghmc
+row_cmd() {  # LABEL -> the command (without the common arguments), or nothing when its peer is missing
+  local l=$1 samp=sghmc
   [[ $l == *sgld ]] && samp=sgld
   case "$l" in
     sgmcmc-sghmc-gibbs) echo "$PY bench/peers/sgmcmc_row.py --bin $BUILD/sgmcmc --out $TMP/run --sampler sghmc --gibbs" ;;
@@ -169,7 +169,7 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS (load average $load)" | tee -a "$LOG" >&2
   for i in $(seq 0 $((n - 1))); do
     l=${RA[$(( (i + r - 1) % n ))]}
-    cmd=$(row_cmd "$l" "$r") || exit 2
+    cmd=$(row_cmd "$l") || exit 2
     [ -n "$cmd" ] || continue
     echo "  $l" >&2
     args=("${COMMON[@]}")
