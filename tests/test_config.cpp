@@ -332,3 +332,19 @@ TEST(ConfigDeclarations, DataFormatAndTypedBlockKeysAreWhatTheConfigReads) {
   for (const char* block : {"", "prior", "train", "output"})
     EXPECT_EQ(c.typed_blocks.at(block).read_keys(), as_set(typed_block_keys(block))) << block;
 }
+
+// A key given twice is an error naming both lines (yaml-cpp keeps both, and the last would win).
+TEST(Config, DuplicateKeysAreErrorsNamingBothLines) {
+  try {
+    parse_raw_config("seed: 1\nsampler: {name: sgld}\nseed: 2\n", "dup.yaml");
+    ADD_FAILURE() << "a duplicate top-level key was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "dup.yaml: seed: given twice (lines 1 and 3)");
+  }
+  try {
+    parse_raw_config("sampler:\n  name: sgld\n  lr: 1.0e-5\n  lr: 2.0e-5\n", "dup.yaml");
+    ADD_FAILURE() << "a duplicate key inside a block was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "dup.yaml: sampler.lr: given twice (lines 3 and 4)");
+  }
+}

@@ -93,7 +93,8 @@ void line(std::ostream& out, const std::string& key, const std::string& value) {
 void plugin(std::ostream& out, const std::string& block, const std::string& yaml,
             const std::vector<std::string>& keys) {
   try {
-    const ExperimentConfig c = build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-5}\n" + yaml, "keys"));
+    const std::string base = block == "sampler" ? "" : "sampler: {name: sgld, lr: 1.0e-5}\n";
+    const ExperimentConfig c = build_config(parse_raw_config(base + yaml, "keys"));
     const OptionMap& m = block == "model" ? c.model : block == "sampler" ? c.sampler : c.schedule;
     for (const auto& [k, v] : m.resolved())
       if (k != "name" && k != "type" && k != "lr" && k != "lr_scaling") line(out, block + "." + k, v);

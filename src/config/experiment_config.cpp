@@ -79,8 +79,24 @@ std::string ExperimentConfig::sampler_name() const { return sampler.get_string("
 
 namespace {
 
+// A key given twice in one mapping (yaml-cpp keeps both; the last would silently win): an error
+// naming both lines.
+void check_no_duplicates(const YAML::Node& map, const std::string& source, const std::string& where) {
+  std::map<std::string, int> first_line;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) continue;
+    const std::string key = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    auto [it, fresh] = first_line.emplace(key, line);
+    if (!fresh)
+      fail(source, (where.empty() ? "" : where + ".") + key + ": given twice (lines " + std::to_string(it->second) +
+                       " and " + std::to_string(line) + ")");
+  }
+}
+
 // The blocks of a parsed YAML document into `raw`.
 void read_blocks(const YAML::Node& root, const std::string& source, RawConfig& raw) {
+  check_no_duplicates(root, source, "");
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) fail(source, "keys must be plain names (data, model, sampler, ...)");
     std::string key = kv.first.as<std::string>();
@@ -93,6 +109,7 @@ void read_blocks(const YAML::Node& root, const std::string& source, RawConfig& r
     check_block(source, key);
     if (value.IsNull()) continue;
     if (!value.IsMap()) fail(source, key + ": expected a mapping of options");
+    check_no_duplicates(value, source, key);
     for (const auto& item : value) {
       if (!item.first.IsScalar()) fail(source, key + ": keys must be plain names");
       std::string k = item.first.as<std::string>();
