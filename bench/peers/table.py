@@ -119,11 +119,21 @@ def header_of(meta, by):
     return h
 
 
-def build(by, device, header):
+def build(by, device, header, details_doc="docs/peers.md"):
+    """The compact table for docs/performance.md and the details (the measurement, the accuracy test of
+    each row, versions and settings, findings, floors, BPMF) for `details_doc`."""
     out = [header, ""]
     out.append("| sampler | row | steps/s (min / median / max) | sgmcmc ÷ row (medians) | test error (mean ± sd) "
                "| test NLL (mean ± sd) | accuracy vs sgmcmc |")
     out.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    short = [f"`bash bench/peers.sh` (App. H.1, 2,000 steps × 3 interleaved rounds; {device}); how it was measured, "
+             f"each row's version and settings, the accuracy test, findings and the BPMF rows: [{os.path.basename(details_doc)}]"
+             f"({os.path.basename(details_doc)}).", "",
+             "| row | steps/s (median) | sgmcmc ÷ row | test error | accuracy |", "| --- | ---: | ---: | ---: | --- |"]
+    loads = sorted({(d["round"], d["load"]) for rows in by.values() for d in rows if d.get("load")})
+    if loads:  # a loaded machine shows here, not only in the details
+        short.insert(1, "Load average (1 / 5 / 15 min) at the rounds' starts: " +
+                     "; ".join(f"round {r}: {l}" for r, l in loads) + " (2 vCPUs: above 2 the rows shared their cores).")
     notes = []
     best = {}
     for label, sampler, ref in ROWS:
@@ -149,6 +159,8 @@ def build(by, device, header):
                     best[sampler] = (label, st.median(rates))
         out.append(f"| {sampler.upper()} | {NAMES.get(label, label)} (`{label}`) | {fmt_rate(rates)} | {ratio} | "
                    f"{me:.4f} ± {se:.4f} | {mn:.4f} ± {sn:.4f} | {acc} |")
+        verdict = "reference" if not ref else ("agrees" if refrs and acc.startswith("**agrees") else "differs")
+        short.append(f"| `{label}` | {st.median(rates):.0f} | {ratio} | {me:.4f} | {verdict} |")
         notes.append(f"- `{label}`: {rs[0].get('version', '')}; {rs[0].get('settings', '')}")
     out.append("")
     out.append("Versions and settings of each row (step sizes converted to sgmcmc's dynamics, see bench/peers/*.py):")
@@ -241,10 +253,12 @@ def build(by, device, header):
         lab, rate = best["sghmc"]
         s = st.median([d["steps_per_second"] for d in by["sgmcmc-sghmc"]])
         name = PEER_NAME.get(lab.split("-")[0], lab) + f" (`{lab}`: {NAMES[lab].replace(',', ';')})"
-        out.append(f"fastest peer: {name}, sgmcmc {s / rate:.2f}× it")
+        last = f"fastest peer: {name}, sgmcmc {s / rate:.2f}× it"
     else:
-        out.append("fastest peer: none agreed on accuracy")
-    return "\n".join(out)
+        last = "fastest peer: none agreed on accuracy"
+    out.append(last)
+    short += [""] + lines_best + [last]
+    return "\n".join(short), "\n".join(out)
 
 
 def rewrite(doc, device, block):
@@ -268,13 +282,19 @@ def main():
     ap.add_argument("raw")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--doc", default="docs/performance.md")
+    ap.add_argument("--details-doc", default="docs/peers.md")
     ap.add_argument("--header", default="")
     a = ap.parse_args()
     by, meta = load(a.raw)
-    block = build(by, a.device, a.header or header_of(meta, by))
-    print(block)
+    block, details = build(by, a.device, a.header or header_of(meta, by), a.details_doc)
+    print(details)
     if a.doc != "-":
         rewrite(a.doc, a.device, block)
+        if not os.path.exists(a.details_doc):
+            with open(a.details_doc, "w") as f:
+                f.write("# sgmcmc against its peers: the measurements\n\nWritten by `bash bench/peers.sh` "
+                        "(bench/peers/table.py); docs/performance.md carries the compact table.\n")
+        rewrite(a.details_doc, a.device, details)
 
 
 if __name__ == "__main__":
