@@ -30,6 +30,7 @@
 #          H.1 and FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
 #   dist   every test of test_distributed, with its output
+#   peers  bench/peers.sh --device cuda: BlackJAX / posteriors / torch.compile on the same GPU (PEERS-TABLE:cuda)
 # Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
 # Spending a GPU session's 30 device minutes: the build takes 3-4 min and a
 # machine goes back 30 s after a call, so build once and pack; later calls unpack. For example
@@ -245,6 +246,15 @@ stage_bpmf() {
     phase_times /tmp/bp_$g/summary.json
     cp /tmp/bp_$g/summary.json "$L/bpmf_${g}_summary.json" 2>/dev/null
   done
+}
+# The peers on the same GPU (bench/peers.sh --device cuda: PEERS-TABLE:cuda in docs/performance.md, the
+# details in docs/peers.md). The machine has no PyPI: the JAX rows need its own JAX, posteriors its wheels
+# carried in (PEERS_ARGS="--wheels DIR").
+stage_peers() {
+  PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \
+    bash bench/peers.sh --device cuda --no-install --no-floors ${PEERS_ARGS:-} > "$L/peers.log" 2>&1
+  echo "peers rc=$?"; tail -30 "$L/peers.log"
+  cp docs/performance.md docs/peers.md bench/results/peers-cuda/*.jsonl "$L/" 2>/dev/null
 }
 for s in "${STAGES[@]}"; do
   stamp "stage $s"
