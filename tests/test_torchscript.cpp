@@ -14,6 +14,7 @@
 #include "tiny_idx.h"
 #include "torchscript_fixtures.h"
 #include "train/model_io.h"
+#include "train/run_setup.h"
 #include "train/trainer.h"
 
 using namespace sgmcmc;
@@ -123,6 +124,34 @@ TEST(TorchScript, ResumeEqualsUninterruptedRun) {
   EXPECT_EQ(rw.values.at("test_nll"), rp.values.at("test_nll"));
   auto fw = tensors_of(whole.out_dir + "/final.pt"), fp = tensors_of(part.out_dir + "/final.pt");
   EXPECT_TRUE(torch::equal(fw.at("fc1.weight"), fp.at("fc1.weight")));
+}
+
+// A chain of its own (a distributed chains-mode rank's seed) starts from the file's weights plus a
+// perturbation of 0.1 × each tensor's rms, drawn from its seed; the run's own seed keeps them as saved.
+TEST(TorchScript, ChainsOfTheirOwnStartFromPerturbedWeights) {
+  const std::string dir = temp_dir("ts_jitter");
+  write_tiny_idx_dir(dir + "/data");
+  write_bytes(dir + "/m.pt", module_bytes(random_scripted_mlp({256, 12, 4})));
+  auto cfg = config_for(dir + "/data", "{name: torchscript, path: " + dir + "/m.pt}");
+  auto saved = load_data_and_model(cfg).model->named_parameters();
+  auto same = load_data_and_model(cfg, {"", cfg.seed}).model->named_parameters();
+  auto a = load_data_and_model(cfg, {"", 101}).model->named_parameters();
+  auto a2 = load_data_and_model(cfg, {"", 101}).model->named_parameters();
+  auto b = load_data_and_model(cfg, {"", 102}).model->named_parameters();
+  for (const auto& item : saved) {
+    const auto& k = item.key();
+    const torch::Tensor w = item.value();
+    EXPECT_TRUE(torch::equal(w, same[k])) << k;
+    EXPECT_TRUE(torch::equal(a[k], a2[k])) << k;  // a function of the seed
+    EXPECT_FALSE(torch::equal(a[k], b[k])) << k;
+    EXPECT_FALSE(torch::equal(a[k], w)) << k;
+    // the perturbation's size: rms(Δ) / rms(w) = 0.1·sqrt(χ²_n / n), sd ≈ 0.1/sqrt(2n): within 0.04 is
+    // 4 sd for the weights (n = 48 and 3,072); the biases (4 and 12 entries) are too few to check it
+    if (w.numel() < 48) continue;
+    const double rel = (a[k] - w).pow(2).mean().sqrt().item<double>() / w.pow(2).mean().sqrt().item<double>();
+    EXPECT_NEAR(rel, kChainJitter, 0.04) << k;
+  }
+  remove_tree(dir);
 }
 
 // Samples are dicts: parameters by name, the step, the λ's (torch.load gives the same dict).

@@ -26,6 +26,17 @@ auto with_source(const std::string& source, F&& f) {
 
 }  // namespace
 
+void jitter_parameters(Model& model, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = compat::make_generator(torch::kCPU, seed * 2 + 11);
+  for (auto& p : model.parameters()) {
+    if (!p.is_floating_point() || p.numel() == 0) continue;
+    const double rms = p.detach().to(torch::kFloat64).pow(2).mean().sqrt().item<double>();
+    const double scale = kChainJitter * (rms > 0 ? rms : 1.0);
+    p.add_(at::normal(0.0, scale, p.sizes(), gen).to(p.options()));
+  }
+}
+
 bool resolve_train_graph(const TrainConfig& train, const torch::Device& device, bool capturable,
                          bool model_capturable, bool data_parallel) {
   if (!train.graph_auto) return train.graph;
@@ -66,6 +77,8 @@ DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace&
   Dataset cpu = load_dataset(config.data, config.seed);
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
   dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, place.chain_seed.value_or(config.seed), config.chains); });
+  if (place.chain_seed && *place.chain_seed != config.seed && config.model.get_string("name", "") == "torchscript")
+    jitter_parameters(*dm.model, *place.chain_seed);
   dm.model->to(dm.device);
   dm.data = cpu.to(dm.device);
   return dm;

@@ -33,6 +33,13 @@ struct DataAndModel {
   ModelPtr model; // on the device
 };
 
+// A TorchScript module starts at its file's weights whatever the seed. A chain of its own (a distributed
+// chains-mode rank, whose chain seed differs from config.seed) starts from them plus N(0, (0.1·rms)²) per
+// tensor (rms: the tensor's root mean square), drawn from the chain seed, so that the chains R̂ compares
+// did not all start at one point.
+constexpr double kChainJitter = 0.1;
+void jitter_parameters(Model& model, uint64_t seed);
+
 // The data set and the model of a config, both on `place`'s device (default config.device).
 // `place.chain_seed` (default config.seed) initializes the model; the data always follows config.seed.
 DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace& place = {});
