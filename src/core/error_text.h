@@ -25,6 +25,14 @@ inline std::string last_line(const std::string& what) {
   return last;
 }
 
+// A number in a message: `digits` significant digits ("4.94e-07", "0.0312").
+inline std::string number_text(double x, int digits = 4) {
+  std::ostringstream s;
+  s.precision(digits);
+  s << x;
+  return s.str();
+}
+
 // "[n, 1, 28, 28]".
 inline std::string shape_text(const torch::Tensor& t) {
   std::ostringstream s;

@@ -1,17 +1,13 @@
 #include "train/health.h"
 
 #include <cmath>
-#include <sstream>
+
+#include "core/error_text.h"
 
 namespace sgmcmc {
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(4);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return number_text(x, 4); }
 
 double get(const std::map<std::string, double>& m, const std::string& k) {
   auto it = m.find(k);

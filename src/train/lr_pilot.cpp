@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "compat.h"
+#include "core/error_text.h"
 #include "train/evaluator.h"
 #include "train/minibatches.h"
 #include "train/step_runner.h"
@@ -14,12 +15,7 @@
 namespace sgmcmc {
 namespace {
 
-std::string text(double x) {
-  std::ostringstream s;
-  s.precision(3);
-  s << x;
-  return s.str();
-}
+std::string text(double x) { return number_text(x, 3); }
 
 ExperimentConfig with_lr(const ExperimentConfig& config, double lr) {
   ExperimentConfig c = config;
