@@ -154,6 +154,15 @@ void Sampler::set_lr(double lr) {
   lr_ = lr;
 }
 
+void Sampler::set_lr_scale(size_t group, double scale) {
+  if (group >= groups_.size())
+    throw std::invalid_argument("param group " + std::to_string(group) + " out of range (" +
+                                std::to_string(groups_.size()) + " groups)");
+  if (!(scale > 0) || !std::isfinite(scale))
+    throw std::invalid_argument("param group lr_scale must be a finite number > 0, got " + std::to_string(scale));
+  groups_[group].lr_scale = scale;
+}
+
 void Sampler::set_temperature(double t) {
   if (!(t >= 0) || !std::isfinite(t))
     throw std::invalid_argument("temperature must be a finite number >= 0, got " +

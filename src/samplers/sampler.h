@@ -74,6 +74,9 @@ class Sampler {
   // The base learning rate / step size; a schedule writes it before each step.
   double lr() const { return lr_; }
   void set_lr(double lr);
+  // Group g's multiplier of lr() (ParamGroup::lr_scale): a Python param group's own lr, or a
+  // schedule that moves groups apart. std::invalid_argument unless finite and > 0.
+  void set_lr_scale(size_t group, double scale);
   // Temperature T scaling the injected noise variance (T = 1 samples the posterior).
   double temperature() const { return temperature_; }
   void set_temperature(double t);

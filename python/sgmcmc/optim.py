@@ -1,0 +1,258 @@
+"""The samplers and optimizers of sgmcmc as ``torch.optim.Optimizer`` subclasses.
+
+Every ``step()`` runs the C++ core's rule (the binary's ``src/samplers/``): on the CPU one fused,
+vectorised loop per parameter group with the Philox noise generated inside it, on CUDA (a CUDA
+build) one fused kernel per group. Nothing of the rule is written in Python.
+
+The gradient convention (∇Ũ), where every SG-MCMC user trips first
+------------------------------------------------------------------
+A sampler moves θ by the *potential's* gradient, not the mean loss's::
+
+    ∇Ũ(θ) = (N / n) Σ_{i in batch} ∇(−log p(y_i | x_i, θ))  +  ∇(−log p(θ))
+
+with N the training set's size and n the batch's. So before ``step()``, ``.grad`` must hold the
+first term: with ``F.cross_entropy(out, y)`` (a batch *mean*) call ``(N * loss).backward()``.
+The second term, a Gaussian prior N(0, 1/λ), is added by the optimizer for every param group with
+``prior_precision`` λ > 0 (inside the fused step, so it costs nothing); leave it out of the loss
+then. With ``prior_precision=0`` (the default) ``.grad`` must be the whole ∇Ũ. ``sgmcmc.
+GaussianPrior(optimizer, hyperprior=(α, β))`` resamples each group's λ by Gibbs steps.
+
+The step size ``lr`` is the papers' η on ∇Ũ: App. H.1's SGHMC uses lr = 2e-6 at N = 50,000 (an
+SGD-momentum learning rate of 0.1 on the mean loss). A step too large shows as a loss that grows;
+``sgmcmc train`` can choose one (``sampler.lr: auto``, docs/first_try.md).
+
+Chains, state and resume
+------------------------
+The optimizer owns its random stream: ``seed`` (default: drawn from torch's global generator, so
+``torch.manual_seed`` fixes it), or draws from the ``generator`` given (a ``torch.Generator`` of the
+parameters' device, shared with whatever else draws from it: ``sgmcmc train``'s chain draws its
+minibatch permutations and its noise from one generator seeded 2·seed + 1). ``state_dict()`` holds the step count, every state tensor
+(momentum, thermostat, preconditioner) and the generator's state, so ``load_state_dict`` continues a
+chain bit for bit. At construction the parameters of each group move into one contiguous buffer
+(their storage changes, the tensors stay the same objects), and their ``.grad`` become views into a
+second one; ``zero_grad()`` zeroes in place to keep them so. Add every param group at construction.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, Iterable, Optional
+
+import torch
+
+from . import _C
+
+__all__ = [
+    "SamplerOptimizer", "SGLD", "PSGLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC",
+    "StochasticHMC", "SGD", "SGDMomentum", "RMSprop", "Adam", "registry",
+]
+
+
+def registry() -> Dict[str, dict]:
+    """Every sampler and optimizer of the core: name -> {is_sampler, summary, keys}."""
+    return {name: {"is_sampler": s, "summary": summary, "keys": list(keys)}
+            for name, s, summary, keys in _C.sampler_registry()}
+
+
+def _text(key: str, value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return repr(value) if isinstance(value, float) else str(value)
+    raise TypeError(f"{key}: expected a number, bool or string, got {type(value).__name__}")
+
+
+def _default_seed() -> int:
+    return int(torch.randint(0, 2 ** 62, (1,), dtype=torch.int64).item())
+
+
+class SamplerOptimizer(torch.optim.Optimizer):
+    """An sgmcmc sampler (or optimizer) of the core's registry over ``params``.
+
+    Subclasses fix ``name``; use them (``sgmcmc.SGHMC(...)``) rather than this class. Param group
+    keys: ``lr`` (the step size η; groups may differ) and ``prior_precision`` (λ of a N(0, 1/λ)
+    prior whose gradient λθ the step adds; 0: none). Options (``alpha``, ``integrator``, ...) are
+    the keys of the YAML ``sampler:`` block, checked by the core (an unknown key is an error that
+    names the nearest one).
+    """
+
+    name: str = ""
+    needs_closure = False  # HMC-type samplers evaluate the gradient several times a step
+
+    def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
+                 generator: Optional[torch.Generator] = None, **options):
+        if not self.name:
+            raise TypeError("use a subclass (sgmcmc.SGLD, sgmcmc.SGHMC, ...)")
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"{self.name}.lr: must be a finite number > 0, got {lr!r}")
+        self._ready = False
+        super().__init__(params, dict(lr=float(lr), prior_precision=float(prior_precision)))
+        keys = registry()[self.name]["keys"]
+        given = {k: v for k, v in options.items() if v is not None}
+        given["lr"] = float(lr)
+        text = {}
+        for k, v in given.items():
+            if k not in keys:
+                raise TypeError(f"{self.name}: unknown option '{k}' (options: {', '.join(keys)})")
+            text[k] = _text(f"{self.name}.{k}", v)
+        if generator is not None and seed is not None:
+            raise ValueError(f"{self.name}: give a seed or a generator, not both")
+        self.seed = (generator.initial_seed() if generator is not None else
+                     _default_seed() if seed is None else int(seed))
+        for g in self.param_groups:
+            self._check_group(g)
+        self._impl = _C.Sampler(self.name, [list(g["params"]) for g in self.param_groups], text, self.seed, generator)
+        self._ready = True
+
+    def _check_group(self, group: dict) -> None:
+        lr, lam = group["lr"], group["prior_precision"]
+        if not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"{self.name}: param group lr must be a finite number > 0, got {lr!r}")
+        if not (math.isfinite(lam) and lam >= 0):
+            raise ValueError(f"{self.name}: prior_precision must be a finite number >= 0, got {lam!r}")
+
+    def add_param_group(self, param_group: dict) -> None:
+        if getattr(self, "_ready", False):
+            raise RuntimeError(f"{self.name}: every param group must be given at construction "
+                               "(the core lays each group out in one buffer)")
+        super().add_param_group(param_group)
+
+    def _sync(self) -> None:
+        groups = self.param_groups
+        self._impl.set_groups([float(g["lr"]) for g in groups],
+                              [float(g.get("prior_precision", 0.0)) for g in groups])
+
+    @torch.no_grad()
+    def step(self, closure: Optional[Callable[[], torch.Tensor]] = None):
+        """One update from ∇Ũ in ``.grad`` (see the module's docstring for what it must hold).
+
+        With ``closure`` (which zeroes the gradients, computes the loss, calls ``backward()`` and
+        returns the loss), the closure runs first; HMC and stochastic HMC need one and call it once
+        per leapfrog step. Returns the closure's loss (HMC: Ũ at the start, prior included).
+        """
+        self._sync()
+        if self.needs_closure:
+            if closure is None:
+                raise RuntimeError(f"{self.name}: step() needs a closure (the gradient at each leapfrog step)")
+
+            def run():
+                with torch.enable_grad():
+                    return closure()
+            return self._impl.step_closure(run)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self._impl.step()
+        return loss
+
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Zeroes every gradient in place (the default; ``.grad`` stay views of the group's buffer).
+        ``set_to_none=True`` drops them; the next step then copies the new ones back in."""
+        if set_to_none:
+            for g in self.param_groups:
+                for p in g["params"]:
+                    p.grad = None
+        else:
+            self._impl.zero_grad()
+
+    @property
+    def temperature(self) -> float:
+        """T, scaling the injected noise's variance (1 samples the posterior; 0 is the noise-free
+        optimizer the sampler reduces to, e.g. in a cyclical schedule's exploration stage)."""
+        return self._impl.temperature
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        self._impl.temperature = float(value)
+
+    @property
+    def steps(self) -> int:
+        """Completed steps."""
+        return self._impl.steps
+
+    @property
+    def fused(self) -> bool:
+        """True: one fused kernel per group (the default). False: the per-parameter ATen reference
+        of the same rule, with the same noise (for checking; slower)."""
+        return self._impl.fused
+
+    @fused.setter
+    def fused(self, on: bool) -> None:
+        self._impl.fused = bool(on)
+
+    @property
+    def is_sampler(self) -> bool:
+        """False for the optimizer baselines (no noise: point estimates)."""
+        return self._impl.is_sampler
+
+    @property
+    def runs_at_zero_temperature(self) -> bool:
+        """True when the update is defined at T = 0 (a cyclical schedule's exploration stage)."""
+        return self._impl.runs_at_zero_temperature
+
+    def diagnostics(self) -> Dict[str, float]:
+        """The sampler's scalar diagnostics (e.g. the thermostat's mean), as the binary logs them."""
+        return dict(self._impl.diagnostics())
+
+    def state_dict(self) -> dict:
+        sd = super().state_dict()
+        blob = bytearray(self._impl.state())
+        sd["sgmcmc"] = {"name": self.name, "seed": self.seed,
+                        "state": torch.frombuffer(blob, dtype=torch.uint8).clone()}
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        sd = dict(state_dict)
+        core = sd.pop("sgmcmc", None)
+        if core is None:
+            raise ValueError(f"{self.name}: not an sgmcmc optimizer's state_dict (no 'sgmcmc' entry)")
+        if core["name"] != self.name:
+            raise ValueError(f"{self.name}: the state_dict is a {core['name']} chain's")
+        super().load_state_dict(sd)
+        self.seed = int(core["seed"])
+        self._impl.load_state(core["state"].cpu().numpy().tobytes())
+
+    def __repr__(self) -> str:
+        groups = ", ".join(f"lr={g['lr']:g} prior_precision={g['prior_precision']:g} "
+                           f"({sum(p.numel() for p in g['params'])} values)" for g in self.param_groups)
+        return f"sgmcmc.{type(self).__name__}({groups}, seed={self.seed})"
+
+
+def _sampler(cls_name: str, core_name: str, doc: str, closure: bool = False):
+    keys = [k for k in registry()[core_name]["keys"] if k != "lr"]
+
+    def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
+                 generator: Optional[torch.Generator] = None, **options):
+        SamplerOptimizer.__init__(self, params, lr, prior_precision=prior_precision, seed=seed,
+                                  generator=generator, **options)
+
+    options = ", ".join(keys) if keys else "none"
+    cls = type(cls_name, (SamplerOptimizer,), {
+        "name": core_name, "needs_closure": closure, "__init__": __init__,
+        "__doc__": f"{doc}\n\n    Options (keys of the YAML ``sampler:`` block; the core's defaults "
+                   f"when omitted, listed by ``sgmcmc train --help-keys``): {options}.\n"
+                   f"    Common arguments: see ``sgmcmc.SamplerOptimizer``.",
+    })
+    cls.__module__ = __name__
+    return cls
+
+
+SGLD = _sampler("SGLD", "sgld", """Stochastic gradient Langevin dynamics (Welling & Teh 2011):
+    θ ← θ − η∇Ũ + N(0, 2ηT).""")
+PSGLD = _sampler("PSGLD", "psgld", """Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016).""")
+SGHMC = _sampler("SGHMC", "sghmc", """Stochastic gradient HMC (Chen, Fox & Guestrin 2014), SGD-momentum form:
+    v ← v − η∇Ũ − αv + N(0, 2η(αT − β̂)),  θ ← θ + v   (integrator "euler"; "ssi": symmetric splitting).""")
+SGHMCNaive = _sampler("SGHMCNaive", "sghmc-naive", """Naive SGHMC without friction (Chen et al. 2014 §3.1):
+    a negative control that does not sample the posterior.""")
+SGNHT = _sampler("SGNHT", "sgnht", """SG Nosé–Hoover thermostat with a scalar thermostat (Ding et al. 2014).""")
+MSGNHT = _sampler("MSGNHT", "msgnht", """Multivariate SGNHT, Euler or splitting integrator (Li, Chen, Fan & Carin 2016).""")
+Santa = _sampler("Santa", "santa", """Santa: annealed thermostats with adaptive momentum (Chen et al. 2016).""")
+HMC = _sampler("HMC", "hmc", """Exact HMC: leapfrog and a Metropolis–Hastings test on full gradients.
+    ``step(closure)``: the closure computes the whole data's loss and its gradient.""", closure=True)
+StochasticHMC = _sampler("StochasticHMC", "stochastic-hmc", """Stochastic HMC: leapfrog steps on minibatch
+    gradients with a partial momentum refresh (Franzese et al. 2022). ``step(closure)``: the closure
+    draws its own minibatch.""", closure=True)
+SGD = _sampler("SGD", "sgd", """Stochastic gradient descent (baseline: a point estimate).""")
+SGDMomentum = _sampler("SGDMomentum", "sgd-momentum", """SGD with (Nesterov) momentum (baseline).""")
+RMSprop = _sampler("RMSprop", "rmsprop", """RMSprop (Tieleman & Hinton 2012; baseline).""")
+Adam = _sampler("Adam", "adam", """Adam (Kingma & Ba 2015; baseline).""")
