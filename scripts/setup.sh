@@ -14,7 +14,7 @@ build_pkgs=(build-essential cmake ninja-build pkg-config libtorch-dev libyaml-cp
             libgtest-dev libgmock-dev zlib1g-dev libopenblas0-pthread libgloo-dev nlohmann-json3-dev
             libdnnl-dev     # oneDNN's headers: the models' matrix products (src/kernels/matmul.h)
             python3-torch   # python3-torch: the TorchScript round-trip test and examples/torchscript
-            python3-dev pybind11-dev python3-pytest)  # the Python package (python/) and its tests
+            python3-dev python3-venv pybind11-dev python3-pytest)  # the Python package (python/), its tests
 cuda_build_pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libcxxopts-dev libgtest-dev
                  libgmock-dev zlib1g-dev nlohmann-json3-dev python3-venv)
 # yaml-cpp's runtime package is versioned: 0.7 on Debian bookworm, 0.8 on newer Debian/Ubuntu.

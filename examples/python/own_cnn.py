@@ -26,7 +26,7 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
 parser.add_argument("--train", type=int, default=3000)
 parser.add_argument("--epochs", type=int, default=30)
-parser.add_argument("--lr", type=float, default=None, help="step size η on ∇Ũ (default: 0.05 / N)")
+parser.add_argument("--lr", type=float, default=None, help="step size η on ∇Ũ (default: 0.005 / N, an SGD-momentum rate of 0.1 on the mean loss at α = 0.05)")
 parser.add_argument("--seed", type=int, default=1)
 parser.add_argument("--out", default=None, help="write the samples here (samples/sample_NNNNNN.pt)")
 args = parser.parse_args()
@@ -69,7 +69,7 @@ class Net(torch.nn.Module):
 
 model = Net()
 # One prior group (and one λ) per parameter tensor; η on ∇Ũ = N·(mean loss) + λθ.
-lr = args.lr if args.lr is not None else 0.05 / N
+lr = args.lr if args.lr is not None else 0.005 / N
 opt = sgmcmc.SGHMC([{"params": [p], "name": n} for n, p in model.named_parameters()], lr=lr, alpha=0.05)
 prior = sgmcmc.GaussianPrior(opt, precision=1.0, hyperprior=(1.0, 1.0))
 batch = 100
