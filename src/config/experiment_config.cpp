@@ -430,9 +430,9 @@ void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, co
     fail(src, "train.burn_in: burn-in (" + train_block.get_string("burn_in", "") +
                   " epochs) must be shorter than train.epochs (" + std::to_string(c.train.epochs) + ")");
   in_file(src, [&] { check_model_task(model, p.task, c.model.context()); });
-  if (c.chains > 0 && model.name != "mlp")
-    fail(src, "chains: parallel chains are available for model.name: mlp only (got " + model.name + ")");
-  if (c.chains > 0 && model.mlp.sample_noise)
+  if (c.chains > 0 && model.name != "mlp" && model.name != "torchscript")
+    fail(src, "chains: parallel chains are available for model.name: mlp and torchscript only (got " + model.name + ")");
+  if (c.chains > 0 && (model.name == "mlp" ? model.mlp.sample_noise : model.torchscript.sample_noise))
     fail(src, "model.noise_prior: gamma is not available with parallel chains (use fixed)");
   // exp(−U/T) with a Gamma hyperprior on λ: in directions the data do not constrain, θ's scale is
   // T/λ, the Gibbs step answers λ/T, and λ grows geometrically (the tempered joint is improper in λ).

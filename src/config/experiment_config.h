@@ -5,7 +5,7 @@
 //   name: mnist_bnn_sghmc     # run name (default: file stem)
 //   seed: 1
 //   device: cpu               # cpu | cuda | cuda:N
-//   chains: 8                 # optional: C parallel chains in one batched model (mlp only)
+//   chains: 8                 # optional: C parallel chains in one model (mlp: batched; torchscript: in turn)
 //   data:     {format: idx, dir: ..., val_size: 10000, ...}          -> DataConfig
 //   model:    {name: mlp, hidden: [100], activation: sigmoid, ...}   -> OptionMap (models/factory)
 //   prior:    {precision: 1, hyperprior: gamma, alpha: 1, beta: 1, ...} -> PriorConfig

@@ -45,9 +45,15 @@ void validate_torchscript(const TorchScriptOptions& t, const std::string& where)
   validate_likelihood_options(t, where);
 }
 
-ModelPtr make_torchscript(const TorchScriptOptions& opts, const Dataset& data, const std::string& where) {
+ModelPtr make_torchscript(const TorchScriptOptions& opts, const Dataset& data, uint64_t seed, int64_t chains,
+                          const std::string& where) {
   TorchScriptOptions t = opts;
   t.outputs = t.classification() ? data.num_classes : 1;
+  if (chains > 0) {
+    auto model = std::make_shared<TorchScriptChains>(t, chains, seed, where);
+    model->check_outputs(data.train);
+    return model;
+  }
   auto model = std::make_shared<TorchScriptModel>(t, where);
   model->check_outputs(data.train);
   return model;
@@ -123,8 +129,9 @@ ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed
                     const std::string& where) {
   opts.validate(where);
   auto gen = compat::make_generator(torch::kCPU, seed * 0xD1B54A32D192ED03ULL + 0x2545F4914F6CDD1DULL);
-  if (chains > 0 && opts.name != "mlp")
-    throw std::invalid_argument("chains: parallel chains are available for model.name: mlp only (got " + opts.name + ")");
+  if (chains > 0 && opts.name != "mlp" && opts.name != "torchscript")
+    throw std::invalid_argument("chains: parallel chains are available for model.name: mlp and torchscript only (got " +
+                                opts.name + ")");
   if (opts.name == "mlp") {
     MlpOptions m = opts.mlp;
     m.inputs = dim_or(data, "features", 0);
@@ -147,7 +154,7 @@ ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed
   }
   if (opts.name == "torchscript") {
     check_model_task(opts, data.task, where);
-    return make_torchscript(opts.torchscript, data, where);
+    return make_torchscript(opts.torchscript, data, seed, chains, where);
   }
   return make_bpmf(data, opts.bpmf, gen);
 }

@@ -67,8 +67,9 @@ ModelOptions parse_model_options(const OptionMap& options, Task task);
 void check_model_task(const ModelOptions& options, Task task, const std::string& where = "model");
 
 // Builds the model on CPU, initialised from a generator seeded with `seed`.
-// chains > 0: C parallel chains in one batched model (MlpChains; mlp only; chains = 1 is the batched
-// implementation with one chain, equal to the plain model).
+// chains > 0: C parallel chains in one model: MlpChains (batched; chains = 1 is the batched
+// implementation with one chain, equal to the plain model) or TorchScriptChains (the module run once
+// per chain on stacked parameters); other models refuse.
 ModelPtr make_model(const ModelOptions& options, const Dataset& data, uint64_t seed = 0, int64_t chains = 0,
                     const std::string& where = "model");
 // The same from the `model:` block: rejects unknown keys, parse_model_options(options, data.task),

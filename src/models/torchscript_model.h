@@ -16,8 +16,16 @@
 // average over the chain's trajectory, not a function of the current sample; each saved sample
 // carries the statistics of its moment, and predictions run the module in eval mode.
 //
-// θ starts at the module's saved values (the seed does not re-initialise it). One chain per model:
-// `chains: C` is refused.
+// θ starts at the module's saved values (the seed does not re-initialise it).
+//
+// Parallel chains (`chains: C`, TorchScriptChains below): every parameter and buffer is held once,
+// stacked along a new dim 0 of size C (the layout of MlpChains, so that prior groups, traces,
+// samples and checkpoints treat both alike). The module is loaded once and run once per chain, its
+// parameter and buffer slots pointed at slice c (views of the stacked leaves: autograd accumulates
+// chain c's gradient into slice c, batch norm updates chain c's statistics in place). The chains
+// are stepped in turn (C forwards and one backward a step), their update is one fused step over all.
+// Chain 0 starts at the saved values, chain c ≥ 1 at them plus N(0, (kTorchScriptChainJitter·rms)²)
+// per tensor (rms over the tensor), drawn from the seed and c: distinct starting points for R̂.
 #pragma once
 
 #include <torch/script.h>
@@ -59,6 +67,43 @@ class TorchScriptModel : public Model {
   TorchScriptOptions options_;
   std::string where_;
   torch::jit::Module module_;
+  torch::Tensor tau_;
+};
+
+constexpr double kTorchScriptChainJitter = 0.1;
+
+class TorchScriptChains : public Model {
+ public:
+  // std::invalid_argument as TorchScriptModel's, and for chains < 1.
+  TorchScriptChains(const TorchScriptOptions& options, int64_t chains, uint64_t seed, const std::string& where = "model");
+
+  Task task() const override;
+  // `batch` holds chains()·n examples, chain-major: chain c's are rows [c·n, (c+1)·n).
+  torch::Tensor nll(const Batch& batch) override;
+  torch::Tensor predict(const torch::Tensor& inputs) override;
+  torch::Tensor predict_chains(const torch::Tensor& inputs) override;
+  int64_t chains() const override { return chains_; }
+  std::map<std::string, double> likelihood_hyperparameters() const override;
+  void train(bool on = true) override;
+
+  // Chain c's forward(x) (its logits / means).
+  torch::Tensor forward(int64_t c, const torch::Tensor& inputs);
+  // TorchScriptModel::check_outputs, on chain 0.
+  void check_outputs(const Batch& sample);
+
+ private:
+  struct Slot {
+    torch::jit::Module owner;  // the submodule holding the attribute
+    std::string leaf;
+    torch::Tensor stacked;     // [C, ...], registered in this module
+  };
+  void point_at(int64_t c);
+
+  TorchScriptOptions options_;
+  std::string where_;
+  int64_t chains_;
+  torch::jit::Module module_;
+  std::vector<Slot> slots_;
   torch::Tensor tau_;
 };
 
