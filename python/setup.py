@@ -26,7 +26,11 @@ class CMakeBuild(build_ext):
             raise RuntimeError(f"{ROOT}: not sgmcmc's repository (install from a checkout: pip install ./python)")
         build = Path(self.build_temp) / "cmake"
         build.mkdir(parents=True, exist_ok=True)
-        args = [f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}", f"-DPython3_EXECUTABLE={sys.executable}",
+        # torch's own directory as a prefix too, so that its lib/ is searched before the system's
+        # (TorchConfig's find_library would otherwise take a system LibTorch, e.g. Debian's, first).
+        torch_root = os.path.dirname(torch.__file__)
+        args = [f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path};{torch_root}",
+                f"-DPython3_EXECUTABLE={sys.executable}",
                 "-DCMAKE_BUILD_TYPE=Release", "-DSGMCMC_PYTHON=ON", "-DSGMCMC_TESTS=OFF"]
         if torch.version.cuda and shutil.which("nvcc"):
             args.append("-DSGMCMC_CUDA=ON")
