@@ -424,6 +424,26 @@ TEST(DistributedRun, ChainsModeAveragesEveryRanksChains) {
 
 // (c) A world size other than the checkpoint's is refused, naming both (the resume itself:
 // DistributedFaults below).
+// Ranks started with different configs (here rank 1 with another step size) are refused before any
+// step, by every rank, with one line naming the first key that differs.
+TEST(DistributedRun, RanksWithDifferentConfigsAreRefused) {
+  SKIP_WITHOUT_GLOO();
+  Fixture f = make_fixture("dist_mismatch");
+  const std::string out = f.dir + "/run", store = f.dir + "/store-mismatch";
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args = {"train", f.config, "--out", out, "-q", "--set", "distributed.init=file://" + store};
+    if (r == 1) args.insert(args.end(), {"--set", "sampler.lr=2.0e-4"});
+    pids.push_back(spawn_with_env(args, {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}}, out + ".rank" + std::to_string(r)));
+  }
+  const auto status = wait_all(pids);
+  EXPECT_EQ(status, std::vector<int>({2, 2})) << stderr_of(out) << stderr_of(out, 1);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(stderr_of(out, r).find("rank 1's config differs from rank 0's at sampler.lr"), std::string::npos)
+        << stderr_of(out, r);
+  EXPECT_FALSE(fs::exists(out + "/metrics.csv"));
+}
+
 TEST(DistributedRun, ResumeNeedsTheSameWorldSize) {
   const std::string dir = test_util::temp_dir("dist_world");
   auto refusal = [&](int world) {
