@@ -35,7 +35,20 @@ def load_samples(run_dir: str) -> List[dict]:
     if not files:
         raise FileNotFoundError(f"{run_dir}: no samples/sample_*.pt (the run kept none: output.save_samples "
                                 "false, or no step after burn-in)")
-    return [torch.load(f, map_location="cpu") for f in files]
+    return [_load(f) for f in files]
+
+
+def _load(path: str) -> dict:
+    # The binary writes its dicts with torch::pickle_save, whose pickles name
+    # torch.jit._pickle.restore_type_tag: torch >= 2.6 loads them with weights_only=True only with that
+    # function allowed (torch.serialization.safe_globals, torch >= 2.5); older torch has no such check.
+    try:
+        from torch.serialization import safe_globals
+        from torch.jit._pickle import restore_type_tag
+    except ImportError:
+        return torch.load(path, map_location="cpu")
+    with safe_globals([restore_type_tag]):
+        return torch.load(path, map_location="cpu", weights_only=True)
 
 
 class SampleCollector:
