@@ -9,7 +9,8 @@ bench/python/run.sh:
          update. sgmcmc: zero_grad, backward, opt.step() (one fused C++ loop over the flat buffer,
          Philox noise inside). posteriors: sghmc.build(...).update(state, batch, inplace=True),
          whose torch.func.grad_and_value computes the same gradient and whose tree maps do the update
-         in ATen ops. Also reported: sgmcmc's opt.step() alone (the gradient already in .grad).
+         in ATen ops. Also reported: the update alone, sgmcmc's opt.step() (the gradient already in
+         .grad) against posteriors' update less its gradient call timed on its own.
   epoch  one epoch of App. H.1 in a Python loop (784-100-10 sigmoid MLP, batch 500, Fashion-MNIST's
          first 50,000 training images resident): sgmcmc: an nn.Module, (N · cross-entropy).backward(),
          sgmcmc.SGHMC(lr 2e-6, α 0.01, prior_precision 1); posteriors: the same module through
@@ -84,6 +85,14 @@ if a.what == "step":
         transform = posteriors.sgmcmc.sghmc.build(log_post, lr=0.0316, alpha=0.316, temperature=1.0)
         state = transform.init(params)
         times = timed(lambda: transform.update(state, None, inplace=True), a.reps)
+        # the gradient its update computes first (the same torch.func call), to isolate the update
+        from torch.func import grad_and_value
+
+        def gradient():
+            with torch.no_grad():
+                grad_and_value(log_post, has_aux=True)(state.params, None)
+        extra["gradient_seconds"] = statistics.median(timed(gradient, a.reps))
+        extra["step_only_seconds"] = statistics.median(times) - extra["gradient_seconds"]
 else:
     x = idx("train-images-idx3-ubyte.gz")[:50000].reshape(50000, -1).float().div(255)
     y = idx("train-labels-idx1-ubyte.gz")[:50000].long()

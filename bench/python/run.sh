@@ -45,6 +45,8 @@ for what in ("step", "epoch"):
         med[impl, what] = statistics.median(t)
         print(f"{impl:10s} {what:5s} median {1e3 * med[impl, what]:9.2f} ms  (rounds {len(t)}, min {1e3 * min(t):.2f}, max {1e3 * max(t):.2f})")
     print(f"  {what}: sgmcmc {med['posteriors', what] / med['sgmcmc', what]:.2f}x posteriors")
-only = [r["step_only_seconds"] for r in rows if r["impl"] == "sgmcmc" and r["what"] == "step"]
-print(f"sgmcmc opt.step() alone over 10M parameters: median {1e3 * statistics.median(only):.2f} ms")
+only = {impl: statistics.median(r["step_only_seconds"] for r in rows if r["impl"] == impl and r["what"] == "step")
+        for impl in ("sgmcmc", "posteriors")}
+print(f"the update alone over 10M parameters: sgmcmc opt.step() {1e3 * only['sgmcmc']:.2f} ms, posteriors' update "
+      f"less its gradient {1e3 * only['posteriors']:.2f} ms: sgmcmc {only['posteriors'] / only['sgmcmc']:.2f}x")
 PY
