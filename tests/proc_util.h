@@ -4,11 +4,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -70,6 +72,42 @@ inline bool wait_for_lines(pid_t pid, const std::string& path, int lines, double
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+// Polls `done` every 10 ms until it holds or `deadline_s` passes; whether it held (the events waited
+// for happen in other processes; the deadline only bounds a failing test).
+inline bool within(double deadline_s, const std::function<bool()>& done) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!done()) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > deadline_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// spawn_sgmcmc, with writes beyond `max_file_bytes` per file failing as on a full disk (RLIMIT_FSIZE,
+// with SIGXFSZ ignored, so write() returns EFBIG instead of the signal killing the process).
+inline pid_t spawn_sgmcmc_limited(const std::vector<std::string>& args, const std::string& log_prefix,
+                                  long max_file_bytes) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open((log_prefix + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open((log_prefix + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {static_cast<rlim_t>(max_file_bytes), static_cast<rlim_t>(max_file_bytes)};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    std::vector<char*> argv;
+    std::string bin = SGMCMC_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
 }
 
 }  // namespace sgmcmc::test_util

@@ -5,7 +5,8 @@
 // - a run directory locked by another process (DIR/.lock) is refused naming the holder's PID;
 // - a corrupt or inconsistent checkpoint, or one written with another chain config, is refused;
 // - resuming a finished run changes nothing;
-// - a failed atomic write leaves no .tmp; a LibTorch overflow is a divergence.
+// - a failed atomic write leaves no .tmp; a full disk (RLIMIT_FSIZE) keeps the last checkpoint;
+// - a LibTorch overflow is a divergence.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -119,6 +120,29 @@ TEST(RunSafety, ALockedRunDirectoryIsRefusedNamingTheHolder) {
   }
   EXPECT_EQ(DirLock::holder(out), 0);
   EXPECT_EQ(run({"train", "--resume", out, "--quiet"}, dir + "/c"), 0) << read_text(dir + "/c.err");
+}
+
+// A full disk while writing: the resumed run's files may grow to 2 KB each (RLIMIT_FSIZE; write()
+// then fails with EFBIG as with ENOSPC). Without samples to save, the first file it writes beyond
+// that is its checkpoint: one line naming the file and the reason, exit 1, no temporary file left,
+// the previous checkpoint byte for byte intact; resumed with room, the run then finishes.
+TEST(RunSafety, AFullDiskStopsTheRunAndKeepsTheLastCheckpoint) {
+  const std::string dir = temp_dir("safety_full");
+  const std::string cfg = make_config(dir);
+  const std::string out = dir + "/run";
+  ASSERT_EQ(run({"train", cfg, "--out", out, "--quiet", "--stop-after", "20"}, dir + "/a"), 0) << read_text(dir + "/a.err");
+  const std::string checkpoint = read_text(out + "/checkpoint.pt");
+  ASSERT_GT(checkpoint.size(), 2048u);  // so that writing it must fail
+  const int rc = wait_child(spawn_sgmcmc_limited({"train", "--resume", out, "--quiet", "--set", "output.save_samples=false"},
+                                               dir + "/b", 2048));
+  const std::string err = read_text(dir + "/b.err");
+  EXPECT_EQ(rc, 1) << err;
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find(out + "/checkpoint.pt.tmp: write failed (File too large)"), std::string::npos) << err;
+  for (const auto& f : tree(out)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+  EXPECT_EQ(read_text(out + "/checkpoint.pt"), checkpoint);
+  EXPECT_EQ(run({"train", "--resume", out, "--quiet"}, dir + "/c"), 0) << read_text(dir + "/c.err");
+  EXPECT_NE(read_text(out + "/summary.json").find("\"finished\": true"), std::string::npos);
 }
 
 TEST(RunSafety, ResumeRefusesACorruptCheckpoint) {

@@ -9,14 +9,6 @@
 #include <regex>
 #include <sstream>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <functional>
-#include <thread>
-
 #include "config/experiment_config.h"
 #include "core/dir_lock.h"
 #include "sweep/sweep_config.h"
@@ -26,6 +18,7 @@
 #include "tiny_idx.h"
 #include "train/trainer.h"
 #include "error_of.h"
+#include "proc_util.h"
 
 namespace fs = std::filesystem;
 using namespace sgmcmc;
@@ -448,36 +441,6 @@ TEST(SweepRunner, ChildProcessesAndFailedRun) {
   EXPECT_TRUE(fs::exists(dir + "/J/logs"));
 }
 
-namespace {
-
-// `sgmcmc sweep FILE --jobs 2 -q --out OUT` as a child process (stdout/stderr to OUT.log).
-pid_t start_sweep(const std::string& file, const std::string& out) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string log = out + ".log";
-    std::freopen(log.c_str(), "w", stdout);
-    std::freopen(log.c_str(), "a", stderr);
-    const std::string bin = SGMCMC_BINARY;
-    ::execl(bin.c_str(), bin.c_str(), "sweep", file.c_str(), "--jobs", "2", "-q", "--out", out.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Polls `done` every 10 ms until it holds or `seconds` pass; whether it held. (The events waited for
-// happen in other processes; the deadline only bounds a failing test.)
-bool within(double seconds, const std::function<bool()>& done) {
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!done()) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-}  // namespace
-
 // A sweep's runs get its SIGTERM and none outlives it: with --jobs 2 and two runs running (each
 // holding its directory's lock), SIGTERM to the sweep starts no further run, reaches both runs
 // (they stop, resumable, and release their locks) and the sweep exits 128 + 15. After SIGKILL to a
@@ -501,18 +464,25 @@ TEST(SweepRunner, SignalsReachTheRunsAndNoneOutlivesTheSweep) {
   };
 
   const std::string term = dir + "/T";
-  const pid_t sweep = start_sweep(dir + "/long.yaml", term);
-  ASSERT_TRUE(within(120, [&] { return holders(term) == 2; })) << slurp(term + ".log");
+  const std::vector<std::string> args = {"sweep", dir + "/long.yaml", "--jobs", "2", "-q", "--out"};
+  auto start_sweep = [&](const std::string& out) {
+    auto a = args;
+    a.push_back(out);
+    return test_util::spawn_sgmcmc(a, out);
+  };
+  using test_util::within;
+  const pid_t sweep = start_sweep(term);
+  ASSERT_TRUE(within(120, [&] { return holders(term) == 2; })) << slurp(term + ".err");
   ASSERT_EQ(::kill(sweep, SIGTERM), 0);
   int status = 0;
-  ASSERT_TRUE(within(120, [&] { return ::waitpid(sweep, &status, WNOHANG) == sweep; })) << slurp(term + ".log");
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status << " " << slurp(term + ".log");
+  ASSERT_TRUE(within(120, [&] { return ::waitpid(sweep, &status, WNOHANG) == sweep; })) << slurp(term + ".err");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status << " " << slurp(term + ".err");
   EXPECT_EQ(holders(term), 0) << "a run outlived the sweep";
   EXPECT_EQ(started(term), 2) << "a run started after the signal";
 
   const std::string killed = dir + "/K";
-  const pid_t sweep2 = start_sweep(dir + "/long.yaml", killed);
-  ASSERT_TRUE(within(120, [&] { return holders(killed) == 2; })) << slurp(killed + ".log");
+  const pid_t sweep2 = start_sweep(killed);
+  ASSERT_TRUE(within(120, [&] { return holders(killed) == 2; })) << slurp(killed + ".err");
   ASSERT_EQ(::kill(sweep2, SIGKILL), 0);
   ASSERT_EQ(::waitpid(sweep2, &status, 0), sweep2);
   EXPECT_TRUE(within(120, [&] { return holders(killed) == 0; })) << "runs outlived a SIGKILLed sweep";

@@ -57,23 +57,25 @@ void replace_file_atomic(const std::string& path, const std::function<void(const
   fsync_dir(fs::path(path).parent_path().string());
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  replace_file_atomic(path, [&](const std::string& tmp) {
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw std::runtime_error(tmp + ": cannot write (" + std::strerror(errno) + ")");
-    size_t off = 0;
-    while (off < text.size()) {
-      ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd);
-        throw std::runtime_error(tmp + ": write failed (" + std::strerror(err) + ")");
-      }
-      off += static_cast<size_t>(n);
+void write_bytes(const std::string& file, const std::string& bytes) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(file + ": cannot write (" + std::strerror(errno) + ")");
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw std::runtime_error(file + ": write failed (" + std::strerror(err) + ")");
     }
-    if (::close(fd) != 0) throw std::runtime_error(tmp + ": write failed (" + std::strerror(errno) + ")");
-  });
+    off += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw std::runtime_error(file + ": write failed (" + std::strerror(errno) + ")");
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  replace_file_atomic(path, [&](const std::string& tmp) { write_bytes(tmp, text); });
 }
 
 }  // namespace sgmcmc

@@ -14,6 +14,10 @@ void fsync_path(const std::string& path);
 // supports it).
 void fsync_dir(const std::string& dir);
 
+// Writes `bytes` to `file` (created or truncated) with write(2); std::runtime_error "<file>: write failed
+// (<reason>)" on any failure (a full disk: ENOSPC, a file-size limit: EFBIG).
+void write_bytes(const std::string& file, const std::string& bytes);
+
 // Writes `text` to `path` atomically (tmp + fsync + rename + fsync dir).
 void write_file_atomic(const std::string& path, const std::string& text);
 

@@ -122,11 +122,7 @@ Batch read_tensor_split(const std::map<std::string, torch::Tensor>& dict, const 
 
 void write_pickle_file(const std::string& path, const c10::IValue& value) {
   const std::vector<char> bytes = torch::pickle_save(value);
-  replace_file_atomic(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error(tmp + ": write failed");
-  });
+  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
 Dataset load_tensors_dataset(const TensorsOptions& o, int64_t val_size, uint64_t seed, const std::string& where) {

@@ -6,9 +6,11 @@
 // session), loss_sum, perm, avg_/lse_<split> (PosteriorPredictive), trace_ll / trace_w.
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "compat.h"
 #include "runtime/cpu.h"
+#include "core/atomic_file.h"
 #include "train/checkpoint_check.h"
 #include "train/model_io.h"
 #include "train/training_run.h"
@@ -35,7 +37,12 @@ void TrainingRun::save_checkpoint() const {
   if (dist_.active()) ar.write("world_size", torch::tensor(static_cast<int64_t>(dist_.world_size())), true);
   ar.write(kConfigKey, c10::IValue(to_yaml(cfg_)));  // compared on --resume (checkpoint_check.h)
   add_checksum(ar);
-  dir_.write_checkpoint([&](const std::string& tmp) { ar.save_to(tmp); });
+  // Serialised in memory, then written with write(2): LibTorch's file writer finishes the zip in its
+  // destructor, where a full disk is an exception that terminates the process.
+  std::ostringstream bytes;
+  ar.save_to(bytes);
+  const std::string data = bytes.str();
+  dir_.write_checkpoint([&](const std::string& tmp) { write_bytes(tmp, data); });
 }
 
 void TrainingRun::load_checkpoint(const std::string& file) {
