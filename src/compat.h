@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #if defined(SGMCMC_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
@@ -82,15 +84,26 @@ inline bool cuda_available() { return torch::cuda::is_available(); }
 // Registers `gen` with `graph` before its capture, so that every replay draws at fresh Philox
 // offsets of `gen`. LibTorch >= 2.4 registers any CUDA generator (CUDAGraph::register_generator_state);
 // older versions capture with the device's default generator only.
-inline void register_graph_generator(at::cuda::CUDAGraph& graph, const at::Generator& gen) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  graph.register_generator_state(gen);
-#else
-  (void)graph;
-  TORCH_CHECK(gen == at::cuda::detail::getDefaultCUDAGenerator(gen.device().index()),
-              "train.graph: LibTorch ", torch_version(),
-              " captures CUDA graphs with the default CUDA generator only (LibTorch >= 2.4 takes any)");
-#endif
+namespace detail {
+// CUDAGraph::register_generator_state(const at::Generator&): LibTorch 2.4 up to (at least) 2.11; later
+// versions keep only the overload taking the generator's internal state.
+template <typename Graph, typename = void>
+struct registers_generators : std::false_type {};
+template <typename Graph>
+struct registers_generators<Graph, std::void_t<decltype(std::declval<Graph&>().register_generator_state(
+                                       std::declval<const at::Generator&>()))>> : std::true_type {};
+}  // namespace detail
+
+template <typename Graph = at::cuda::CUDAGraph>
+inline void register_graph_generator(Graph& graph, const at::Generator& gen) {
+  if constexpr (detail::registers_generators<Graph>::value) {
+    graph.register_generator_state(gen);
+  } else {
+    (void)graph;
+    TORCH_CHECK(gen == at::cuda::detail::getDefaultCUDAGenerator(gen.device().index()),
+                "train.graph: LibTorch ", torch_version(),
+                " captures CUDA graphs here with the default CUDA generator only");
+  }
 }
 #endif
 
