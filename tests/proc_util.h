@@ -25,14 +25,22 @@ inline std::string read_text(const std::string& p) {
   return ss.str();
 }
 
-// Starts SGMCMC_BINARY with `args` (no shell), stdout/stderr to `log_prefix`.out/.err.
-inline pid_t spawn_sgmcmc(const std::vector<std::string>& args, const std::string& log_prefix) {
+// Starts SGMCMC_BINARY with `args` (no shell), stdout/stderr to `log_prefix`.out/.err. With
+// `max_file_bytes` > 0, writes beyond that size per file fail as on a full disk (RLIMIT_FSIZE, with
+// SIGXFSZ ignored so that write() returns EFBIG instead of the signal killing the process).
+inline pid_t spawn_sgmcmc(const std::vector<std::string>& args, const std::string& log_prefix,
+                          long max_file_bytes = 0) {
   pid_t pid = fork();
   if (pid == 0) {
     int out = open((log_prefix + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = open((log_prefix + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out, 1);
     dup2(err, 2);
+    if (max_file_bytes > 0) {
+      signal(SIGXFSZ, SIG_IGN);
+      struct rlimit lim = {static_cast<rlim_t>(max_file_bytes), static_cast<rlim_t>(max_file_bytes)};
+      setrlimit(RLIMIT_FSIZE, &lim);
+    }
     std::vector<char*> argv;
     std::string bin = SGMCMC_BINARY;
     argv.push_back(bin.data());
@@ -83,31 +91,6 @@ inline bool within(double deadline_s, const std::function<bool()>& done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
-}
-
-// spawn_sgmcmc, with writes beyond `max_file_bytes` per file failing as on a full disk (RLIMIT_FSIZE,
-// with SIGXFSZ ignored, so write() returns EFBIG instead of the signal killing the process).
-inline pid_t spawn_sgmcmc_limited(const std::vector<std::string>& args, const std::string& log_prefix,
-                                  long max_file_bytes) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int out = open((log_prefix + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open((log_prefix + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim = {static_cast<rlim_t>(max_file_bytes), static_cast<rlim_t>(max_file_bytes)};
-    setrlimit(RLIMIT_FSIZE, &lim);
-    std::vector<char*> argv;
-    std::string bin = SGMCMC_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
 }
 
 }  // namespace sgmcmc::test_util

@@ -133,7 +133,7 @@ TEST(RunSafety, AFullDiskStopsTheRunAndKeepsTheLastCheckpoint) {
   ASSERT_EQ(run({"train", cfg, "--out", out, "--quiet", "--stop-after", "20"}, dir + "/a"), 0) << read_text(dir + "/a.err");
   const std::string checkpoint = read_text(out + "/checkpoint.pt");
   ASSERT_GT(checkpoint.size(), 2048u);  // so that writing it must fail
-  const int rc = wait_child(spawn_sgmcmc_limited({"train", "--resume", out, "--quiet", "--set", "output.save_samples=false"},
+  const int rc = wait_child(spawn_sgmcmc({"train", "--resume", out, "--quiet", "--set", "output.save_samples=false"},
                                                dir + "/b", 2048));
   const std::string err = read_text(dir + "/b.err");
   EXPECT_EQ(rc, 1) << err;

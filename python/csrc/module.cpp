@@ -74,6 +74,11 @@ class PySampler {
       pg.emplace_back(std::move(g));
     }
     sampler_ = make_sampler(name, std::move(pg), option_map(name, options), generator_);
+    for (const auto& group : sampler_->param_groups()) {
+      int64_t n = 0;
+      for (const auto& p : group.params) n += p.numel();
+      numels_.push_back(n);
+    }
   }
 
   // lrs[g]: group g's step size; lambdas[g]: its prior precision (0: no prior term).
@@ -165,10 +170,7 @@ class PySampler {
     if (sampler_->graph_capturable()) {
       std::vector<kernels::PriorFold> fold(groups.size());
       for (size_t g = 0; g < groups.size(); ++g) {
-        if (lambdas_[g] == 0) continue;
-        int64_t n = 0;
-        for (const auto& p : groups[g].params) n += p.numel();
-        fold[g].push_back({0, n, lambdas_[g]});
+        if (lambdas_[g] != 0) fold[g].push_back({0, numels_[g], lambdas_[g]});
       }
       sampler_->fold_prior_into_next_step(fold);
       return;
@@ -187,6 +189,7 @@ class PySampler {
   at::Generator generator_;
   SamplerPtr sampler_;
   std::vector<double> lambdas_;
+  std::vector<int64_t> numels_;  // elements per group (the prior fold's segment)
 };
 
 // The Gaussian prior with Gamma hyperpriors over the user's groups (priors/gaussian_prior.h).

@@ -86,6 +86,12 @@ void check_module_outputs(torch::jit::Module& module, const TorchScriptOptions& 
                                   : "[" + std::to_string(n) + "] or [" + std::to_string(n) + ", 1] means"));
 }
 
+// {"tau": τ} for a regression likelihood, nothing for a categorical one.
+std::map<std::string, double> tau_values(const TorchScriptOptions& options, const torch::Tensor& tau) {
+  if (options.classification()) return {};
+  return {{"tau", tau.item<double>()}};
+}
+
 }  // namespace
 
 TorchScriptModel::TorchScriptModel(const TorchScriptOptions& o, const std::string& where)
@@ -140,8 +146,7 @@ void TorchScriptModel::gibbs_step_likelihood(const Batch& data, at::Generator& g
 }
 
 std::map<std::string, double> TorchScriptModel::likelihood_hyperparameters() const {
-  if (options_.classification()) return {};
-  return {{"tau", tau_.item<double>()}};
+  return tau_values(options_, tau_);
 }
 
 void TorchScriptModel::train(bool on) {
@@ -227,8 +232,7 @@ torch::Tensor TorchScriptChains::predict_chains(const torch::Tensor& inputs) {
 torch::Tensor TorchScriptChains::predict(const torch::Tensor& inputs) { return predict_chains(inputs).mean(0); }
 
 std::map<std::string, double> TorchScriptChains::likelihood_hyperparameters() const {
-  if (options_.classification()) return {};
-  return {{"tau", tau_.item<double>()}};
+  return tau_values(options_, tau_);
 }
 
 void TorchScriptChains::train(bool on) {
