@@ -1,5 +1,7 @@
 #include "samplers/psgld.h"
 
+#include <cmath>
+
 #include "kernels/update_rules.h"
 #include "samplers/validate.h"
 
@@ -31,6 +33,12 @@ void Psgld::step() {
                                     options_.eps(), first);
               });
   ++step_count_;
+}
+
+double Psgld::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
+  if (temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0 || steps() == 0) return NAN;
+  const auto g = (group_state(square_avg_, group).sqrt() + options_.eps()).reciprocal();
+  return group_lr(group) * (g * grad_variance.to(g.options())).mean().item<double>() / (2.0 * temperature_);
 }
 
 std::map<std::string, double> Psgld::diagnostics() const {

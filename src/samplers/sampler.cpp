@@ -45,6 +45,16 @@ Sampler::StateBuffer Sampler::make_state(double fill) const {
   return b;
 }
 
+torch::Tensor Sampler::group_state(const StateBuffer& state, size_t g) const {
+  size_t first = 0;
+  for (size_t k = 0; k < g; ++k) first += groups_[k].params.size();
+  std::vector<torch::Tensor> parts;
+  for (size_t i = 0; i < groups_[g].params.size(); ++i) parts.push_back(state.param[first + i].reshape(-1));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts);
+}
+
+double Sampler::gradient_noise_ratio(size_t, const torch::Tensor&) const { return NAN; }
+
 namespace detail {
 kernels::NoiseStream next_noise_stream(at::Generator& gen, const torch::Device& device) {
   kernels::NoiseStream s;

@@ -123,6 +123,16 @@ class Sampler {
   // if p is no parameter of a flat group.
   std::optional<std::pair<size_t, int64_t>> flat_position(const torch::Tensor& p) const;
 
+  // The minibatch gradient's noise against the noise the sampler injects, for group g (the health
+  // check's "noise" entry, train/gradient_noise.h). `grad_variance`: an estimate of the variance of
+  // ∇Ũ's minibatch noise per coordinate, flat over the group's parameters in order. Returns the mean
+  // over the group of (variance that noise adds to a step) / (variance the sampler injects there).
+  // Above 1 the minibatch noise dominates: the chain's spread is set by the gradient's noise, not by
+  // the posterior (Welling & Teh 2011 §4's condition, Chen et al. 2014's β̂ ≤ α). NaN where the
+  // question does not apply: optimizers, T = 0, samplers whose thermostat absorbs the gradient
+  // noise (SGNHT, mSGNHT, Santa), Metropolis-corrected HMC.
+  virtual double gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const;
+
   // Scalar diagnostics for logging (e.g. "thermostat_mean"); empty by default.
   virtual std::map<std::string, double> diagnostics() const { return {}; }
 
@@ -168,6 +178,11 @@ class Sampler {
       }
     }
   }
+
+  // Group g's step size: lr() × its lr_scale.
+  double group_lr(size_t g) const { return lr_ * groups_[g].lr_scale; }
+  // Group g's elements of `state`, flat in parameter order (the group's buffer when it is flat).
+  torch::Tensor group_state(const StateBuffer& state, size_t g) const;
 
   // Adds the pending fold of flat group g into its .grad (the paths that are not a fused kernel).
   void add_folded_prior(size_t g);

@@ -1,5 +1,6 @@
 #include "samplers/sghmc.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "kernels/update_rules.h"
@@ -65,6 +66,13 @@ void Sghmc::step() {
   if (est == "constant") last_beta_hat_mean_ = options_.beta_hat();
   if (est == "fisher") last_beta_hat_mean_ = bh_n > 0 ? bh_sum / bh_n : 0.0;
   ++step_count_;
+}
+
+double Sghmc::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
+  if (temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0) return NAN;
+  const double a = options_.alpha();
+  const double budget = 2.0 * temperature_ * (options_.integrator() == "ssi" ? std::sinh(a) : a);
+  return group_lr(group) * grad_variance.mean().item<double>() / budget;
 }
 
 std::map<std::string, double> Sghmc::diagnostics() const {

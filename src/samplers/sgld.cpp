@@ -1,5 +1,6 @@
 #include "samplers/sgld.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "kernels/update_rules.h"
@@ -25,6 +26,11 @@ void Sgld::step() {
                 rules::sgld_update(p, g, noise, lr, temperature_);
               });
   ++step_count_;
+}
+
+double Sgld::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
+  if (temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0) return NAN;
+  return group_lr(group) * grad_variance.mean().item<double>() / (2.0 * temperature_);
 }
 
 }  // namespace sgmcmc

@@ -1,5 +1,6 @@
 #include "train/health.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error_text.h"
@@ -72,6 +73,29 @@ std::vector<HealthWarning> HealthCheck::check(int64_t step, const std::map<std::
   return out;
 }
 
+std::vector<HealthWarning> HealthCheck::check_gradient_noise(int64_t step, const std::vector<double>& ratios) {
+  std::vector<HealthWarning> out;
+  double worst = NAN;
+  size_t worst_group = 0;
+  for (size_t g = 0; g < ratios.size(); ++g)
+    if (std::isfinite(ratios[g]) && !(ratios[g] <= worst)) {
+      worst = ratios[g];
+      worst_group = g;
+    }
+  if (!std::isfinite(worst)) return out;
+  noise_step_ = step;
+  noise_ratio_ = worst;
+  noise_max_ratio_ = std::max(noise_max_ratio_, worst);
+  if (worst > kMaxGradientNoiseRatio)
+    fire(step, "noise",
+         "the minibatch gradient's noise is " + num(worst) + "x the noise " + sampler_ + " injects" +
+             (ratios.size() > 1 ? " (parameter group " + std::to_string(worst_group) + ")" : std::string()) +
+             ": the chain's spread comes from the minibatches, not the posterior; try a smaller sampler.lr "
+             "or a larger train.batch_size",
+         out);
+  return out;
+}
+
 nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial) const {
   nlohmann::ordered_json j;
   j["ok"] = warnings_.empty() && !final_worse_than_trivial;
@@ -82,6 +106,8 @@ nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial) const
   nlohmann::ordered_json trivial = nlohmann::ordered_json::object();
   for (const auto& [k, v] : trivial_) trivial[k] = v;
   j["trivial"] = trivial;
+  if (noise_step_ >= 0)
+    j["gradient_noise"] = {{"step", noise_step_}, {"ratio", noise_ratio_}, {"max_ratio", noise_max_ratio_}};
   return j;
 }
 

@@ -11,6 +11,11 @@
 //   precision     a prior precision λ_g or a likelihood precision τ outside [1e-3, 1e7]: λ < 1e-3 is a
 //                 prior standard deviation above 30 (the weights are unconstrained), λ > 1e7 one below
 //                 3e-4 (the prior has shrunk the weights to nothing); τ likewise in standardised units.
+//   noise         the minibatch gradient's noise above the noise the sampler injects (ratio > 1 in a
+//                 parameter group; train/gradient_noise.h): the chain's spread is then the minibatches',
+//                 not the posterior's. Probed at the 1st, 2nd, 4th, … evaluation.
+// (Injected noise swamping the gradient, e.g. a temperature far above 1, shows as the loss and
+// trivial checks: the weights wander into finite nonsense.)
 // Each check warns once, when it first fires, and is recorded in summary.json's `health`. A run whose
 // final predictive is worse than the trivial one exits with kExitUnhealthy (core/signals.h).
 #pragma once
@@ -26,7 +31,7 @@ namespace sgmcmc {
 
 struct HealthWarning {
   int64_t step = 0;
-  std::string check;    // loss | trivial | precision
+  std::string check;    // loss | trivial | precision | noise
   std::string message;  // one line, with what to try
 };
 
@@ -34,6 +39,7 @@ class HealthCheck {
  public:
   static constexpr double kLossFactor = 10.0;
   static constexpr double kMinPrecision = 1e-3, kMaxPrecision = 1e7;
+  static constexpr double kMaxGradientNoiseRatio = 1.0;
 
   // `trivial`: the trivial predictor's test metrics (test_nll for classification, test_rmse for
   // regression); `sampler`: named in the advice.
@@ -43,13 +49,16 @@ class HealthCheck {
   // fired for the first time.
   std::vector<HealthWarning> check(int64_t step, const std::map<std::string, double>& row,
                                    const std::map<std::string, double>& precisions);
+  // One gradient-noise probe: per sampler group, Sampler::gradient_noise_ratio (NaN: not applicable).
+  std::vector<HealthWarning> check_gradient_noise(int64_t step, const std::vector<double>& ratios);
   // Whether `row` (the final one) reports a predictive worse than the trivial one.
   bool worse_than_trivial(const std::map<std::string, double>& row) const;
   // One line for `row`'s reported metric against the trivial predictor's, with what to try.
   std::string trivial_message(const std::map<std::string, double>& row) const;
 
   const std::vector<HealthWarning>& warnings() const { return warnings_; }
-  // {"ok", "warnings": [{"step", "check", "message"}], "trivial": {...}}
+  // {"ok", "worse_than_trivial", "warnings": [{"step", "check", "message"}], "trivial": {...}, and after a
+  // probe "gradient_noise": {"step", "ratio" (the latest probe's, max over groups), "max_ratio"}}
   nlohmann::ordered_json to_json(bool final_worse_than_trivial) const;
 
  private:
@@ -63,6 +72,8 @@ class HealthCheck {
   double first_loss_ = 0;
   bool have_first_loss_ = false;
   std::vector<HealthWarning> warnings_;
+  int64_t noise_step_ = -1;  // the latest probe's step (-1: none applied)
+  double noise_ratio_ = 0, noise_max_ratio_ = 0;
 };
 
 }  // namespace sgmcmc

@@ -114,7 +114,8 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
                console_.clear();
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
              }),
-      health_(eval_.classification(), trivial_test_metrics(eval_, data_, tau_of(model_)), cfg_.sampler_name()) {
+      health_(eval_.classification(), trivial_test_metrics(eval_, data_, tau_of(model_)), cfg_.sampler_name()),
+      noise_probe_(cfg_.seed, s_.plan.grad_scale(), s_.plan.batch_size) {
   steps_.use_model_backward(cfg_.train.backward == "auto");
   save_every_ = sample_file_stride();
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
@@ -243,7 +244,11 @@ void TrainingRun::evaluate(bool sample_fresh) {
   }
   log_->append(last_);
   console_.evaluation(last_, s_.prior->log_values());
-  for (const auto& w : health_.check(step_, last_, precisions()))
+  auto warnings = health_.check(step_, last_, precisions());
+  if (s_.sampler->is_sampler() && GradientNoiseProbe::due(++evaluations_))
+    for (auto& w : health_.check_gradient_noise(step_, noise_probe_.ratios(model_, *s_.sampler, data_.train)))
+      warnings.push_back(std::move(w));
+  for (const auto& w : warnings)
     if (dir_.writes_run_files()) console_.warning("step " + std::to_string(w.step) + ": " + w.message);
 }
 

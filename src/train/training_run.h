@@ -14,6 +14,7 @@
 #include "train/convergence_trace.h"
 #include "train/divergence_guard.h"
 #include "train/evaluator.h"
+#include "train/gradient_noise.h"
 #include "train/health.h"
 #include "train/metrics_log.h"
 #include "train/minibatches.h"
@@ -95,6 +96,8 @@ class TrainingRun {
   Console console_;
   DivergenceGuard guard_;
   HealthCheck health_;
+  GradientNoiseProbe noise_probe_;
+  int64_t evaluations_ = 0;     // this session's evaluations (GradientNoiseProbe::due)
   std::unique_ptr<MetricsLog> log_;
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
   int64_t save_every_ = 0;      // every how many samples one is written to samples/ (0: none)
