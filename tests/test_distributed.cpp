@@ -4,11 +4,15 @@
 // when the build has no c10d.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -441,6 +445,38 @@ TEST(DistributedRun, RanksWithDifferentConfigsAreRefused) {
   for (int r = 0; r < 2; ++r)
     EXPECT_NE(stderr_of(out, r).find("rank 1's config differs from rank 0's at sampler.lr"), std::string::npos)
         << stderr_of(out, r);
+  EXPECT_FALSE(fs::exists(out + "/metrics.csv"));
+}
+
+// Rank 0 whose MASTER_PORT another program holds (as a second rank 0 of the same launch would):
+// one line naming the port, exit 1 at once (not after the timeout), nothing written.
+TEST(DistributedRun, APortInUseIsOneLineNamingIt) {
+  SKIP_WITHOUT_GLOO();
+  Fixture f = make_fixture("dist_port");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const std::string out = f.dir + "/run";
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = spawn_with_env({"train", f.config, "--out", out, "-q"},
+                                   {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}},
+                                   out + ".rank0");
+  const auto status = wait_all({pid});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_EQ(status, std::vector<int>({1})) << stderr_of(out);
+  const std::string err = stderr_of(out);
+  EXPECT_NE(err.find("MASTER_PORT " + port + " on 127.0.0.1 is in use"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_LT(seconds, 20.0) << "the fixture's distributed.timeout_s is 30";
   EXPECT_FALSE(fs::exists(out + "/metrics.csv"));
 }
 

@@ -91,6 +91,16 @@ class C10dCommunicator final : public Communicator {
       : env_(env), timeout_s_(o.timeout_s), nccl_device_(nccl_device) {
     try {
       join(o);
+    } catch (const std::exception& e) {
+      // Rank 0's store cannot bind: another program, another run or a second rank 0 holds the port.
+      // Said as such, not as c10d's three bind attempts behind "a rank died or stopped".
+      const std::string what = e.what();
+      if (env.rank == 0 && o.file_store_path().empty() && what.find("Address already in use") != std::string::npos)
+        throw std::runtime_error("distributed: rank 0: MASTER_PORT " + std::to_string(env.master_port) + " on " +
+                                 env.master_addr + " is in use (another program, another run, or a second rank 0 " +
+                                 "started with the same " + env.source + "): choose a free MASTER_PORT, or launch with --nproc, " +
+                                 "which picks one");
+      rethrow_distributed("joining the process group (" + env.source + ")", env.rank, o.timeout_s);
     } catch (...) {
       rethrow_distributed("joining the process group (" + env.source + ")", env.rank, o.timeout_s);
     }
