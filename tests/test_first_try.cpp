@@ -73,8 +73,11 @@ TEST(Health, EachCheckFiresOnceOnARowBuiltToTripIt) {
   EXPECT_TRUE(h.check(400, {{"train_loss", 50.0}, {"test_nll", 9.1}}, {{"lambda.w", 1e-9}}).empty());
   EXPECT_TRUE(h.worse_than_trivial({{"test_nll", 9.1}}));
   EXPECT_FALSE(h.worse_than_trivial({{"test_nll", 2.0}}));
-  // before any sample, the current sample's metric is the reported one
+  // before any sample, the current sample's metric is the reported one at the end ...
   EXPECT_TRUE(h.worse_than_trivial({{"sample_test_nll", 3.0}}));
+  // ... but mid-run a burn-in iterate worse than the uniform predictive is no warning
+  HealthCheck burn_in(/*classification=*/true, {{"test_nll", std::log(10.0)}}, "sghmc");
+  EXPECT_TRUE(burn_in.check(100, {{"train_loss", 0.9}, {"sample_test_nll", 3.0}}, {}).empty());
   const auto j = h.to_json(true);
   EXPECT_FALSE(j["ok"].get<bool>());
   EXPECT_EQ(j["warnings"].size(), 3u);

@@ -60,7 +60,12 @@ std::vector<HealthWarning> HealthCheck::check(int64_t step, const std::map<std::
                              ": the " + sampler_ + " chain is moving away from the data" + advice, out);
     }
   }
-  if (worse_than_trivial(row)) fire(step, "trivial", trivial_message(row), out);
+  // Mid-run, only a reported predictive (the averaged one, or an optimizer's point estimate) is
+  // judged: a sampler's single iterate during burn-in is expected to be poor (BPMF from its random
+  // factors is worse than the training mean for its first few thousand steps).
+  const std::string metric = classification_ ? "nll" : "rmse";
+  if (std::isfinite(get(row, "test_" + metric)) && worse_than_trivial(row))
+    fire(step, "trivial", trivial_message(row), out);
   for (const auto& [name, value] : precisions) {
     if (!std::isfinite(value) || (value >= kMinPrecision && value <= kMaxPrecision)) continue;
     fire(step, "precision",

@@ -7,7 +7,9 @@
 //                 far worse fits;
 //   trivial       the reported predictive on test is worse than the trivial predictor: a test NLL above
 //                 the uniform predictive's (log K) for classification, a test RMSE above the training
-//                 mean's for regression (both computed by the same Evaluator);
+//                 mean's for regression (both computed by the same Evaluator). Mid-run only once there
+//                 is one (the averaged predictive after burn-in, an optimizer's iterate); at the end
+//                 a sampler without samples is judged by its last iterate;
 //   precision     a prior precision λ_g or a likelihood precision τ outside [1e-3, 1e7]: λ < 1e-3 is a
 //                 prior standard deviation above 30 (the weights are unconstrained), λ > 1e7 one below
 //                 3e-4 (the prior has shrunk the weights to nothing); τ likewise in standardised units.
