@@ -3,9 +3,9 @@
 //
 // Each trial starts from the run's own initialisation (same seed), takes `steps` steps of the
 // configured sampler at one step size on the training split, and is scored by the mean validation NLL
-// of its iterates at 1/2, 3/4 and the end of the trial (without a validation split, a sixth of the
-// training rows held out for the trials) (a trial whose loss or NLL stops being finite, or whose NLL exceeds the trivial
-// predictor's, counts as unstable). The search scores a grid of factors of 4
+// of 8 iterates spread over the trial's second half (without a validation
+// split, a sixth of the training rows held out for the trials); a trial whose loss or predictions stop
+// being finite counts as unstable. The search scores a grid of factors of 4
 // from 4^-5 to 4^2 times the sampler's default step, refines the best by factors of 2, and keeps a
 // stability margin: when a step up to 4 times the best was unstable, the choice is the largest stable
 // step at or below half the best, since a long run meets more of the gradient noise than a trial. The trials, the choice
