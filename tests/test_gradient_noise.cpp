@@ -181,5 +181,18 @@ TEST(GradientNoise, ACoolChainTripsTheCheckAndAWarmOneDoesNot) {
   ASSERT_EQ(h["warnings"].size(), 1u) << h.dump();
   EXPECT_EQ(h["warnings"][0]["check"].get<std::string>(), "noise");
   EXPECT_GT(h["gradient_noise"]["max_ratio"].get<double>(), 1.0);
+
+  // Stopped after 3 evaluations (the warning has fired) and resumed: the same health, probe for probe
+  // (the checkpoint keeps the warnings and the record; the probes follow the run's evaluations).
+  const auto cold = config_from(kTiny, {{"DATA", dir + "/data"}, {"SAMPLER", "{name: sgld, lr: 1.0e-3, temperature: 1.0e-4}"}},
+                                sets, "t.yaml");
+  ro.out_dir = dir + "/cold_resumed";
+  ro.stop_after_steps = 30;
+  run_training(cold, ro);
+  ro.stop_after_steps = -1;
+  ro.resume = true;
+  ro.overwrite = false;
+  run_training(load_config(ro.out_dir + "/config.yaml"), ro);
+  EXPECT_EQ(read(ro.out_dir).dump(), h.dump());
   remove_tree(dir);
 }

@@ -141,6 +141,16 @@ class PySampler {
   int64_t steps() const { return sampler_->steps(); }
   double temperature() const { return sampler_->temperature(); }
   void set_temperature(double t) { sampler_->set_temperature(t); }
+  // Sampler::gradient_noise_ratio of every group, given each group's per-coordinate variance of ∇Ũ's
+  // minibatch noise (flat, the group's parameters in order).
+  std::vector<double> gradient_noise_ratios(const std::vector<torch::Tensor>& variances) const {
+    if (variances.size() != sampler_->param_groups().size())
+      throw std::invalid_argument("gradient_noise_ratios: one variance tensor per parameter group");
+    std::vector<double> out;
+    for (size_t g = 0; g < variances.size(); ++g)
+      out.push_back(sampler_->gradient_noise_ratio(g, variances[g].detach().reshape(-1)));
+    return out;
+  }
   std::map<std::string, double> diagnostics() const { return sampler_->diagnostics(); }
 
   // The chain's whole state: step count, lr, temperature, every state tensor and the generator.
@@ -303,6 +313,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("steps", &PySampler::steps)
       .def_property("temperature", &PySampler::temperature, &PySampler::set_temperature)
       .def("diagnostics", &PySampler::diagnostics)
+      .def("gradient_noise_ratios", &PySampler::gradient_noise_ratios, py::arg("variances"))
       .def("state", &PySampler::state)
       .def("load_state", &PySampler::load_state, py::arg("state"));
 

@@ -35,7 +35,7 @@ second one; ``zero_grad()`` zeroes in place to keep them so. Add every param gro
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 import torch
 
@@ -193,6 +193,34 @@ class SamplerOptimizer(torch.optim.Optimizer):
     def diagnostics(self) -> Dict[str, float]:
         """The sampler's scalar diagnostics (e.g. the thermostat's mean), as the binary logs them."""
         return dict(self._impl.diagnostics())
+
+    def gradient_noise(self, loss_on_fresh_batch: Callable[[], torch.Tensor]) -> List[float]:
+        """The health check's noise ratio per param group: the minibatch gradient's noise against the
+        noise this sampler injects (the binary's ``health.gradient_noise``; docs/first_try.md).
+
+        ``loss_on_fresh_batch()`` must return the minibatch estimate of U's data term, (N/n)·Σ nll,
+        on a NEW random minibatch of the size you train with at every call. It is called twice at the
+        current parameters; the prior cancels in the difference, so leave it out. Gradients go through
+        ``torch.autograd.grad``: ``.grad`` and the parameters are left as they are (put the model in
+        eval mode first if dropout or batch norm would otherwise change it). Above 1 in a group the
+        chain's spread there is the minibatches', not the posterior's: take a smaller lr or a larger
+        batch. NaN where the question does not apply (optimizers, T = 0, the thermostat samplers).
+        """
+        self._sync()  # the groups' lr as the next step would take them
+        params = [p for g in self.param_groups for p in g["params"]]
+        grads = []
+        for _ in range(2):
+            with torch.enable_grad():
+                loss = loss_on_fresh_batch()
+                g = torch.autograd.grad(loss, params, allow_unused=True)
+            grads.append([torch.zeros_like(p) if x is None else x.detach() for p, x in zip(params, g)])
+        variances, k = [], 0
+        for group in self.param_groups:
+            n = len(group["params"])
+            d = [((a - b).double().reshape(-1) ** 2) / 2 for a, b in zip(grads[0][k:k + n], grads[1][k:k + n])]
+            variances.append(torch.cat(d) if d else torch.zeros(0, dtype=torch.float64))
+            k += n
+        return list(self._impl.gradient_noise_ratios(variances))
 
     def state_dict(self) -> dict:
         sd = super().state_dict()

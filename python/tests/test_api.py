@@ -95,6 +95,32 @@ def test_hmc_needs_a_closure_and_samples_a_gaussian_mean():
     assert abs(d.mean().item() - 0.5) < 4.5 * math.sqrt(0.5 / ess)
 
 
+def test_gradient_noise_is_each_groups_ratio_and_leaves_grad_alone():
+    # Two "minibatches" whose gradients are a and b: V = (a - b)^2 / 2 per coordinate, and SGLD's
+    # ratio is lr * mean(V) / (2T) per group (golden values from the sampler's equation).
+    w, v = torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)
+    a_w, b_w = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([3.0, 2.0, -1.0])
+    a_v, b_v = torch.tensor([0.5, 0.0]), torch.tensor([-0.5, 4.0])
+    opt = sgmcmc.SGLD([{"params": [w], "lr": 0.1}, {"params": [v], "lr": 0.01}], lr=0.1, temperature=2.0, seed=1)
+    w.grad, v.grad = torch.full((3,), 7.0), torch.full((2,), 7.0)
+    calls = []
+
+    def loss():
+        k = len(calls) % 2
+        calls.append(k)
+        return (w * (a_w, b_w)[k]).sum() + (v * (a_v, b_v)[k]).sum()
+
+    r = opt.gradient_noise(loss)
+    var_w = ((a_w - b_w).double() ** 2 / 2).mean().item()
+    var_v = ((a_v - b_v).double() ** 2 / 2).mean().item()
+    assert r == pytest.approx([0.1 * var_w / 4, 0.01 * var_v / 4], rel=1e-12)
+    assert len(calls) == 2
+    assert torch.equal(w.grad, torch.full((3,), 7.0)) and torch.equal(v.grad, torch.full((2,), 7.0))
+    # an optimizer injects no noise: no ratio
+    sgd = sgmcmc.SGD([w], lr=0.1)
+    assert all(math.isnan(x) for x in sgd.gradient_noise(loss))
+
+
 def test_gibbs_step_draws_from_the_gamma_conditional():
     """λ | θ ~ Gamma(α + n/2, β + ‖θ‖²/2): with α = β = 1, n = 2,000 ones, mean (1 + 1,000)/(1 + 1,000) = 1
     and sd sqrt(1,001)/1,001 ≈ 0.032; the mean of 200 draws within 4.5 sd/sqrt(200)."""

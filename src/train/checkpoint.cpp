@@ -3,7 +3,8 @@
 // checkpoint.pt keys (kept from the first format, so runs of earlier versions resume): model.<name>,
 // "sampler" (the sampler's own archive), prior.lambda, gen_dev, gen_cpu, counters = [step,
 // position in the epoch, samples, metrics rows, steps in the loss], wall (seconds before this
-// session), loss_sum, perm, avg_/lse_<split> (PosteriorPredictive), trace_ll / trace_w.
+// session), loss_sum, perm, avg_/lse_<split> (PosteriorPredictive), trace_ll / trace_w, config,
+// health (HealthCheck's state, JSON text).
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -36,6 +37,7 @@ void TrainingRun::save_checkpoint() const {
   trace_.save(ar);
   if (dist_.active()) ar.write("world_size", torch::tensor(static_cast<int64_t>(dist_.world_size())), true);
   ar.write(kConfigKey, c10::IValue(to_yaml(cfg_)));  // compared on --resume (checkpoint_check.h)
+  ar.write("health", c10::IValue(health_.save_state()));
   add_checksum(ar);
   // Serialised in memory, then written with write(2): LibTorch's file writer finishes the zip in its
   // destructor, where a full disk is an exception that terminates the process.
@@ -81,6 +83,15 @@ void TrainingRun::load_checkpoint(const std::string& file) {
                          model_.chains());
   step_ = t[0].item<int64_t>();
   rows_at_resume_ = t[3].item<int64_t>();
+  evaluations_ = rows_at_resume_;  // the probes' schedule counts the run's evaluations, not the session's
+  c10::IValue health;
+  if (ar.try_read("health", health) && health.isString()) {  // absent in checkpoints of earlier versions
+    try {
+      health_.load_state(health.toStringRef());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(file + ": " + e.what());
+    }
+  }
   wall_before_ = rd("wall", true).item<double>();
   loss_.load(ar, t[4].item<int64_t>());
   batches_.load(ar, t[1].item<int64_t>(), file);

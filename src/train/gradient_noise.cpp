@@ -3,11 +3,13 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <mutex>
 
 namespace sgmcmc {
 
 GradientNoiseProbe::GradientNoiseProbe(uint64_t seed, double grad_scale, int64_t batch_size)
-    : gen_(at::make_generator<at::CPUGeneratorImpl>(seed ^ 0x9e3779b97f4a7c15ULL)),
+    : seed_(seed ^ 0x9e3779b97f4a7c15ULL),
+      gen_(at::make_generator<at::CPUGeneratorImpl>(seed_)),
       grad_scale_(grad_scale),
       batch_size_(batch_size) {}
 
@@ -62,7 +64,12 @@ std::vector<torch::Tensor> GradientNoiseProbe::variances(Model& model, const Sam
   return out;
 }
 
-std::vector<double> GradientNoiseProbe::ratios(Model& model, const Sampler& sampler, const Batch& train) {
+std::vector<double> GradientNoiseProbe::ratios(Model& model, const Sampler& sampler, const Batch& train,
+                                               int64_t step) {
+  {
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    gen_.set_current_seed(seed_ + static_cast<uint64_t>(step) * 0xbf58476d1ce4e5b9ULL);
+  }
   torch::NoGradGuard no_grad_outside;  // the ratios' arithmetic; the backward passes enable their own
   std::vector<double> out;
   std::vector<torch::Tensor> v;

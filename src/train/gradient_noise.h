@@ -35,7 +35,9 @@ class GradientNoiseProbe {
   // group's parameter order; undefined for a group without gradients).
   std::vector<torch::Tensor> variances(Model& model, const Sampler& sampler, const Batch& train);
   // Per sampler group, Sampler::gradient_noise_ratio of variances() (NaN where it does not apply).
-  std::vector<double> ratios(Model& model, const Sampler& sampler, const Batch& train);
+  // The minibatches are drawn from the seed and `step` alone, so a resumed run probes as the
+  // uninterrupted one.
+  std::vector<double> ratios(Model& model, const Sampler& sampler, const Batch& train, int64_t step);
 
   // Whether the k-th evaluation (1-based) probes: k a power of two.
   static bool due(int64_t evaluation) { return evaluation > 0 && (evaluation & (evaluation - 1)) == 0; }
@@ -44,6 +46,7 @@ class GradientNoiseProbe {
   // (N/n)·∇nll on a fresh minibatch per chain, flat per sampler group (undefined where no gradient).
   std::vector<torch::Tensor> group_gradients(Model& model, const Sampler& sampler, const Batch& train);
 
+  uint64_t seed_;
   at::Generator gen_;
   double grad_scale_;
   int64_t batch_size_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "core/error_text.h"
 
@@ -99,6 +100,34 @@ std::vector<HealthWarning> HealthCheck::check_gradient_noise(int64_t step, const
              "or a larger train.batch_size",
          out);
   return out;
+}
+
+std::string HealthCheck::save_state() const {
+  nlohmann::json j;
+  j["first_loss"] = first_loss_;
+  j["have_first_loss"] = have_first_loss_;
+  j["noise"] = {noise_step_, noise_ratio_, noise_max_ratio_};
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& w : warnings_) list.push_back({w.step, w.check, w.message});
+  j["warnings"] = list;
+  return j.dump();
+}
+
+void HealthCheck::load_state(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    first_loss_ = j.at("first_loss").get<double>();
+    have_first_loss_ = j.at("have_first_loss").get<bool>();
+    const auto& n = j.at("noise");
+    noise_step_ = n.at(0).get<int64_t>();
+    noise_ratio_ = n.at(1).get<double>();
+    noise_max_ratio_ = n.at(2).get<double>();
+    warnings_.clear();
+    for (const auto& w : j.at("warnings"))
+      warnings_.push_back({w.at(0).get<int64_t>(), w.at(1).get<std::string>(), w.at(2).get<std::string>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("health state: ") + e.what());
+  }
 }
 
 nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial) const {

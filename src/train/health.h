@@ -59,6 +59,11 @@ class HealthCheck {
   std::string trivial_message(const std::map<std::string, double>& row) const;
 
   const std::vector<HealthWarning>& warnings() const { return warnings_; }
+  // What a checkpoint keeps (JSON text): the loss's reference, the warnings that fired, the probes'
+  // record; a resumed run warns, judges and reports as the uninterrupted one. load_state throws
+  // std::invalid_argument on text it did not write.
+  std::string save_state() const;
+  void load_state(const std::string& text);
   // {"ok", "worse_than_trivial", "warnings": [{"step", "check", "message"}], "trivial": {...}, and after a
   // probe "gradient_noise": {"step", "ratio" (the latest probe's, max over groups), "max_ratio"}}
   nlohmann::ordered_json to_json(bool final_worse_than_trivial) const;

@@ -97,7 +97,7 @@ class TrainingRun {
   DivergenceGuard guard_;
   HealthCheck health_;
   GradientNoiseProbe noise_probe_;
-  int64_t evaluations_ = 0;     // this session's evaluations (GradientNoiseProbe::due)
+  int64_t evaluations_ = 0;     // the run's evaluations so far (GradientNoiseProbe::due)
   std::unique_ptr<MetricsLog> log_;
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
   int64_t save_every_ = 0;      // every how many samples one is written to samples/ (0: none)
