@@ -56,7 +56,7 @@ def main():
             print(rows[-1], flush=True)
             continue
         wall = time.time() - start
-        ss = summaries(out)
+        ss = [s for s in summaries(out) if "health" in s]  # a k-fold run's own summary aggregates its folds'
         ok = all(s.get("health", {}).get("ok", False) for s in ss) and bool(ss)
         warnings = sorted({w["check"] for s in ss for w in s.get("health", {}).get("warnings", [])})
         ratios = [s["health"]["gradient_noise"]["max_ratio"] for s in ss if "gradient_noise" in s.get("health", {})]

@@ -2,8 +2,8 @@
 // short pilot runs, before the run itself.
 //
 // Each trial starts from the run's own initialisation (same seed), takes `steps` steps of the
-// configured sampler at one step size on the training split, and is scored by the mean validation NLL
-// of 8 iterates spread over the trial's second half (without a validation
+// configured sampler at one step size on the training split, and is scored by the validation NLL of
+// the posterior predictive averaged over 8 iterates of the trial's last quarter (without a validation
 // split, a sixth of the training rows held out for the trials); a trial whose loss or predictions stop
 // being finite counts as unstable. The search scores a grid of factors of 4
 // from 4^-5 to 4^2 times the sampler's default step, refines the best by factors of 2, and keeps a
