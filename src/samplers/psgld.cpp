@@ -35,8 +35,8 @@ void Psgld::step() {
   ++step_count_;
 }
 
-double Psgld::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
-  if (temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0 || steps() == 0) return NAN;
+double Psgld::noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
+  if (steps() == 0) return NAN;
   const auto g = (group_state(square_avg_, group).sqrt() + options_.eps()).reciprocal();
   return group_lr(group) * (g * grad_variance.to(g.options())).mean().item<double>() / (2.0 * temperature_);
 }

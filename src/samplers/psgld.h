@@ -33,10 +33,12 @@ class Psgld : public Sampler {
   bool has_fused_step() const override { return true; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
-  // η_g·mean(G⊙V)/(2T): the gradient adds η²G²V to a step's variance, the sampler injects 2ηTG.
-  double gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const override;
+  bool checks_gradient_noise() const override { return true; }
 
  protected:
+  // η_g·mean(G⊙V)/(2T): the gradient adds η²G²V to a step's variance, the sampler injects 2ηTG
+  // (NaN before the first step: no preconditioner yet).
+  double noise_ratio(size_t group, const torch::Tensor& grad_variance) const override;
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:

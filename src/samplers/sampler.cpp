@@ -53,7 +53,11 @@ torch::Tensor Sampler::group_state(const StateBuffer& state, size_t g) const {
   return parts.empty() ? torch::Tensor() : torch::cat(parts);
 }
 
-double Sampler::gradient_noise_ratio(size_t, const torch::Tensor&) const { return NAN; }
+double Sampler::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
+  if (!checks_gradient_noise() || temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0)
+    return NAN;
+  return noise_ratio(group, grad_variance);
+}
 
 namespace detail {
 kernels::NoiseStream next_noise_stream(at::Generator& gen, const torch::Device& device) {

@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -130,8 +131,10 @@ class Sampler {
   // Above 1 the minibatch noise dominates: the chain's spread is set by the gradient's noise, not by
   // the posterior (Welling & Teh 2011 §4's condition, Chen et al. 2014's β̂ ≤ α). NaN where the
   // question does not apply: optimizers, T = 0, samplers whose thermostat absorbs the gradient
-  // noise (SGNHT, mSGNHT, Santa), Metropolis-corrected HMC.
-  virtual double gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const;
+  // noise (SGNHT, mSGNHT, Santa), Metropolis-corrected HMC; and an empty `grad_variance`.
+  double gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const;
+  // False where gradient_noise_ratio is NaN whatever the variance (then nothing need be measured).
+  virtual bool checks_gradient_noise() const { return false; }
 
   // Scalar diagnostics for logging (e.g. "thermostat_mean"); empty by default.
   virtual std::map<std::string, double> diagnostics() const { return {}; }
@@ -179,6 +182,8 @@ class Sampler {
     }
   }
 
+  // gradient_noise_ratio for a sampler that checks_gradient_noise(), T > 0 and a non-empty variance.
+  virtual double noise_ratio(size_t group, const torch::Tensor& grad_variance) const { return NAN; }
   // Group g's step size: lr() × its lr_scale.
   double group_lr(size_t g) const { return lr_ * groups_[g].lr_scale; }
   // Group g's elements of `state`, flat in parameter order (the group's buffer when it is flat).

@@ -68,8 +68,7 @@ void Sghmc::step() {
   ++step_count_;
 }
 
-double Sghmc::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
-  if (temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0) return NAN;
+double Sghmc::noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
   const double a = options_.alpha();
   const double budget = 2.0 * temperature_ * (options_.integrator() == "ssi" ? std::sinh(a) : a);
   return group_lr(group) * grad_variance.mean().item<double>() / budget;

@@ -62,11 +62,12 @@ class Sghmc : public Sampler {
   bool has_fused_step() const override { return options_.noise_estimate() != "fisher"; }
   void step() override;
   std::map<std::string, double> diagnostics() const override;
-  // η_g·mean(V)/(2αT) (Euler; 2T·sinh α for SSI): the gradient adds η²V to v's variance, which
-  // the friction can absorb only while it is below the injected 2ηαT (000: β̂ ≤ α).
-  double gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const override;
+  bool checks_gradient_noise() const override { return true; }
 
  protected:
+  // η_g·mean(V)/(2αT) (Euler; 2T·sinh α for SSI): the gradient adds η²V to v's variance, which
+  // the friction can absorb only while it is below the injected 2ηαT (000: β̂ ≤ α).
+  double noise_ratio(size_t group, const torch::Tensor& grad_variance) const override;
   std::vector<std::pair<std::string, torch::Tensor*>> state_tensors() override;
 
  private:

@@ -28,8 +28,7 @@ void Sgld::step() {
   ++step_count_;
 }
 
-double Sgld::gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
-  if (temperature_ <= 0 || !grad_variance.defined() || grad_variance.numel() == 0) return NAN;
+double Sgld::noise_ratio(size_t group, const torch::Tensor& grad_variance) const {
   return group_lr(group) * grad_variance.mean().item<double>() / (2.0 * temperature_);
 }
 

@@ -29,8 +29,11 @@ class Sgld : public Sampler {
   std::string name() const override { return "sgld"; }
   bool has_fused_step() const override { return true; }
   void step() override;
+  bool checks_gradient_noise() const override { return true; }
+
+ protected:
   // η_g·mean(V)/(2T): the gradient adds η²V to a step's variance, the sampler injects 2ηT.
-  double gradient_noise_ratio(size_t group, const torch::Tensor& grad_variance) const override;
+  double noise_ratio(size_t group, const torch::Tensor& grad_variance) const override;
 };
 
 }  // namespace sgmcmc

@@ -23,25 +23,27 @@ std::vector<torch::Tensor> GradientNoiseProbe::group_gradients(Model& model, con
   const auto rows = torch::cat(idx).to(train.inputs.device());
   const Batch batch{train.inputs.index_select(0, rows), train.targets.index_select(0, rows)};
 
-  for (const auto& p : sampler.parameters())
-    if (p.grad().defined()) p.grad().zero_();
-  auto nll = model.nll(batch);
-  nll.backward(torch::full({}, grad_scale_, nll.options()));
-
+  // torch::autograd::grad, not backward(): the chain's .grad stay as the next step reads them. (An
+  // embedding's gradient comes back sparse: BPMF.)
+  at::AutoGradMode grad_on(true);
+  const auto params = sampler.parameters();
+  const auto nll = model.nll(batch);
+  const auto grads = torch::autograd::grad({nll}, params, {torch::full({}, grad_scale_, nll.options())},
+                                           /*retain_graph=*/false, /*create_graph=*/false, /*allow_unused=*/true);
   std::vector<torch::Tensor> out;
+  size_t i = 0;
   for (const auto& group : sampler.param_groups()) {
     std::vector<torch::Tensor> parts;
-    for (const auto& p : group.params)
-      parts.push_back(p.grad().defined() ? p.grad().reshape(-1).to(torch::kFloat64) : torch::zeros({p.numel()}, torch::kFloat64).to(p.device()));
+    for (size_t k = 0; k < group.params.size(); ++k, ++i)
+      parts.push_back(grads[i].defined() ? (grads[i].is_sparse() ? grads[i].to_dense() : grads[i]).reshape(-1).to(torch::kFloat64)
+                                         : torch::zeros({params[i].numel()}, params[i].options().dtype(torch::kFloat64)));
     out.push_back(parts.empty() ? torch::Tensor() : torch::cat(parts));
   }
   return out;
 }
 
 std::vector<torch::Tensor> GradientNoiseProbe::variances(Model& model, const Sampler& sampler, const Batch& train) {
-  // What the chain's next step reads stays as it is: .grad, the mode, the model's buffers.
-  std::vector<torch::Tensor> saved;
-  for (const auto& p : sampler.parameters()) saved.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+  // eval mode: no dropout draws, no batch-norm statistics updated
   const bool was_training = model.is_training();
   model.train(false);
   std::vector<torch::Tensor> out;
@@ -55,12 +57,6 @@ std::vector<torch::Tensor> GradientNoiseProbe::variances(Model& model, const Sam
     throw;
   }
   model.train(was_training);
-  const auto params = sampler.parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto p = params[i];
-    if (saved[i].defined()) p.grad().copy_(saved[i]);
-    else if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
-  }
   return out;
 }
 
@@ -70,14 +66,9 @@ std::vector<double> GradientNoiseProbe::ratios(Model& model, const Sampler& samp
     std::lock_guard<std::mutex> lock(gen_.mutex());
     gen_.set_current_seed(seed_ + static_cast<uint64_t>(step) * 0xbf58476d1ce4e5b9ULL);
   }
-  torch::NoGradGuard no_grad_outside;  // the ratios' arithmetic; the backward passes enable their own
+  const auto v = variances(model, sampler, train);
   std::vector<double> out;
-  std::vector<torch::Tensor> v;
-  {
-    at::AutoGradMode grad_on(true);
-    v = variances(model, sampler, train);
-  }
-  for (size_t g = 0; g < v.size(); ++g) out.push_back(v[g].defined() ? sampler.gradient_noise_ratio(g, v[g]) : NAN);
+  for (size_t g = 0; g < v.size(); ++g) out.push_back(sampler.gradient_noise_ratio(g, v[g]));
   return out;
 }
 

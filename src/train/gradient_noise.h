@@ -10,8 +10,8 @@
 // parameter group: the estimate from one pair is noisy per coordinate, not in the mean over a group.
 //
 // It leaves the chain as it was: the model runs in eval mode (no dropout draws, no batch-norm
-// statistics updated), every .grad is restored, and the minibatches come from the probe's own
-// generator. Cost: two forward and backward passes per probe; probes run at the 1st, 2nd, 4th, 8th, …
+// statistics updated), the gradients come from torch::autograd::grad (no .grad is touched), and the
+// minibatches come from the probe's own generator. Cost: two forward and backward passes per probe; probes run at the 1st, 2nd, 4th, 8th, …
 // evaluation (due()), ~10 in an 800-epoch run.
 #pragma once
 

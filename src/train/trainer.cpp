@@ -245,7 +245,7 @@ void TrainingRun::evaluate(bool sample_fresh) {
   log_->append(last_);
   console_.evaluation(last_, s_.prior->log_values());
   auto warnings = health_.check(step_, last_, precisions());
-  if (s_.sampler->is_sampler() && GradientNoiseProbe::due(++evaluations_))
+  if (s_.sampler->checks_gradient_noise() && GradientNoiseProbe::due(++evaluations_))
     for (auto& w : health_.check_gradient_noise(step_, noise_probe_.ratios(model_, *s_.sampler, data_.train, step_)))
       warnings.push_back(std::move(w));
   for (const auto& w : warnings)
