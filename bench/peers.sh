@@ -21,7 +21,7 @@
 #   usage: bench/peers.sh [--device cpu|cuda] [--threads N] [--rounds R] [--epochs E] [--burn-in B]
 #                         [--rows "LABEL ..."] [--no-install] [--no-doc] [--no-floors] [--wheels DIR]
 #          bench/peers.sh --table RAW.jsonl [--device D] [--no-doc]   (the table again from a run's raw lines)
-# Rows (labels): sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc
+# Rows (labels, separated by spaces or commas): sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc
 #   posteriors-baoa torch-compile-sghmc torch-compile-step-sghmc torch-eager-sghmc sgmcmc-sgld blackjax-sgld
 #   posteriors-sgld torch-compile-sgld torch-compile-step-sgld torch-eager-sgld; and, where the ratings file
 #   is there (RATINGS, default ../shared/data/movielens-small/ratings.dat), BPMF on movielens-small fold 0
@@ -33,8 +33,9 @@
 # SGMCMC_NO_BUILD=1), PEERS_OUT (the JSON lines' file), PEERS_NOTE (a sentence for the table's header,
 # e.g. what else ran on the machine).
 # On the GPU machine (no PyPI there): `--device cuda --no-install` uses PEERS_PYTHON (default python3,
-# the machine's PyTorch) or an existing PEERS_VENV; `--wheels DIR` installs posteriors and BlackJAX
-# from wheels carried in DIR (pip download here); rows whose library does not import are skipped.
+# the machine's PyTorch) or an existing PEERS_VENV; `--wheels DIR` installs every wheel carried in DIR
+# (pip download here: posteriors, BlackJAX and each of their dependencies the machine lacks; --no-deps) into
+# PEERS_VENV/site, first on PYTHONPATH; rows whose library does not import are skipped.
 # torch.compile runs mode="reduce-overhead" there. Not part of CI (CI never needs PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +68,7 @@ ALL_ROWS="sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered 
 RATINGS=${RATINGS:-../shared/data/movielens-small/ratings.dat}
 BPMF_STEPS=${BPMF_STEPS:-4000}; BPMF_BURNIN=${BPMF_BURNIN:-2000}
 [ -f "$RATINGS" ] && ALL_ROWS="$ALL_ROWS bpmf-sgmcmc bpmf-jax bpmf-posteriors-baoa bpmf-torch-eager"
-ROWS=${ROWS:-$ALL_ROWS}
+ROWS=${ROWS//,/ }; ROWS=${ROWS:-$ALL_ROWS}   # commas too: PEERS_ARGS="--rows a,b" (gpu_session.sh splits it unquoted)
 PINS="torch==2.15.0 jax==0.12.0.1 jaxlib==0.12.0.1 blackjax==1.7.1 posteriors==0.1.3"
 VENV=${PEERS_VENV:-.venv-peers}
 F=${FMNIST:-/usr/share/datasets/fashion-mnist}
@@ -101,8 +102,13 @@ elif [ -x "$VENV/bin/python" ]; then
 else
   PY=${PEERS_PYTHON:-python3}
   if [ -n "$WHEELS" ]; then
-    "$PY" -m venv --system-site-packages "$VENV" && PY="$VENV/bin/python"
-    "$PY" -m pip install -q --no-index --find-links "$WHEELS" posteriors blackjax >&2 || true
+    # Every wheel of DIR into $VENV/site, put first on PYTHONPATH. Not a venv: the GPU image's python3 is
+    # itself a venv (/opt/torch/.venv), and a venv made from it with --system-site-packages sees the base
+    # interpreter's packages, not its torch and jax. --no-deps: DIR carries each dependency the machine lacks.
+    SITE="$VENV/site"; [[ $SITE == /* ]] || SITE="$PWD/$SITE"
+    if "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" "$WHEELS"/*.whl >&2; then
+      export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+    fi
   fi
 fi
 if [[ " $(echo $ROWS) " == *" sgmcmc-"* ]] && [ ! -x "$BUILD/sgmcmc" ]; then

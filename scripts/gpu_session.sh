@@ -26,6 +26,10 @@
 #   gemm   instead of build: builds bench_step and sgmcmc only, A/B of the CUDA float32 GEMM route, then h1
 #   act    after build or unpack: the MLP's elementwise CUDA kernels (kernels/activation_cuda.h, off by
 #          default): their test, bench_step A/B with kernels.cuda_act=fused, then h1 with them
+#   mlp    instead of build: the fused MLP pass (kernels/mlp_fused.h, off by default): builds its test,
+#          bench_step and sgmcmc only, runs test_mlp_fused (CUDA against the CPU reference and ATen),
+#          bench_step A/B with kernels.cuda_mlp=fused|aten for H.1 and FNN-800 (graph and eager), then H.1
+#          in full, graph-replayed, with it and without
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
 #          H.1 and FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
@@ -197,6 +201,34 @@ stage_act() {
   done
   step_table "$L/act.jsonl"
   H1_SETS="--set kernels.cuda_act=fused" H1_TAG=_act stage_h1
+}
+# The fused MLP pass (kernels/mlp_fused.h): its CUDA test, the A/B of the H.1 and FNN-800 steps against
+# ATen's path, then App. H.1 in full with it and without (compare test error and time.*).
+stage_mlp() {
+  configure_cuda || return 1
+  cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_mlp_fused bench_step sgmcmc"
+  timeout 180 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
+  echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
+  grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
+  for g in --graph ""; do
+    for v in fused aten fused aten; do
+      # shellcheck disable=SC2086
+      timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_mlp=$v \
+        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$v${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
+      # shellcheck disable=SC2086
+      timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_mlp=$v \
+        --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$v${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
+    done
+  done
+  step_table "$L/mlp.jsonl"
+  H1_GRAPHS=true H1_TAG=_base stage_h1
+  H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused" H1_TAG=_mlp stage_h1
+  python3 -c "import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \
+    "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" 2>&1
 }
 # The step-against-floor targets are out of reach on the 2-vCPU CI host (docs/performance.md): the
 # same bench on this host's CPU, at 2 threads and at all of its cores. This build has no oneDNN (the

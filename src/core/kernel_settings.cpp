@@ -26,12 +26,14 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_gemm", cuda_gemm_route ? "route" : "aten"},
           {"cuda_loss", cuda_loss_fused ? "fused" : "aten"},
           {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
-          {"cuda_act", cuda_act_fused ? "fused" : "aten"}};
+          {"cuda_act", cuda_act_fused ? "fused" : "aten"},
+          {"cuda_mlp", cuda_mlp_fused ? "fused" : "aten"}};
 }
 
 const std::vector<std::string>& kernel_setting_keys() {
   static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
-                                                "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act"};
+                                                "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
+                                                "cuda_mlp"};
   return keys;
 }
 
@@ -46,6 +48,7 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_loss_fused = !pick(b, "cuda_loss", "fused", "aten", false);
   s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
   s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
+  s.cuda_mlp_fused = pick(b, "cuda_mlp", "aten", "fused", false);
   return s;
 }
 

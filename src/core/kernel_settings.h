@@ -15,6 +15,7 @@
 //     cuda_loss: fused    # fused: softmax + cross-entropy + gradient in one CUDA kernel | aten
 //     cuda_bpmf: fused    # fused: BPMF's gradient in one CUDA kernel | aten
 //     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
+//     cuda_mlp: aten      # aten | fused: the MLP's whole forward + backward in 2 + depth kernels
 #pragma once
 
 #include <map>
@@ -35,6 +36,7 @@ struct KernelSettings {
   bool cuda_loss_fused = true;
   bool cuda_bpmf_fused = true;
   bool cuda_act_fused = false;
+  bool cuda_mlp_fused = false;
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/activation_cuda.h"
+#include "kernels/activation_hd.h"
 
 #include "core/kernel_settings.h"
 
@@ -17,35 +18,13 @@ namespace sgmcmc::kernels {
 namespace {
 
 template <typename T>
-__device__ __forceinline__ T activate(Activation act, T x) {
-  switch (act) {
-    case Activation::kSigmoid: return T(1) / (T(1) + exp(-x));
-    case Activation::kRelu: return x <= T(0) ? T(0) : x;  // NaN stays NaN, as clamp_min
-    case Activation::kTanh: return tanh(x);
-    case Activation::kNone: break;
-  }
-  return x;
-}
-
-template <typename T>
-__device__ __forceinline__ T derivative_times(Activation act, T g, T y) {
-  switch (act) {
-    case Activation::kSigmoid: return g * (T(1) - y) * y;
-    case Activation::kRelu: return y <= T(0) ? T(0) : g;
-    case Activation::kTanh: return g * (T(1) - y * y);
-    case Activation::kNone: break;
-  }
-  return g;
-}
-
-template <typename T>
 __global__ void bias_activation_kernel(T* out, const T* bias, int64_t n, int64_t k, Activation act) {
   const int64_t total = n * k;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     T x = out[i];
     if (bias != nullptr) x = x + bias[i % k];
-    out[i] = activate(act, x);
+    out[i] = activate_hd(act, x);
   }
 }
 
@@ -65,7 +44,7 @@ __global__ void activation_backward_kernel(T* out, const T* g, const T* y, T* bi
   if (j < k) {
     for (int64_t i = threadIdx.y; i < n; i += kRows) {
       const int64_t at = i * k + j;
-      const T d = derivative_times(act, g[at], y != nullptr ? y[at] : T(0));
+      const T d = derivative_times_hd(act, g[at], y != nullptr ? y[at] : T(0));
       if (out != nullptr) out[at] = d;
       acc += d;
     }

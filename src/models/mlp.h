@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/mlp_fused.h"
 #include "models/likelihood.h"
 #include "models/model.h"
 
@@ -51,6 +52,7 @@ class Mlp : public Model {
   struct BackwardBuffers {
     torch::Tensor x;  // the batch's inputs as [n, features]
     std::vector<torch::Tensor> h, g, wt, gt;
+    kernels::MlpFusedScratch fused;  // the CUDA pass's (kernels.cuda_mlp: fused)
   };
   BackwardBuffers bwd_;
   std::vector<torch::nn::Linear> layers_;

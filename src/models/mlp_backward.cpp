@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/matmul.h"
+#include "kernels/mlp_fused.h"
 #include "models/activation_backward.h"
 #include "models/mlp.h"
 #include "models/softmax_xent.h"
@@ -60,6 +61,18 @@ torch::Tensor Mlp::backward_pass(const Batch& batch, double scale, bool overwrit
   for (const auto& layer : layers_)
     if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};
   torch::NoGradGuard no_grad;
+#if defined(SGMCMC_WITH_CUDA)
+  // the whole pass in 2 + depth kernels (kernels/mlp_fused.h; kernels.cuda_mlp: fused), where it applies
+  if (options_.classification() && batch.inputs.is_cuda() && kernels::mlp_fused_cuda_enabled()) {
+    std::vector<kernels::MlpLayerTensors> ls;
+    for (auto& layer : layers_)
+      ls.push_back({layer->weight, layer->bias, layer->weight.mutable_grad(), layer->bias.mutable_grad()});
+    auto nll = kernels::mlp_backward_fused_cuda(rows_of(bwd_.x, batch.inputs), batch.targets, ls,
+                                                kernels::activation_from_name(options_.activation), scale, overwrite,
+                                                bwd_.fused);
+    if (nll.defined()) return nll;
+  }
+#endif
   // overwriting: the biases' gradients are sums accumulated below, so they start from zero
   if (overwrite)
     for (auto& layer : layers_) zero_in_place(layer->bias.mutable_grad());

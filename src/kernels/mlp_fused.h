@@ -1,0 +1,65 @@
+// The MLP's whole forward and backward pass on CUDA in 2 + depth kernels, and its CPU reference.
+//
+// For layers l = 0 … L−1 (W_l [out_l, in_l], b_l [out_l]), inputs h_0 = x [n, in_0], labels y [n] and
+// the likelihood's scale s (N/n), with act the hidden activation (models/mlp.h):
+//   h_{l+1} = act(h_l W_lᵀ + b_l)                          l < L−1   (one kernel per hidden layer)
+//   f = h_{L−1} W_{L−1}ᵀ + b_{L−1},  nll_i = −log softmax(f_i)_{y_i},  g_L = s·(softmax(f) − onehot(y))
+//   g_{L−1} = (g_L W_{L−1}) ⊙ act'(h_{L−1})                           (with f and g_L: one "head" kernel)
+//   g_l = (g_{l+1} W_l) ⊙ act'(h_l)                        0 < l < L−1 (one kernel each)
+//   ∇W_l = g_{l+1}ᵀ h_l,  ∇b_l = Σ_i g_{l+1,i},  nll = Σ_i nll_i          (one kernel for all layers)
+// App. H.1's 784-100-10 step is 3 kernels (ATen's path: ~16 for the same work, docs/performance.md);
+// FNN-800's 784-800-800-10 is 5.
+//
+// The products are a tiled float32/float64 SIMT GEMM (32×32 tiles, 16-deep, 2×2 per thread) whose
+// epilogue applies the bias and activation, the activation's derivative, or writes/accumulates the
+// weight gradient; ∇b_l is the same product against a column of ones appended to h_l. A product with few
+// tiles splits its k range over up to ~2 blocks per SM; each split writes its partial sums and the last
+// split of a tile to arrive (an atomic count, reset to 0 for the next call and CUDA graph replays) adds
+// them in split order and applies the epilogue. Every sum runs in a fixed order, so a call's results are
+// deterministic; they are not ATen's summation order (the tests' tolerances are float rounding).
+// TF32 is never used: the products are float32 FMAs.
+//
+// Handled: a categorical likelihood, float32 or float64, contiguous tensors, depth ≤ 8, and an output
+// layer whose weights fit in shared memory beside a few rows (out_{L−1}·in_{L−1} ≤ ~10,000 float32).
+// Anything else returns an undefined tensor before launching anything, and the caller takes ATen's path.
+// Off by default until a GPU run has checked it against the reference (kernels.cuda_mlp: fused).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "kernels/matmul.h"  // Activation
+
+namespace sgmcmc::kernels {
+
+struct MlpLayerTensors {
+  torch::Tensor weight, bias;            // [out, in], [out]
+  torch::Tensor weight_grad, bias_grad;  // the same shapes: written (overwrite) or accumulated into
+};
+
+// Kept from one call to the next (one minibatch shape): h_1 … h_{L−1}, g_1 … g_L, the rows' nll, the
+// split-K partial sums and the tiles' arrival counts.
+struct MlpFusedScratch {
+  std::vector<torch::Tensor> h, g, work, counters;
+  torch::Tensor row_nll;
+};
+
+// True with kernels.cuda_mlp: fused (core/kernel_settings.h).
+bool mlp_fused_cuda_enabled();
+
+// The pass above on CUDA tensors: x [n, in_0], int64 labels [n]. Writes ∇W_l, ∇b_l (overwrite) or adds
+// to them, and returns nll = Σ_i nll_i as a 0-dim tensor; an undefined tensor when the shapes, dtypes
+// or layouts are outside what it handles. Defined in CUDA builds only.
+torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
+                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
+                                      bool overwrite, MlpFusedScratch& scratch);
+
+// The same arithmetic on contiguous float32/float64 CPU tensors, in plain loops, with the kernels'
+// per-element functions (activation_hd.h, softmax_xent_row.h): the reference the CUDA test compares
+// with. std::invalid_argument on a label outside [0, out_{L−1}) or mismatched shapes.
+torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor& targets,
+                                     const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
+                                     bool overwrite);
+
+}  // namespace sgmcmc::kernels

@@ -1,0 +1,420 @@
+// The fused MLP pass of kernels/mlp_fused.h on CUDA.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/macros/Macros.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/kernel_settings.h"
+#include "kernels/activation_hd.h"
+#include "kernels/mlp_fused.h"
+#include "kernels/softmax_xent_row.h"
+
+namespace sgmcmc::kernels {
+
+namespace {
+
+constexpr int kBM = 32, kBN = 32, kBK = 16, kTM = 2, kTN = 2;
+constexpr int kThreadsN = kBN / kTN, kThreadsM = kBM / kTM;
+constexpr int kThreads = kThreadsN * kThreadsM;  // 256
+constexpr int kLoads = kBM * kBK / kThreads;     // elements of each operand a thread stages per k step
+static_assert(kBM == kBN && kBM * kBK % kThreads == 0, "the staging below assumes square tiles");
+constexpr int kMaxProblems = 8;
+constexpr int kHeadThreads = 256;
+constexpr int kHeadRows = 8;                // rows per head block (fewer when the output layer is wide)
+constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
+
+enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative };
+
+// C(m, j) ← epilogue(Σ_k A(m, k) B(k, j)) with A(m, k) = a[m·a_rs + k·a_cs], B(k, j) = b[k·b_rs + j·b_cs];
+// with `ones`, B has a column j = n of ones whose results go to extra[m] (the bias gradient).
+template <typename T>
+struct Gemm {
+  const T* a = nullptr;
+  int64_t a_rs = 0, a_cs = 0;
+  const T* b = nullptr;
+  int64_t b_rs = 0, b_cs = 0;
+  int m = 0, n = 0, k = 0;
+  bool ones = false;
+  T* c = nullptr;
+  int64_t c_rs = 0;
+  T* extra = nullptr;
+  const T* bias = nullptr;  // kBiasActivation
+  const T* y = nullptr;     // kDerivative: act'(y(m, j)), y [m, n] contiguous
+  Epilogue epi = Epilogue::kStore;
+  Activation act = Activation::kNone;
+  T* work = nullptr;       // [splits, m, n + ones] partial sums (splits > 1)
+  int* counters = nullptr;  // [tiles] arrivals
+  int tiles_n = 1, splits = 1, k_chunk = 0, first_block = 0;
+};
+
+// Several independent products in one launch (block ranges by first_block), and one more block that sums
+// sum_in[0 … sum_n) into *sum_out when sum_out is set.
+template <typename T>
+struct GemmBatch {
+  Gemm<T> p[kMaxProblems];
+  int count = 0;
+  int gemm_blocks = 0;
+  const T* sum_in = nullptr;
+  int sum_n = 0;
+  T* sum_out = nullptr;
+};
+
+template <typename T>
+__device__ void block_sum(const T* in, int n, T* out) {
+  __shared__ T part[kThreads];
+  const int tid = threadIdx.x;
+  T s = 0;
+  for (int i = tid; i < n; i += kThreads) s += in[i];
+  part[tid] = s;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w >>= 1) {
+    if (tid < w) part[tid] += part[tid + w];
+    __syncthreads();
+  }
+  if (tid == 0) *out = part[0];
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ GemmBatch<T> batch) {
+  __shared__ T As[kBK][kBM + 1];
+  __shared__ T Bs[kBK][kBN + 1];
+  __shared__ int is_last;
+  const int tid = threadIdx.x;
+  const int block = blockIdx.x;
+  if (block >= batch.gemm_blocks) {
+    block_sum(batch.sum_in, batch.sum_n, batch.sum_out);
+    return;
+  }
+  int pi = 0;
+  while (pi + 1 < batch.count && block >= batch.p[pi + 1].first_block) ++pi;
+  const Gemm<T>& g = batch.p[pi];
+  const int local = block - g.first_block;
+  const int tile = local / g.splits, split = local % g.splits;
+  const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBN;
+  const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
+  const int n_all = g.n + (g.ones ? 1 : 0);
+  const int tx = tid % kThreadsN, ty = tid / kThreadsN;
+  // Staging: consecutive threads read consecutive addresses along whichever of the operand's two
+  // dimensions is contiguous.
+  const bool a_k_contig = g.a_cs == 1, b_k_contig = g.b_rs == 1;
+  T ra[kLoads], rb[kLoads];
+  int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
+#pragma unroll
+  for (int r = 0; r < kLoads; ++r) {
+    const int i = tid + r * kThreads;
+    am[r] = a_k_contig ? i / kBK : i % kBM;
+    ak[r] = a_k_contig ? i % kBK : i / kBM;
+    bn[r] = b_k_contig ? i / kBK : i % kBN;
+    bk[r] = b_k_contig ? i % kBK : i / kBN;
+  }
+  auto fetch = [&](int k0) {
+#pragma unroll
+    for (int r = 0; r < kLoads; ++r) {
+      const int gm = m0 + am[r], gka = k0 + ak[r];
+      ra[r] = (gm < g.m && gka < k_end) ? g.a[gm * g.a_rs + gka * g.a_cs] : T(0);
+      const int gn = n0 + bn[r], gkb = k0 + bk[r];
+      T v = T(0);
+      if (gkb < k_end) {
+        if (gn < g.n) v = g.b[gkb * g.b_rs + gn * g.b_cs];
+        else if (g.ones && gn == g.n) v = T(1);
+      }
+      rb[r] = v;
+    }
+  };
+  T acc[kTM][kTN];
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) acc[i][j] = T(0);
+  if (k_begin < k_end) fetch(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
+#pragma unroll
+    for (int r = 0; r < kLoads; ++r) {
+      As[ak[r]][am[r]] = ra[r];
+      Bs[bk[r]][bn[r]] = rb[r];
+    }
+    __syncthreads();
+    if (k0 + kBK < k_end) fetch(k0 + kBK);  // the next tile's loads in flight during this one's FMAs
+#pragma unroll
+    for (int kk = 0; kk < kBK; ++kk) {
+      T av[kTM], bv[kTN];
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) av[i] = As[kk][ty + i * kThreadsM];
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) bv[j] = Bs[kk][tx + j * kThreadsN];
+#pragma unroll
+      for (int i = 0; i < kTM; ++i)
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  if (g.splits > 1) {
+    // this split's partial sums; the tile's last split to arrive adds all of them in split order
+    T* w = g.work + static_cast<int64_t>(split) * g.m * n_all;
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) {
+        const int gm = m0 + ty + i * kThreadsM, gn = n0 + tx + j * kThreadsN;
+        if (gm < g.m && gn < n_all) w[static_cast<int64_t>(gm) * n_all + gn] = acc[i][j];
+      }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) is_last = atomicAdd(g.counters + tile, 1) == g.splits - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) {
+        const int gm = m0 + ty + i * kThreadsM, gn = n0 + tx + j * kThreadsN;
+        if (gm < g.m && gn < n_all) {
+          T s = T(0);
+          for (int sp = 0; sp < g.splits; ++sp)
+            s += __ldcg(g.work + (static_cast<int64_t>(sp) * g.m + gm) * n_all + gn);
+          acc[i][j] = s;
+        }
+      }
+    if (tid == 0) g.counters[tile] = 0;  // ready for the next call (and graph replay)
+  }
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      const int gm = m0 + ty + i * kThreadsM, gn = n0 + tx + j * kThreadsN;
+      if (gm >= g.m || gn >= n_all) continue;
+      const T v = acc[i][j];
+      if (gn == g.n) {  // the ones column: Σ_k A(m, k), the bias gradient
+        T* e = g.extra + gm;
+        *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
+        continue;
+      }
+      T* out = g.c + gm * g.c_rs + gn;
+      switch (g.epi) {
+        case Epilogue::kStore: *out = v; break;
+        case Epilogue::kAccumulate: *out = *out + v; break;
+        case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + g.bias[gn]); break;
+        case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, g.y[static_cast<int64_t>(gm) * g.n + gn]); break;
+      }
+    }
+}
+
+// The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
+// g = s·(softmax(f) − onehot(y)) (softmax_xent_row), then d = (g W) ⊙ act'(h) when d is set.
+template <typename T>
+__global__ void __launch_bounds__(kHeadThreads)
+    head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
+                T scale, Activation act, T* g, T* d, T* row_nll) {
+  extern __shared__ __align__(16) unsigned char head_smem[];
+  T* ws = reinterpret_cast<T*>(head_smem);  // [outs, hdim]
+  T* hs = ws + outs * hdim;                 // [rows, hdim]
+  T* fs = hs + rows_per_block * hdim;       // [rows, outs] logits
+  T* gs = fs + rows_per_block * outs;       // [rows, outs] gradient
+  const int tid = threadIdx.x;
+  const int r0 = blockIdx.x * rows_per_block;
+  const int rows = min(rows_per_block, n - r0);
+  for (int i = tid; i < outs * hdim; i += kHeadThreads) ws[i] = w[i];
+  for (int i = tid; i < rows * hdim; i += kHeadThreads) hs[i] = h[static_cast<int64_t>(r0) * hdim + i];
+  __syncthreads();
+  const int warp = tid / 32, lane = tid % 32;
+  for (int p = warp; p < rows * outs; p += kHeadThreads / 32) {
+    const int r = p / outs, c = p % outs;
+    T s = T(0);
+    for (int j = lane; j < hdim; j += 32) s = fma(hs[r * hdim + j], ws[c * hdim + j], s);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) fs[p] = s + bias[c];
+  }
+  __syncthreads();
+  if (tid < rows) {
+    const int64_t yi = y[r0 + tid];
+    CUDA_KERNEL_ASSERT(yi >= 0 && yi < outs);  // a label outside [0, k), as nll_loss asserts
+    row_nll[r0 + tid] = softmax_xent_row<T>(fs + tid * outs, yi, outs, scale, gs + tid * outs);
+  }
+  __syncthreads();
+  for (int i = tid; i < rows * outs; i += kHeadThreads) g[static_cast<int64_t>(r0) * outs + i] = gs[i];
+  if (d == nullptr) return;
+  for (int i = tid; i < rows * hdim; i += kHeadThreads) {
+    const int r = i / hdim, j = i % hdim;
+    T s = T(0);
+    for (int c = 0; c < outs; ++c) s = fma(gs[r * outs + c], ws[c * hdim + j], s);
+    d[static_cast<int64_t>(r0) * hdim + i] = derivative_times_hd(act, s, hs[i]);
+  }
+}
+
+// A [size] tensor of `like`'s options in `slot`, reused when it already holds at least that many.
+torch::Tensor& ensure(torch::Tensor& slot, int64_t size, const torch::TensorOptions& options, bool zeroed) {
+  if (!slot.defined() || slot.numel() < size || slot.scalar_type() != options.dtype().toScalarType() ||
+      slot.device() != options.device())
+    slot = zeroed ? at::zeros({size}, options) : at::empty({size}, options);
+  return slot;
+}
+
+torch::Tensor& ensure2(torch::Tensor& slot, int64_t rows, int64_t cols, const torch::TensorOptions& options) {
+  if (!slot.defined() || slot.dim() != 2 || slot.size(0) != rows || slot.size(1) != cols ||
+      slot.scalar_type() != options.dtype().toScalarType() || slot.device() != options.device())
+    slot = at::empty({rows, cols}, options);
+  return slot;
+}
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Tiles and k splits for one product (about two blocks per SM when its tiles are fewer), with its
+// partial-sum and counter buffers from scratch slot `slot`.
+template <typename T>
+void plan(Gemm<T>& g, int sms, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
+  const int n_all = g.n + (g.ones ? 1 : 0);
+  g.tiles_n = ceil_div(n_all, kBN);
+  const int tiles = ceil_div(g.m, kBM) * g.tiles_n;
+  const int want = std::max(1, std::min(2 * sms / std::max(tiles, 1), g.k / 64));
+  g.k_chunk = std::max(kBK, ceil_div(ceil_div(std::max(g.k, 1), want), kBK) * kBK);
+  g.splits = std::max(1, ceil_div(g.k, g.k_chunk));
+  if (g.splits > 1) {
+    if (s.work.size() <= slot) s.work.resize(slot + 1), s.counters.resize(slot + 1);
+    g.work = ensure(s.work[slot], static_cast<int64_t>(g.splits) * g.m * n_all, like.options(), false).template data_ptr<T>();
+    g.counters =
+        ensure(s.counters[slot], tiles, like.options().dtype(torch::kInt32), true).data_ptr<int>();
+  }
+}
+
+template <typename T>
+void launch(GemmBatch<T>& batch, cudaStream_t stream) {
+  int blocks = 0;
+  for (int i = 0; i < batch.count; ++i) {
+    auto& g = batch.p[i];
+    g.first_block = blocks;
+    blocks += ceil_div(g.m, kBM) * g.tiles_n * g.splits;
+  }
+  batch.gemm_blocks = blocks;
+  if (batch.sum_out != nullptr) ++blocks;
+  if (blocks == 0) return;
+  gemm_kernel<T><<<blocks, kThreads, 0, stream>>>(batch);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() / 2; }
+
+template <typename T>
+torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
+                  Activation act, T scale, bool overwrite, MlpFusedScratch& s) {
+  const size_t L = layers.size();
+  const int n = static_cast<int>(x.size(0));
+  const int outs = static_cast<int>(layers[L - 1].weight.size(0)), hdim = static_cast<int>(layers[L - 1].weight.size(1));
+  const int per_row = hdim + 2 * outs;
+  const int head_rows = std::min<int64_t>(
+      {kHeadRows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
+  if (head_rows < 1) return {};
+  const auto opts = x.options();
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  s.h.resize(L);
+  s.g.resize(L + 1);
+  std::vector<const T*> h(L);
+  h[0] = x.template data_ptr<T>();
+  size_t slot = 0;
+  // h_{l+1} = act(h_l W_lᵀ + b_l)
+  for (size_t l = 0; l + 1 < L; ++l) {
+    const auto& W = layers[l].weight;
+    GemmBatch<T> b;
+    Gemm<T>& g = b.p[0];
+    b.count = 1;
+    g.m = n, g.n = static_cast<int>(W.size(0)), g.k = static_cast<int>(W.size(1));
+    g.a = h[l], g.a_rs = g.k, g.a_cs = 1;
+    g.b = W.template data_ptr<T>(), g.b_rs = 1, g.b_cs = g.k;
+    auto& out = ensure2(s.h[l + 1], n, g.n, opts);
+    g.c = out.template data_ptr<T>(), g.c_rs = g.n;
+    g.epi = Epilogue::kBiasActivation, g.act = act, g.bias = layers[l].bias.template data_ptr<T>();
+    plan(g, sms, s, slot++, x);
+    launch(b, stream);
+    h[l + 1] = g.c;
+  }
+  // the head: f, nll_i, g_L and g_{L−1}
+  auto& gl = ensure2(s.g[L], n, outs, opts);
+  T* d = nullptr;
+  if (L > 1) d = ensure2(s.g[L - 1], n, hdim, opts).template data_ptr<T>();
+  auto& row_nll = ensure(s.row_nll, n, opts, false);
+  if (n > 0) {
+    const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
+    head_kernel<T><<<ceil_div(n, head_rows), kHeadThreads, smem, stream>>>(
+        h[L - 1], layers[L - 1].weight.template data_ptr<T>(), layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(),
+        n, hdim, outs, head_rows, scale, act, gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1
+  for (size_t l = L - 1; l-- > 1;) {
+    const auto& W = layers[l].weight;
+    GemmBatch<T> b;
+    Gemm<T>& g = b.p[0];
+    b.count = 1;
+    const int out = static_cast<int>(W.size(0)), in = static_cast<int>(W.size(1));
+    g.m = n, g.n = in, g.k = out;
+    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = out, g.a_cs = 1;
+    g.b = W.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1;
+    auto& dl = ensure2(s.g[l], n, in, opts);
+    g.c = dl.template data_ptr<T>(), g.c_rs = in;
+    g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l];
+    plan(g, sms, s, slot++, x);
+    launch(b, stream);
+  }
+  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch
+  GemmBatch<T> b;
+  b.count = static_cast<int>(L);
+  for (size_t l = 0; l < L; ++l) {
+    const auto& W = layers[l].weight;
+    Gemm<T>& g = b.p[l];
+    const int out = static_cast<int>(W.size(0)), in = static_cast<int>(W.size(1));
+    g.m = out, g.n = in, g.k = n, g.ones = true;
+    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out;
+    g.b = h[l], g.b_rs = in, g.b_cs = 1;
+    g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.extra = layers[l].bias_grad.template data_ptr<T>();
+    g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
+    plan(g, sms, s, slot++, x);
+  }
+  auto nll = at::empty({}, opts);
+  b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = n, b.sum_out = nll.template data_ptr<T>();
+  launch(b, stream);
+  return nll;
+}
+
+// Whether the pass handles these tensors (checked before anything is launched).
+bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers) {
+  if (layers.empty() || layers.size() > static_cast<size_t>(kMaxProblems)) return false;
+  if (!x.is_cuda() || x.dim() != 2 || !x.is_contiguous() || !fits_int(x.numel())) return false;
+  if (x.scalar_type() != torch::kFloat32 && x.scalar_type() != torch::kFloat64) return false;
+  if (!targets.is_cuda() || targets.dim() != 1 || targets.size(0) != x.size(0) || !targets.is_contiguous() ||
+      targets.scalar_type() != torch::kInt64 || targets.device() != x.device())
+    return false;
+  int64_t in = x.size(1);
+  for (const auto& L : layers) {
+    for (const auto* t : {&L.weight, &L.bias, &L.weight_grad, &L.bias_grad})
+      if (!t->defined() || !t->is_contiguous() || t->scalar_type() != x.scalar_type() || t->device() != x.device())
+        return false;
+    if (L.weight.dim() != 2 || L.weight.size(1) != in || L.weight_grad.sizes() != L.weight.sizes()) return false;
+    const int64_t out = L.weight.size(0);
+    if (L.bias.numel() != out || L.bias_grad.numel() != out || !fits_int(out * (in + 1)) ||
+        !fits_int(x.size(0) * (out + 1)))
+      return false;
+    in = out;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool mlp_fused_cuda_enabled() { return kernel_settings().cuda_mlp_fused; }
+
+torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
+                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
+                                      bool overwrite, MlpFusedScratch& scratch) {
+  if (!handled(x, targets, layers)) return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  if (x.scalar_type() == torch::kFloat64) return run<double>(x, targets, layers, act, scale, overwrite, scratch);
+  return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, scratch);
+}
+
+}  // namespace sgmcmc::kernels

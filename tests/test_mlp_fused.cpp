@@ -1,0 +1,182 @@
+// kernels/mlp_fused.h: the CPU reference against the MLP's own backward (which tests/test_models.cpp
+// checks against autograd), and on a GPU the fused CUDA pass against the reference and against ATen's
+// CUDA path.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compat.h"
+#include "core/kernel_settings.h"
+#include "kernels/mlp_fused.h"
+#include "models/mlp.h"
+
+using namespace sgmcmc;
+
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t n, inputs;
+  std::vector<int64_t> hidden;
+  int64_t outputs;
+  std::string activation;
+};
+
+// App. H.1's and FNN-800's shapes, and odd ones: rows, widths and depths that fill no tile, no hidden
+// layer, a single row.
+std::vector<Case> cases(bool small_only) {
+  std::vector<Case> c = {{"odd tanh", 37, 33, {17, 5}, 3, "tanh"},
+                         {"no hidden layer", 29, 20, {}, 4, "sigmoid"},
+                         {"one row, relu", 1, 9, {6, 7, 8}, 2, "relu"},
+                         {"H.1-like sigmoid", 64, 50, {24}, 10, "sigmoid"}};
+  if (!small_only) {
+    c.push_back({"App. H.1", 500, 784, {100}, 10, "sigmoid"});
+    c.push_back({"FNN-800", 100, 784, {800, 800}, 10, "relu"});
+  }
+  return c;
+}
+
+struct Built {
+  std::shared_ptr<Mlp> model;
+  Batch batch;
+};
+
+Built build(const Case& c, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+  MlpOptions o;
+  o.inputs = c.inputs;
+  o.hidden = c.hidden;
+  o.outputs = c.outputs;
+  o.activation = c.activation;
+  auto gen = compat::make_generator(torch::kCPU, seed);
+  auto m = std::make_shared<Mlp>(o, gen);
+  m->to(dt);
+  m->to(dev);
+  auto x = torch::rand({c.n, c.inputs}, gen).to(dt) * 2;
+  auto y = torch::randint(0, c.outputs, {c.n}, gen, torch::kInt64);
+  return {m, Batch{x.to(dev), y.to(dev)}};
+}
+
+std::vector<kernels::MlpLayerTensors> layer_tensors(Mlp& m) {
+  std::vector<kernels::MlpLayerTensors> ls;
+  auto p = m.parameters();  // fc1.weight, fc1.bias, fc2.weight, ...
+  for (size_t i = 0; i + 1 < p.size(); i += 2)
+    ls.push_back({p[i].detach(), p[i + 1].detach(), p[i].mutable_grad(), p[i + 1].mutable_grad()});
+  return ls;
+}
+
+double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto w = want.to(torch::kCPU, torch::kFloat64), g = got.to(torch::kCPU, torch::kFloat64);
+  return (g - w).abs().max().item<double>() / std::max(1.0, w.abs().max().item<double>());
+}
+
+// Float rounding of sums over up to ~800 terms: float32 1e-5 of the largest magnitude (a sum of k
+// products in either order differs by ≲ k·ε·max ≈ 800 · 6e-8 = 5e-5 at worst, ~√k·ε typically),
+// float64 1e-12.
+double tolerance(torch::Dtype dt) { return dt == torch::kFloat64 ? 1e-12 : 2e-5; }
+
+}  // namespace
+
+// The reference's gradients and nll are the MLP's own backward's (overwriting and accumulating).
+TEST(MlpFused, ReferenceEqualsTheMlpBackward) {
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    for (const auto& c : cases(false)) {
+      if (c.name == "FNN-800" && dt == torch::kFloat64) continue;  // the plain loops take seconds
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      auto [m, batch] = build(c, dt, torch::kCPU, 3);
+      for (bool overwrite : {true, false}) {
+        auto params = m->parameters();
+        std::vector<torch::Tensor> start;
+        for (auto& p : params) start.push_back(torch::randn(p.sizes(), p.options()));
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].clone();
+        auto want_nll = overwrite ? m->nll_backward_overwrite(batch, 7.0) : m->nll_backward(batch, 7.0);
+        ASSERT_TRUE(want_nll.defined());
+        std::vector<torch::Tensor> want;
+        for (auto& p : params) want.push_back(p.grad().clone());
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad().copy_(start[i]);
+        auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m),
+                                                       kernels::activation_from_name(c.activation), 7.0, overwrite);
+        EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
+        for (size_t i = 0; i < params.size(); ++i)
+          EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i << ", overwrite " << overwrite;
+      }
+    }
+  }
+}
+
+TEST(MlpFused, ReferenceRejectsBadLabelsAndShapes) {
+  auto [m, batch] = build(cases(true)[0], torch::kFloat32, torch::kCPU, 4);
+  for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  auto y = batch.targets.clone();
+  y[3] = 3;  // 3 classes
+  EXPECT_THROW(kernels::mlp_backward_reference(batch.inputs, y, layer_tensors(*m), kernels::Activation::kTanh, 1.0, true),
+               std::invalid_argument);
+  EXPECT_THROW(kernels::mlp_backward_reference(batch.inputs.slice(1, 0, 32).contiguous(), batch.targets,
+                                               layer_tensors(*m), kernels::Activation::kTanh, 1.0, true),
+               std::invalid_argument);
+}
+
+// On a GPU: the fused pass against the reference (float32 and float64, overwriting and accumulating),
+// bit for bit deterministic from one call to the next, and the MLP's step with kernels.cuda_mlp: fused
+// against ATen's CUDA path.
+TEST(MlpFused, CudaEqualsReference) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const torch::Device dev(torch::kCUDA);
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    for (const auto& c : cases(false)) {
+      if (c.name == "FNN-800" && dt == torch::kFloat64) continue;
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      auto [m, batch] = build(c, dt, dev, 5);
+      auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 5);
+      const auto act = kernels::activation_from_name(c.activation);
+      kernels::MlpFusedScratch scratch;
+      for (bool overwrite : {true, false}) {
+        auto params = m->parameters(), cpu = mc->parameters();
+        for (size_t i = 0; i < params.size(); ++i) {
+          cpu[i].mutable_grad() = torch::randn(cpu[i].sizes(), cpu[i].options());
+          params[i].mutable_grad() = cpu[i].grad().to(dev);
+        }
+        auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(*mc), act,
+                                                        7.0, overwrite);
+        auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                        overwrite, scratch);
+        ASSERT_TRUE(got_nll.defined());
+        EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
+        for (size_t i = 0; i < params.size(); ++i)
+          EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt))
+              << "parameter " << i << ", overwrite " << overwrite;
+        if (overwrite) {  // again: the same bits (fixed summation order, the split counters reset)
+          std::vector<torch::Tensor> first;
+          for (auto& p : params) first.push_back(p.grad().clone());
+          auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0, true,
+                                                        scratch);
+          EXPECT_TRUE(torch::equal(again, got_nll));
+          for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
+        }
+      }
+      // through the model, against ATen's CUDA path
+      auto params = m->parameters();
+      std::vector<torch::Tensor> aten;
+      torch::Tensor aten_nll;
+      for (bool fused : {false, true}) {
+        KernelSettings k;
+        k.cuda_mlp_fused = fused;
+        ScopedKernelSettings scoped(k);
+        for (auto& p : params) p.mutable_grad() = torch::full_like(p, 123.0);
+        auto nll = m->nll_backward_overwrite(batch, 7.0);
+        ASSERT_TRUE(nll.defined());
+        if (!fused) {
+          aten_nll = nll;
+          for (auto& p : params) aten.push_back(p.grad().clone());
+          continue;
+        }
+        EXPECT_LE(max_rel(nll, aten_nll), tolerance(dt));
+        for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), aten[i]), tolerance(dt)) << i;
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
