@@ -30,6 +30,9 @@
 #          bench_step and sgmcmc only, runs test_mlp_fused (CUDA against the CPU reference and ATen),
 #          bench_step A/B with kernels.cuda_mlp=fused|aten for H.1 and FNN-800 (graph and eager), then H.1
 #          in full, graph-replayed, with it and without
+#   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
+#          (kernels.cuda_mlp_tile=32|64 against ATen, graph-replayed) for H.1 and FNN-800, then H.1 in full
+#          with the auto choice
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
 #          H.1 and FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
@@ -149,11 +152,12 @@ stage_h1() {  # H1_GRAPHS (default "false true"), H1_SETS: more --set options, H
 # replays (--graph-profiling graph: one replay's GPU time, start of its first kernel to end of its last).
 stage_profile() {
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  local h1="configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set train.epochs=3 --set train.burn_in=1"
+  local h1="configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set train.epochs=3 --set train.burn_in=1 ${PROFILE_SETS:-}"
   # shellcheck disable=SC2086
   timeout ${NCU_TIMEOUT:-200} "$ncu" --metrics gpu__time_duration.sum --launch-skip ${NCU_SKIP:-6000} --launch-count ${NCU_COUNT:-300} \
     --csv --print-units base $B/sgmcmc train $h1 --out /tmp/prof_eager --overwrite -q > "$L/ncu_eager.csv" 2> "$L/ncu_eager.err"
   echo "ncu eager rc=$?"
+  if [ "${PROFILE_GRAPH:-1}" = 0 ]; then python3 scripts/ncu_summary.py "$L/ncu_eager.csv" 2>&1 | tee "$L/ncu_summary.txt"; return; fi
   # shellcheck disable=SC2086
   timeout ${NCU_TIMEOUT:-200} "$ncu" --graph-profiling graph --metrics gpu__time_duration.sum --launch-skip ${NCU_GSKIP:-400} \
     --launch-count 20 --csv --print-units base $B/sgmcmc train $h1 --set train.graph=true --out /tmp/prof_graph \
@@ -229,6 +233,29 @@ stage_mlp() {
 for f in sys.argv[1:]:
     d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \
     "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" 2>&1
+}
+stage_tiles() {
+  if [ "${TILES_BUILD:-0}" = 1 ]; then
+    configure_cuda || return 1
+    cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+    stamp "built test_mlp_fused bench_step sgmcmc"
+    timeout 180 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
+    echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
+    grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
+  fi
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
+  for v in "fused --set kernels.cuda_mlp_tile=32" "fused --set kernels.cuda_mlp_tile=64" aten \
+           "fused --set kernels.cuda_mlp_tile=32" "fused --set kernels.cuda_mlp_tile=64" aten; do
+    local tag; tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_tile=/_/')
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_mlp=$v \
+      --threads 16 --rounds 5 --steps 500 --graph --label "mlp_h1_${tag}_graph" --json "$L/tiles.jsonl" 2>&1 | grep -E "step at|rror"
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_mlp=$v \
+      --threads 16 --rounds 5 --steps 500 --graph --label "fnn800_${tag}_graph" --json "$L/tiles.jsonl" 2>&1 | grep -E "step at|rror"
+  done
+  step_table "$L/tiles.jsonl"
+  H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused" H1_TAG=_tiles stage_h1
 }
 # The step-against-floor targets are out of reach on the 2-vCPU CI host (docs/performance.md): the
 # same bench on this host's CPU, at 2 threads and at all of its cores. This build has no oneDNN (the

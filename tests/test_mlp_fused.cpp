@@ -116,7 +116,8 @@ TEST(MlpFused, ReferenceRejectsBadLabelsAndShapes) {
                std::invalid_argument);
 }
 
-// On a GPU: the fused pass against the reference (float32 and float64, overwriting and accumulating),
+// On a GPU: the fused pass against the reference (float32 and float64, overwriting and accumulating,
+// both GEMM tile edges),
 // bit for bit deterministic from one call to the next, and the MLP's step with kernels.cuda_mlp: fused
 // against ATen's CUDA path.
 TEST(MlpFused, CudaEqualsReference) {
@@ -130,8 +131,13 @@ TEST(MlpFused, CudaEqualsReference) {
       auto [m, batch] = build(c, dt, dev, 5);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 5);
       const auto act = kernels::activation_from_name(c.activation);
-      kernels::MlpFusedScratch scratch;
+      kernels::MlpFusedScratch scratch;  // shared by both tile edges: buffers regrow, counters stay at 0
+      for (int tile : {32, 64})
       for (bool overwrite : {true, false}) {
+        SCOPED_TRACE("tile " + std::to_string(tile));
+        KernelSettings k;
+        k.cuda_mlp_tile = tile;
+        ScopedKernelSettings scoped(k);
         auto params = m->parameters(), cpu = mc->parameters();
         for (size_t i = 0; i < params.size(); ++i) {
           cpu[i].mutable_grad() = torch::randn(cpu[i].sizes(), cpu[i].options());

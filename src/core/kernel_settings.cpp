@@ -27,13 +27,14 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_loss", cuda_loss_fused ? "fused" : "aten"},
           {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
           {"cuda_act", cuda_act_fused ? "fused" : "aten"},
-          {"cuda_mlp", cuda_mlp_fused ? "fused" : "aten"}};
+          {"cuda_mlp", cuda_mlp_fused ? "fused" : "aten"},
+          {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)}};
 }
 
 const std::vector<std::string>& kernel_setting_keys() {
   static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
                                                 "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
-                                                "cuda_mlp"};
+                                                "cuda_mlp", "cuda_mlp_tile"};
   return keys;
 }
 
@@ -49,6 +50,8 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
   s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
   s.cuda_mlp_fused = pick(b, "cuda_mlp", "aten", "fused", false);
+  const auto tile = b.get_choice("cuda_mlp_tile", "auto", {"auto", "32", "64"});
+  s.cuda_mlp_tile = tile == "auto" ? 0 : std::stoi(tile);
   return s;
 }
 

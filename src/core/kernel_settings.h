@@ -16,6 +16,7 @@
 //     cuda_bpmf: fused    # fused: BPMF's gradient in one CUDA kernel | aten
 //     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
 //     cuda_mlp: aten      # aten | fused: the MLP's whole forward + backward in 2 + depth kernels
+//     cuda_mlp_tile: auto # auto | 32 | 64: the fused pass's GEMM tile edge (A/B)
 #pragma once
 
 #include <map>
@@ -37,6 +38,7 @@ struct KernelSettings {
   bool cuda_bpmf_fused = true;
   bool cuda_act_fused = false;
   bool cuda_mlp_fused = false;
+  int cuda_mlp_tile = 0;  // 0: auto
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

@@ -16,11 +16,10 @@ namespace sgmcmc::kernels {
 
 namespace {
 
-constexpr int kBM = 32, kBN = 32, kBK = 16, kTM = 2, kTN = 2;
-constexpr int kThreadsN = kBN / kTN, kThreadsM = kBM / kTM;
+// A block is 16 × 16 threads over a square BM × BM tile (BM = 32: 2 × 2 outputs per thread; BM = 64:
+// 4 × 4, half the shared-memory reads per FMA, for wide layers), 16 deep.
+constexpr int kBK = 16, kThreadsN = 16, kThreadsM = 16;
 constexpr int kThreads = kThreadsN * kThreadsM;  // 256
-constexpr int kLoads = kBM * kBK / kThreads;     // elements of each operand a thread stages per k step
-static_assert(kBM == kBN && kBM * kBK % kThreads == 0, "the staging below assumes square tiles");
 constexpr int kMaxProblems = 8;
 constexpr int kHeadThreads = 256;
 constexpr int kHeadRows = 8;                // rows per head block (fewer when the output layer is wide)
@@ -77,8 +76,11 @@ __device__ void block_sum(const T* in, int n, T* out) {
   if (tid == 0) *out = part[0];
 }
 
-template <typename T>
+template <typename T, int kBM>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ GemmBatch<T> batch) {
+  constexpr int kBN = kBM, kTM = kBM / kThreadsM, kTN = kBN / kThreadsN;
+  constexpr int kLoads = kBM * kBK / kThreads;  // elements of each operand a thread stages per k step
+  static_assert(kBM % kThreadsM == 0 && kBM * kBK % kThreads == 0, "tile shape");
   __shared__ T As[kBK][kBM + 1];
   __shared__ T Bs[kBK][kBN + 1];
   __shared__ int is_last;
@@ -267,10 +269,10 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // Tiles and k splits for one product (about two blocks per SM when its tiles are fewer), with its
 // partial-sum and counter buffers from scratch slot `slot`.
 template <typename T>
-void plan(Gemm<T>& g, int sms, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
+void plan(Gemm<T>& g, int tile, int sms, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
   const int n_all = g.n + (g.ones ? 1 : 0);
-  g.tiles_n = ceil_div(n_all, kBN);
-  const int tiles = ceil_div(g.m, kBM) * g.tiles_n;
+  g.tiles_n = ceil_div(n_all, tile);
+  const int tiles = ceil_div(g.m, tile) * g.tiles_n;
   const int want = std::max(1, std::min(2 * sms / std::max(tiles, 1), g.k / 64));
   g.k_chunk = std::max(kBK, ceil_div(ceil_div(std::max(g.k, 1), want), kBK) * kBK);
   g.splits = std::max(1, ceil_div(g.k, g.k_chunk));
@@ -282,19 +284,41 @@ void plan(Gemm<T>& g, int sms, MlpFusedScratch& s, size_t slot, const torch::Ten
   }
 }
 
+// The tile edge for a launch: kernels.cuda_mlp_tile, or (auto) 64 when its largest product is at least
+// 64 × 64 in m and n, else 32.
 template <typename T>
-void launch(GemmBatch<T>& batch, cudaStream_t stream) {
+int tile_for(const GemmBatch<T>& batch) {
+  if (kernel_settings().cuda_mlp_tile != 0) return kernel_settings().cuda_mlp_tile;
+  const Gemm<T>* big = nullptr;
+  for (int i = 0; i < batch.count; ++i)
+    if (big == nullptr || int64_t{batch.p[i].m} * batch.p[i].n * batch.p[i].k > int64_t{big->m} * big->n * big->k)
+      big = &batch.p[i];
+  return big != nullptr && std::min(big->m, big->n) >= 64 ? 64 : 32;
+}
+
+template <typename T>
+void launch(GemmBatch<T>& batch, int tile, cudaStream_t stream) {
   int blocks = 0;
   for (int i = 0; i < batch.count; ++i) {
     auto& g = batch.p[i];
     g.first_block = blocks;
-    blocks += ceil_div(g.m, kBM) * g.tiles_n * g.splits;
+    blocks += ceil_div(g.m, tile) * g.tiles_n * g.splits;
   }
   batch.gemm_blocks = blocks;
   if (batch.sum_out != nullptr) ++blocks;
   if (blocks == 0) return;
-  gemm_kernel<T><<<blocks, kThreads, 0, stream>>>(batch);
+  if (tile == 64) gemm_kernel<T, 64><<<blocks, kThreads, 0, stream>>>(batch);
+  else gemm_kernel<T, 32><<<blocks, kThreads, 0, stream>>>(batch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Plans every product of `batch` for one tile edge and launches it.
+template <typename T>
+void plan_and_launch(GemmBatch<T>& batch, int sms, MlpFusedScratch& s, size_t& slot, const torch::Tensor& like,
+                     cudaStream_t stream) {
+  const int tile = tile_for(batch);
+  for (int i = 0; i < batch.count; ++i) plan(batch.p[i], tile, sms, s, slot++, like);
+  launch(batch, tile, stream);
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() / 2; }
@@ -329,8 +353,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     auto& out = ensure2(s.h[l + 1], n, g.n, opts);
     g.c = out.template data_ptr<T>(), g.c_rs = g.n;
     g.epi = Epilogue::kBiasActivation, g.act = act, g.bias = layers[l].bias.template data_ptr<T>();
-    plan(g, sms, s, slot++, x);
-    launch(b, stream);
+    plan_and_launch(b, sms, s, slot, x, stream);
     h[l + 1] = g.c;
   }
   // the head: f, nll_i, g_L and g_{L−1}
@@ -358,8 +381,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     auto& dl = ensure2(s.g[l], n, in, opts);
     g.c = dl.template data_ptr<T>(), g.c_rs = in;
     g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l];
-    plan(g, sms, s, slot++, x);
-    launch(b, stream);
+    plan_and_launch(b, sms, s, slot, x, stream);
   }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch
   GemmBatch<T> b;
@@ -373,11 +395,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.b = h[l], g.b_rs = in, g.b_cs = 1;
     g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.extra = layers[l].bias_grad.template data_ptr<T>();
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    plan(g, sms, s, slot++, x);
   }
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = n, b.sum_out = nll.template data_ptr<T>();
-  launch(b, stream);
+  plan_and_launch(b, sms, s, slot, x, stream);
   return nll;
 }
 
