@@ -33,6 +33,8 @@
 #   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
 #          (kernels.cuda_mlp_tile=32|64 against ATen, graph-replayed) for H.1 and FNN-800, then H.1 in full
 #          with the auto choice
+#   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
+#          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
 #          H.1 and FNN-800, 3 rounds): at 2 threads and at all cores, against the 2-vCPU CI host's table
 #   debug  the output and a cuda-gdb backtrace of the test programs in DEBUG_TESTS
@@ -234,6 +236,9 @@ for f in sys.argv[1:]:
     d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \
     "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" 2>&1
 }
+stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
+  TILES_BUILD=1 TILES_BENCH=0 stage_tiles
+}
 stage_tiles() {
   if [ "${TILES_BUILD:-0}" = 1 ]; then
     configure_cuda || return 1
@@ -243,6 +248,7 @@ stage_tiles() {
     echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
     grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
   fi
+  if [ "${TILES_BENCH:-1}" = 0 ]; then H1_GRAPHS=true H1_TAG=_default stage_h1; return; fi
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
   for v in "fused --set kernels.cuda_mlp_tile=32" "fused --set kernels.cuda_mlp_tile=64" aten \
            "fused --set kernels.cuda_mlp_tile=32" "fused --set kernels.cuda_mlp_tile=64" aten; do

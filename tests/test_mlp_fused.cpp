@@ -136,6 +136,7 @@ TEST(MlpFused, CudaEqualsReference) {
       for (bool overwrite : {true, false}) {
         SCOPED_TRACE("tile " + std::to_string(tile));
         KernelSettings k;
+        k.cuda_mlp = KernelSettings::Choice::kFused;  // FNN-800 too (auto leaves it to ATen)
         k.cuda_mlp_tile = tile;
         ScopedKernelSettings scoped(k);
         auto params = m->parameters(), cpu = mc->parameters();
@@ -167,7 +168,7 @@ TEST(MlpFused, CudaEqualsReference) {
       torch::Tensor aten_nll;
       for (bool fused : {false, true}) {
         KernelSettings k;
-        k.cuda_mlp_fused = fused;
+        k.cuda_mlp = fused ? KernelSettings::Choice::kFused : KernelSettings::Choice::kAten;
         ScopedKernelSettings scoped(k);
         for (auto& p : params) p.mutable_grad() = torch::full_like(p, 123.0);
         auto nll = m->nll_backward_overwrite(batch, 7.0);
@@ -182,6 +183,31 @@ TEST(MlpFused, CudaEqualsReference) {
       }
     }
   }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
+// kernels.cuda_mlp: auto (the default) takes the fused pass for App. H.1's layers and leaves FNN-800's
+// 800 × 800 ones to ATen, where the pass measured slower; aten never takes it.
+TEST(MlpFused, AutoTakesTheSmallLayersOnly) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const auto all = cases(false);
+  for (const auto& c : {all[4], all[5]}) {
+    auto [m, batch] = build(c, torch::kFloat32, torch::kCUDA, 6);
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
+    kernels::MlpFusedScratch scratch;
+    const auto act = kernels::activation_from_name(c.activation);
+    EXPECT_EQ(kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 1.0, true, scratch)
+                  .defined(),
+              c.name == "App. H.1")
+        << c.name;
+  }
+  KernelSettings k;
+  k.cuda_mlp = KernelSettings::Choice::kAten;
+  ScopedKernelSettings scoped(k);
+  EXPECT_FALSE(kernels::mlp_fused_cuda_enabled());
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

@@ -27,7 +27,7 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_loss", cuda_loss_fused ? "fused" : "aten"},
           {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
           {"cuda_act", cuda_act_fused ? "fused" : "aten"},
-          {"cuda_mlp", cuda_mlp_fused ? "fused" : "aten"},
+          {"cuda_mlp", cuda_mlp == Choice::kAuto ? "auto" : cuda_mlp == Choice::kFused ? "fused" : "aten"},
           {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)}};
 }
 
@@ -49,7 +49,10 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_loss_fused = !pick(b, "cuda_loss", "fused", "aten", false);
   s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
   s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
-  s.cuda_mlp_fused = pick(b, "cuda_mlp", "aten", "fused", false);
+  const auto mlp = b.get_choice("cuda_mlp", "auto", {"auto", "fused", "aten"});
+  s.cuda_mlp = mlp == "auto" ? KernelSettings::Choice::kAuto
+               : mlp == "fused" ? KernelSettings::Choice::kFused
+                                : KernelSettings::Choice::kAten;
   const auto tile = b.get_choice("cuda_mlp_tile", "auto", {"auto", "32", "64"});
   s.cuda_mlp_tile = tile == "auto" ? 0 : std::stoi(tile);
   return s;

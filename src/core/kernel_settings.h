@@ -15,8 +15,9 @@
 //     cuda_loss: fused    # fused: softmax + cross-entropy + gradient in one CUDA kernel | aten
 //     cuda_bpmf: fused    # fused: BPMF's gradient in one CUDA kernel | aten
 //     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
-//     cuda_mlp: aten      # aten | fused: the MLP's whole forward + backward in 2 + depth kernels
-//     cuda_mlp_tile: auto # auto | 32 | 64: the fused pass's GEMM tile edge (A/B)
+//     cuda_mlp: auto      # auto: the MLP's forward + backward in 2 + depth kernels where measured faster
+//                         # (every layer's in·out ≤ 131,072) | fused: wherever it applies | aten
+//     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
 #pragma once
 
 #include <map>
@@ -37,7 +38,8 @@ struct KernelSettings {
   bool cuda_loss_fused = true;
   bool cuda_bpmf_fused = true;
   bool cuda_act_fused = false;
-  bool cuda_mlp_fused = false;
+  enum class Choice { kAuto, kFused, kAten };
+  Choice cuda_mlp = Choice::kAuto;
   int cuda_mlp_tile = 0;  // 0: auto
 
   // The block as key -> text, every key present (summary.json, --help-keys).

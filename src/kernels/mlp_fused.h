@@ -22,7 +22,9 @@
 // Handled: a categorical likelihood, float32 or float64, contiguous tensors, depth ≤ 8, and an output
 // layer whose weights fit in shared memory beside a few rows (out_{L−1}·in_{L−1} ≤ ~10,000 float32).
 // Anything else returns an undefined tensor before launching anything, and the caller takes ATen's path.
-// Off by default until a GPU run has checked it against the reference (kernels.cuda_mlp: fused).
+// Checked on an H200 against the reference (MlpFused.CudaEqualsReference). kernels.cuda_mlp: auto (the
+// default) takes it for layers of up to 131,072 weights, where it measured faster; fused forces it.
+// In a CUDA graph it costs its 2 + depth launches; the split counters make it safe to replay.
 #pragma once
 
 #include <torch/torch.h>
@@ -45,12 +47,13 @@ struct MlpFusedScratch {
   torch::Tensor row_nll;
 };
 
-// True with kernels.cuda_mlp: fused (core/kernel_settings.h).
+// False with kernels.cuda_mlp: aten (core/kernel_settings.h).
 bool mlp_fused_cuda_enabled();
 
 // The pass above on CUDA tensors: x [n, in_0], int64 labels [n]. Writes ∇W_l, ∇b_l (overwrite) or adds
 // to them, and returns nll = Σ_i nll_i as a 0-dim tensor; an undefined tensor when the shapes, dtypes
-// or layouts are outside what it handles. Defined in CUDA builds only.
+// or layouts are outside what it handles, or (kernels.cuda_mlp: auto) a layer has more than 131,072
+// weights. Defined in CUDA builds only.
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                       bool overwrite, MlpFusedScratch& scratch);

@@ -24,6 +24,9 @@ constexpr int kMaxProblems = 8;
 constexpr int kHeadThreads = 256;
 constexpr int kHeadRows = 8;                // rows per head block (fewer when the output layer is wide)
 constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
+// kernels.cuda_mlp: auto takes the pass for layers up to this many weights: App. H.1's 784 × 100 step is
+// 80 µs graph-replayed against ATen's 143, FNN-800's 800 × 800 one 164 against 143 (docs/performance.md).
+constexpr int64_t kAutoMaxLayer = 131072;
 
 enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative };
 
@@ -284,16 +287,13 @@ void plan(Gemm<T>& g, int tile, int sms, MlpFusedScratch& s, size_t slot, const 
   }
 }
 
-// The tile edge for a launch: kernels.cuda_mlp_tile, or (auto) 64 when its largest product is at least
-// 64 × 64 in m and n, else 32.
+// The tile edge for a launch: kernels.cuda_mlp_tile, or (auto) 32. The 64-wide tile measured slower on
+// every shape tried (H.1 142 against 80 µs a step, FNN-800 243 against 164: a quarter of the blocks, and
+// the split-K partial sums grow with the splits), so it is there for the A/B only.
 template <typename T>
 int tile_for(const GemmBatch<T>& batch) {
-  if (kernel_settings().cuda_mlp_tile != 0) return kernel_settings().cuda_mlp_tile;
-  const Gemm<T>* big = nullptr;
-  for (int i = 0; i < batch.count; ++i)
-    if (big == nullptr || int64_t{batch.p[i].m} * batch.p[i].n * batch.p[i].k > int64_t{big->m} * big->n * big->k)
-      big = &batch.p[i];
-  return big != nullptr && std::min(big->m, big->n) >= 64 ? 64 : 32;
+  (void)batch;
+  return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32;
 }
 
 template <typename T>
@@ -427,12 +427,15 @@ bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::ve
 
 }  // namespace
 
-bool mlp_fused_cuda_enabled() { return kernel_settings().cuda_mlp_fused; }
+bool mlp_fused_cuda_enabled() { return kernel_settings().cuda_mlp != KernelSettings::Choice::kAten; }
 
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                       bool overwrite, MlpFusedScratch& scratch) {
   if (!handled(x, targets, layers)) return {};
+  if (kernel_settings().cuda_mlp == KernelSettings::Choice::kAuto)
+    for (const auto& l : layers)
+      if (l.weight.numel() > kAutoMaxLayer) return {};
   const c10::cuda::CUDAGuard guard(x.device());
   if (x.scalar_type() == torch::kFloat64) return run<double>(x, targets, layers, act, scale, overwrite, scratch);
   return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, scratch);

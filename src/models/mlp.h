@@ -52,7 +52,7 @@ class Mlp : public Model {
   struct BackwardBuffers {
     torch::Tensor x;  // the batch's inputs as [n, features]
     std::vector<torch::Tensor> h, g, wt, gt;
-    kernels::MlpFusedScratch fused;  // the CUDA pass's (kernels.cuda_mlp: fused)
+    kernels::MlpFusedScratch fused;  // the fused CUDA pass's (kernels.cuda_mlp)
   };
   BackwardBuffers bwd_;
   std::vector<torch::nn::Linear> layers_;
