@@ -313,8 +313,10 @@ stage_bpmf() {
   done
 }
 # The peers on the same GPU (bench/peers.sh --device cuda: PEERS-TABLE:cuda in docs/performance.md, the
-# details in docs/peers.md). The machine has no PyPI: the JAX rows need its own JAX, posteriors its wheels
-# carried in (PEERS_ARGS="--wheels DIR").
+# details in docs/peers.md). The machine has no PyPI: the JAX rows use its own JAX; BlackJAX, posteriors
+# and their missing dependencies travel as wheels (here: pip download … -d .whl, see the device tool's
+# README; carry .whl) with PEERS_ARGS="--wheels .whl --rounds 1 --epochs 20 --burn-in 10 --threads 8
+# --rows sgmcmc-sghmc,blackjax-sghmc-ordered,posteriors-baoa,torch-compile-sghmc" (~100 s on an H200).
 stage_peers() {
   PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \
     bash bench/peers.sh --device cuda --no-install --no-floors ${PEERS_ARGS:-} > "$L/peers.log" 2>&1

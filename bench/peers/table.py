@@ -126,14 +126,20 @@ def build(by, device, header, details_doc="docs/peers.md"):
     out.append("| sampler | row | steps/s (min / median / max) | sgmcmc ÷ row (medians) | test error (mean ± sd) "
                "| test NLL (mean ± sd) | accuracy vs sgmcmc |")
     out.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
-    short = [f"`bash bench/peers.sh` (App. H.1, 2,000 steps × 3 interleaved rounds; {device}); how it was measured, "
+    ds = [d for rows in by.values() for d in rows]
+    rounds = max((d.get("round", 1) for d in ds), default=1)
+    steps = max((d.get("steps", 0) for d in ds if "bpmf" not in d.get("label", "")), default=0)
+    threads = max((d.get("threads", 0) for d in ds), default=0)
+    short = [f"`bash bench/peers.sh` (App. H.1, {steps:,} steps × {rounds} interleaved round{'s' if rounds != 1 else ''}; "
+             f"{device}); how it was measured, "
              f"each row's version and settings, the accuracy test, findings and the BPMF rows: [{os.path.basename(details_doc)}]"
              f"({os.path.basename(details_doc)}).", "",
              "| row | steps/s (median) | sgmcmc ÷ row | test error | accuracy |", "| --- | ---: | ---: | ---: | --- |"]
     loads = sorted({(d["round"], d["load"]) for rows in by.values() for d in rows if d.get("load")})
     if loads:  # a loaded machine shows here, not only in the details
         short.insert(1, "Load average (1 / 5 / 15 min) at the rounds' starts: " +
-                     "; ".join(f"round {r}: {l}" for r, l in loads) + " (2 vCPUs: above 2 the rows shared their cores).")
+                     "; ".join(f"round {r}: {l}" for r, l in loads) +
+                     f" ({threads} threads: above {threads} the rows shared their cores).")
     notes = []
     best = {}
     for label, sampler, ref in ROWS:
