@@ -26,10 +26,11 @@
 #   gemm   instead of build: builds bench_step and sgmcmc only, A/B of the CUDA float32 GEMM route, then h1
 #   act    after build or unpack: the MLP's elementwise CUDA kernels (kernels/activation_cuda.h, off by
 #          default): their test, bench_step A/B with kernels.cuda_act=fused, then h1 with them
-#   mlp    instead of build: the fused MLP pass (kernels/mlp_fused.h, off by default): builds its test,
-#          bench_step and sgmcmc only, runs test_mlp_fused (CUDA against the CPU reference and ATen),
-#          bench_step A/B with kernels.cuda_mlp=fused|aten for H.1 and FNN-800 (graph and eager), then H.1
-#          in full, graph-replayed, with it and without
+#   mlp    instead of build: the fused MLP pass (kernels/mlp_fused.h): builds its test, bench_step and
+#          sgmcmc only, runs test_mlp_fused (CUDA against the CPU reference and ATen), bench_step A/B of
+#          kernels.cuda_mlp=fused, fused with kernels.cuda_mlp_prior=fused (λθ in its epilogue, off by
+#          default until this passes) and aten for H.1 and FNN-800 (graph and eager), then H.1 in full,
+#          graph-replayed, with each
 #   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
 #          (kernels.cuda_mlp_tile=32|64 against ATen, graph-replayed) for H.1 and FNN-800, then H.1 in full
 #          with the auto choice
@@ -218,23 +219,26 @@ stage_mlp() {
   echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
   grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
+  local v tag
   for g in --graph ""; do
-    for v in fused aten fused aten; do
+    for v in fused "fused --set kernels.cuda_mlp_prior=fused" aten fused "fused --set kernels.cuda_mlp_prior=fused" aten; do
+      tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_prior=fused/_prior/')
       # shellcheck disable=SC2086
       timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_mlp=$v \
-        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$v${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
+        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$tag${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
       # shellcheck disable=SC2086
       timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_mlp=$v \
-        --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$v${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
+        --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$tag${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
     done
   done
   step_table "$L/mlp.jsonl"
   H1_GRAPHS=true H1_TAG=_base stage_h1
   H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused" H1_TAG=_mlp stage_h1
+  H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused --set kernels.cuda_mlp_prior=fused" H1_TAG=_prior stage_h1
   python3 -c "import json, sys
 for f in sys.argv[1:]:
     d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \
-    "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" 2>&1
+    "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" "$L/h1_prior_true_summary.json" 2>&1
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles

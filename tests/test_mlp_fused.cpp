@@ -212,3 +212,101 @@ TEST(MlpFused, AutoTakesTheSmallLayersOnly) {
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif
 }
+
+namespace {
+// Each layer's tensors with a precision λ per weight and bias (0-dim, on `dev`).
+std::vector<kernels::MlpLayerTensors> with_precisions(Mlp& m, torch::Device dev) {
+  auto ls = layer_tensors(m);
+  double lambda = 0.7;
+  for (auto& l : ls) {
+    l.weight_lambda = torch::full({}, lambda, l.weight.options().device(dev));
+    l.bias_lambda = torch::full({}, 2.5 * lambda, l.weight.options().device(dev));
+    lambda *= 1.9;
+  }
+  return ls;
+}
+}  // namespace
+
+// With precisions, the reference writes λθ + ∇: what seeding .grad with λθ and accumulating the MLP's own
+// backward into it gives (the trainer's path without the fold). The model's seeded pass exists on CUDA only.
+TEST(MlpFused, ReferenceWithPrecisionsEqualsSeedThenAccumulate) {
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    for (const auto& c : cases(true)) {
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      auto [m, batch] = build(c, dt, torch::kCPU, 7);
+      auto params = m->parameters();
+      for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+      auto ls = with_precisions(*m, torch::kCPU);
+      for (size_t i = 0; i < params.size(); ++i) {
+        const auto& l = ls[i / 2];
+        params[i].mutable_grad().copy_(params[i].detach() * (i % 2 == 0 ? l.weight_lambda : l.bias_lambda));
+      }
+      auto want_nll = m->nll_backward(batch, 7.0);
+      std::vector<torch::Tensor> want;
+      for (auto& p : params) want.push_back(p.grad().clone());
+      for (auto& p : params) p.mutable_grad().fill_(123.0);
+      auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, ls,
+                                                     kernels::activation_from_name(c.activation), 7.0, true);
+      EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt));
+      for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << i;
+      EXPECT_THROW(kernels::mlp_backward_reference(batch.inputs, batch.targets, ls,
+                                                   kernels::activation_from_name(c.activation), 7.0, false),
+                   std::invalid_argument);
+      EXPECT_FALSE(m->nll_backward_seeded(batch, 7.0, {}).defined());
+    }
+  }
+}
+
+// On a GPU: the λ epilogue against the reference, and the model's seeded pass (kernels.cuda_mlp_prior:
+// fused) against seeding λθ and accumulating ATen's path.
+TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const torch::Device dev(torch::kCUDA);
+  KernelSettings k;
+  k.cuda_mlp = KernelSettings::Choice::kFused;
+  k.cuda_mlp_prior_fused = true;
+  ScopedKernelSettings scoped(k);
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    auto all = cases(false);
+    all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
+    for (const auto& c : all) {
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      auto [m, batch] = build(c, dt, dev, 8);
+      auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
+      const auto act = kernels::activation_from_name(c.activation);
+      for (auto& p : mc->parameters()) p.mutable_grad() = torch::zeros_like(p);
+      for (auto& p : m->parameters()) p.mutable_grad() = torch::full_like(p, 123.0);
+      auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets,
+                                                      with_precisions(*mc, torch::kCPU), act, 7.0, true);
+      kernels::MlpFusedScratch scratch;
+      auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, with_precisions(*m, dev), act, 7.0,
+                                                      true, scratch);
+      ASSERT_TRUE(got_nll.defined());
+      EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt));
+      auto params = m->parameters(), cpu = mc->parameters();
+      for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt)) << i;
+      // through the model: seeds as the trainer passes them, against λθ then ATen's accumulating path
+      const auto ls = with_precisions(*m, dev);
+      std::vector<PriorSeed> seeds;
+      for (const auto& l : ls) seeds.push_back({l.weight, l.weight_lambda}), seeds.push_back({l.bias, l.bias_lambda});
+      for (auto& p : params) p.mutable_grad() = torch::full_like(p, 123.0);
+      auto seeded_nll = m->nll_backward_seeded(batch, 7.0, seeds);
+      ASSERT_TRUE(seeded_nll.defined());
+      std::vector<torch::Tensor> seeded;
+      for (auto& p : params) seeded.push_back(p.grad().clone());
+      KernelSettings aten;
+      aten.cuda_mlp = KernelSettings::Choice::kAten;
+      ScopedKernelSettings scoped_aten(aten);
+      for (size_t i = 0; i < params.size(); ++i)
+        params[i].mutable_grad() = params[i].detach() * (i % 2 == 0 ? ls[i / 2].weight_lambda : ls[i / 2].bias_lambda);
+      auto aten_nll = m->nll_backward(batch, 7.0);
+      EXPECT_FALSE(m->nll_backward_seeded(batch, 7.0, seeds).defined());  // cuda_mlp: aten
+      EXPECT_LE(max_rel(seeded_nll, aten_nll), tolerance(dt));
+      for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(seeded[i], params[i].grad()), tolerance(dt)) << i;
+    }
+  }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}

@@ -28,13 +28,14 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
           {"cuda_act", cuda_act_fused ? "fused" : "aten"},
           {"cuda_mlp", cuda_mlp == Choice::kAuto ? "auto" : cuda_mlp == Choice::kFused ? "fused" : "aten"},
-          {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)}};
+          {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)},
+          {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"}};
 }
 
 const std::vector<std::string>& kernel_setting_keys() {
   static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
                                                 "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
-                                                "cuda_mlp", "cuda_mlp_tile"};
+                                                "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior"};
   return keys;
 }
 
@@ -55,6 +56,7 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
                                 : KernelSettings::Choice::kAten;
   const auto tile = b.get_choice("cuda_mlp_tile", "auto", {"auto", "32", "64"});
   s.cuda_mlp_tile = tile == "auto" ? 0 : std::stoi(tile);
+  s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", false);
   return s;
 }
 

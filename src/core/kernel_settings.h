@@ -18,6 +18,7 @@
 //     cuda_mlp: auto      # auto: the MLP's forward + backward in 2 + depth kernels where measured faster
 //                         # (every layer's in·out ≤ 131,072) | fused: wherever it applies | aten
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
+//     cuda_mlp_prior: aten # aten | fused: λθ in the fused pass's weight-gradient epilogue (not yet run on a GPU)
 #pragma once
 
 #include <map>
@@ -41,6 +42,7 @@ struct KernelSettings {
   enum class Choice { kAuto, kFused, kAten };
   Choice cuda_mlp = Choice::kAuto;
   int cuda_mlp_tile = 0;  // 0: auto
+  bool cuda_mlp_prior_fused = false;
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

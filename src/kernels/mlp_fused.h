@@ -7,6 +7,8 @@
 //   g_{L−1} = (g_L W_{L−1}) ⊙ act'(h_{L−1})                           (with f and g_L: one "head" kernel)
 //   g_l = (g_{l+1} W_l) ⊙ act'(h_l)                        0 < l < L−1 (one kernel each)
 //   ∇W_l = g_{l+1}ᵀ h_l,  ∇b_l = Σ_i g_{l+1,i},  nll = Σ_i nll_i          (one kernel for all layers)
+// and, given the prior's precisions, ∇W_l + λ_W W_l and ∇b_l + λ_b b_l in that last kernel's epilogue
+// (kernels.cuda_mlp_prior: fused; the trainer otherwise seeds .grad with λθ in one ATen op per tensor).
 // App. H.1's 784-100-10 step is 3 kernels (ATen's path: ~16 for the same work, docs/performance.md);
 // FNN-800's 784-800-800-10 is 5.
 //
@@ -38,6 +40,10 @@ namespace sgmcmc::kernels {
 struct MlpLayerTensors {
   torch::Tensor weight, bias;            // [out, in], [out]
   torch::Tensor weight_grad, bias_grad;  // the same shapes: written (overwrite) or accumulated into
+  // Optional, both or neither, overwriting only: the prior's precisions as 0-dim tensors of the weights'
+  // dtype and device; then ∇W_l = g_{l+1}ᵀ h_l + λ_W W_l and ∇b_l = Σ_i g_{l+1,i} + λ_b b_l (the
+  // prior's gradient in the same epilogue: no λθ pass over the gradients before the backward pass).
+  torch::Tensor weight_lambda, bias_lambda;
 };
 
 // Kept from one call to the next (one minibatch shape): h_1 … h_{L−1}, g_1 … g_L, the rows' nll, the
@@ -49,6 +55,8 @@ struct MlpFusedScratch {
 
 // False with kernels.cuda_mlp: aten (core/kernel_settings.h).
 bool mlp_fused_cuda_enabled();
+// True with kernels.cuda_mlp_prior: fused (the λ epilogue; off until a GPU run has checked it).
+bool mlp_fused_prior_enabled();
 
 // The pass above on CUDA tensors: x [n, in_0], int64 labels [n]. Writes ∇W_l, ∇b_l (overwrite) or adds
 // to them, and returns nll = Σ_i nll_i as a 0-dim tensor; an undefined tensor when the shapes, dtypes

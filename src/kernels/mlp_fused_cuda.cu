@@ -45,6 +45,11 @@ struct Gemm {
   T* extra = nullptr;
   const T* bias = nullptr;  // kBiasActivation
   const T* y = nullptr;     // kDerivative: act'(y(m, j)), y [m, n] contiguous
+  // kStore with a prior: C(m, j) += λ_c·prior_c(m, j) (prior_c laid out as C), extra[m] += λ_e·prior_e[m]
+  const T* prior_c = nullptr;
+  const T* lambda_c = nullptr;
+  const T* prior_e = nullptr;
+  const T* lambda_e = nullptr;
   Epilogue epi = Epilogue::kStore;
   Activation act = Activation::kNone;
   T* work = nullptr;       // [splits, m, n + ones] partial sums (splits > 1)
@@ -196,12 +201,13 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
       const T v = acc[i][j];
       if (gn == g.n) {  // the ones column: Σ_k A(m, k), the bias gradient
         T* e = g.extra + gm;
-        *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
+        if (g.lambda_e != nullptr) *e = v + *g.lambda_e * g.prior_e[gm];
+        else *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
         continue;
       }
       T* out = g.c + gm * g.c_rs + gn;
       switch (g.epi) {
-        case Epilogue::kStore: *out = v; break;
+        case Epilogue::kStore: *out = g.lambda_c != nullptr ? v + *g.lambda_c * g.prior_c[gm * g.c_rs + gn] : v; break;
         case Epilogue::kAccumulate: *out = *out + v; break;
         case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + g.bias[gn]); break;
         case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, g.y[static_cast<int64_t>(gm) * g.n + gn]); break;
@@ -395,6 +401,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.b = h[l], g.b_rs = in, g.b_cs = 1;
     g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.extra = layers[l].bias_grad.template data_ptr<T>();
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
+    if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting
+      g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
+      g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
+    }
   }
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = n, b.sum_out = nll.template data_ptr<T>();
@@ -403,7 +413,8 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
 }
 
 // Whether the pass handles these tensors (checked before anything is launched).
-bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers) {
+bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
+             bool overwrite) {
   if (layers.empty() || layers.size() > static_cast<size_t>(kMaxProblems)) return false;
   if (!x.is_cuda() || x.dim() != 2 || !x.is_contiguous() || !fits_int(x.numel())) return false;
   if (x.scalar_type() != torch::kFloat32 && x.scalar_type() != torch::kFloat64) return false;
@@ -416,6 +427,10 @@ bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::ve
       if (!t->defined() || !t->is_contiguous() || t->scalar_type() != x.scalar_type() || t->device() != x.device())
         return false;
     if (L.weight.dim() != 2 || L.weight.size(1) != in || L.weight_grad.sizes() != L.weight.sizes()) return false;
+    if (L.weight_lambda.defined() != L.bias_lambda.defined() || (L.weight_lambda.defined() && !overwrite)) return false;
+    for (const auto* t : {&L.weight_lambda, &L.bias_lambda})
+      if (t->defined() && (t->numel() != 1 || t->scalar_type() != x.scalar_type() || t->device() != x.device()))
+        return false;
     const int64_t out = L.weight.size(0);
     if (L.bias.numel() != out || L.bias_grad.numel() != out || !fits_int(out * (in + 1)) ||
         !fits_int(x.size(0) * (out + 1)))
@@ -429,10 +444,12 @@ bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::ve
 
 bool mlp_fused_cuda_enabled() { return kernel_settings().cuda_mlp != KernelSettings::Choice::kAten; }
 
+bool mlp_fused_prior_enabled() { return kernel_settings().cuda_mlp_prior_fused; }
+
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                       bool overwrite, MlpFusedScratch& scratch) {
-  if (!handled(x, targets, layers)) return {};
+  if (!handled(x, targets, layers, overwrite)) return {};
   if (kernel_settings().cuda_mlp == KernelSettings::Choice::kAuto)
     for (const auto& l : layers)
       if (l.weight.numel() > kAutoMaxLayer) return {};

@@ -30,6 +30,11 @@ void check_layers(const torch::Tensor& x, const torch::Tensor& targets, const st
     for (const auto* t : {&L.weight, &L.bias, &L.weight_grad, &L.bias_grad})
       if (t->scalar_type() != x.scalar_type() || !t->device().is_cpu())
         throw std::invalid_argument(at + "every tensor must be a CPU tensor of x's dtype");
+    if (L.weight_lambda.defined() != L.bias_lambda.defined())
+      throw std::invalid_argument(at + "give both precisions or neither");
+    for (const auto* t : {&L.weight_lambda, &L.bias_lambda})
+      if (t->defined() && (t->numel() != 1 || t->scalar_type() != x.scalar_type() || !t->device().is_cpu()))
+        throw std::invalid_argument(at + "a precision must be one CPU value of x's dtype");
     in = out;
   }
 }
@@ -97,15 +102,19 @@ torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& targets, co
     const int64_t out = W.size(0), in = W.size(1);
     const T *gp = g[l + 1].data_ptr<T>(), *hp = h[l].data_ptr<T>();
     T *wg = layers[l].weight_grad.data_ptr<T>(), *bg = layers[l].bias_grad.data_ptr<T>();
+    const T *wp = W.data_ptr<T>(), *bp = layers[l].bias.data_ptr<T>();
+    const bool prior = layers[l].weight_lambda.defined();
+    const T lw = prior ? layers[l].weight_lambda.template item<T>() : T(0);
+    const T lb = prior ? layers[l].bias_lambda.template item<T>() : T(0);
     for (int64_t o = 0; o < out; ++o) {
       for (int64_t j = 0; j < in; ++j) {
         T s = 0;
         for (int64_t i = 0; i < n; ++i) s += gp[i * out + o] * hp[i * in + j];
-        wg[o * in + j] = overwrite ? s : wg[o * in + j] + s;
+        wg[o * in + j] = prior ? s + lw * wp[o * in + j] : overwrite ? s : wg[o * in + j] + s;
       }
       T s = 0;
       for (int64_t i = 0; i < n; ++i) s += gp[i * out + o];
-      bg[o] = overwrite ? s : bg[o] + s;
+      bg[o] = prior ? s + lb * bp[o] : overwrite ? s : bg[o] + s;
     }
   }
   return torch::tensor(static_cast<double>(nll), x.options());
@@ -117,6 +126,9 @@ torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor
                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                      bool overwrite) {
   check_layers(x, targets, layers);
+  for (const auto& l : layers)
+    if (l.weight_lambda.defined() && !overwrite)
+      throw std::invalid_argument("mlp_backward_reference: the precisions need overwrite");
   torch::NoGradGuard no_grad;
   if (x.scalar_type() == torch::kFloat64) return reference<double>(x, targets, layers, act, scale, overwrite);
   if (x.scalar_type() == torch::kFloat32)

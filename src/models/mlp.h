@@ -36,6 +36,9 @@ class Mlp : public Model {
   // ∇W_l := g_lᵀ h_{l−1} (the GEMM without its sum epilogue), ∇b_l := Σ_i g_l (zeroed, then summed).
   torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) override;
   bool overwrites_grad() const override { return true; }
+  // On CUDA with kernels.cuda_mlp_prior: fused, the fused pass writes λθ + ∇ in its weight-gradient
+  // epilogue (kernels/mlp_fused.h); undefined elsewhere.
+  torch::Tensor nll_backward_seeded(const Batch& batch, double scale, const std::vector<PriorSeed>& seeds) override;
   torch::Tensor predict(const torch::Tensor& inputs) override;
   void gibbs_step_likelihood(const Batch& train, at::Generator& generator) override;
   std::map<std::string, double> likelihood_hyperparameters() const override;

@@ -57,6 +57,33 @@ torch::Tensor Mlp::nll_backward_overwrite(const Batch& batch, double scale) {
   return backward_pass(batch, scale, true);
 }
 
+torch::Tensor Mlp::nll_backward_seeded(const Batch& batch, double scale, const std::vector<PriorSeed>& seeds) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!options_.classification() || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled() ||
+      !kernels::mlp_fused_prior_enabled())
+    return {};
+  auto lambda_of = [&](const torch::Tensor& p) {
+    for (const auto& s : seeds)
+      if (s.param.is_same(p)) return s.lambda;
+    return torch::Tensor();
+  };
+  torch::NoGradGuard no_grad;
+  std::vector<kernels::MlpLayerTensors> ls;
+  for (auto& layer : layers_) {
+    if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};
+    ls.push_back({layer->weight, layer->bias, layer->weight.mutable_grad(), layer->bias.mutable_grad(),
+                  lambda_of(layer->weight), lambda_of(layer->bias)});
+    if (!ls.back().weight_lambda.defined() || !ls.back().bias_lambda.defined()) return {};
+  }
+  return kernels::mlp_backward_fused_cuda(rows_of(bwd_.x, batch.inputs), batch.targets, ls,
+                                          kernels::activation_from_name(options_.activation), scale, true,
+                                          bwd_.fused);
+#else
+  (void)batch, (void)scale, (void)seeds;
+  return {};
+#endif
+}
+
 torch::Tensor Mlp::backward_pass(const Batch& batch, double scale, bool overwrite) {
   for (const auto& layer : layers_)
     if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};

@@ -30,6 +30,12 @@ struct PriorGroup {
   }
 };
 
+// A parameter and its Gaussian prior's precision λ as a 0-dim tensor of its dtype on its device (read
+// at each use, so a captured CUDA graph sees later Gibbs steps' λ).
+struct PriorSeed {
+  torch::Tensor param, lambda;
+};
+
 class Model : public torch::nn::Module {
  public:
   virtual Task task() const = 0;
@@ -47,6 +53,12 @@ class Model : public torch::nn::Module {
   // whether it has one.
   virtual torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) { return {}; }
   virtual bool overwrites_grad() const { return false; }
+  // The same pass with the prior's gradient folded in: every parameter's .grad := λθ + ∇θ(scale · nll),
+  // with `seeds` naming every parameter's λ. An undefined tensor (nothing written) when the model has no
+  // such pass here; the caller then seeds .grad with λθ and runs nll_backward.
+  virtual torch::Tensor nll_backward_seeded(const Batch& batch, double scale, const std::vector<PriorSeed>& seeds) {
+    return {};
+  }
   // Class probabilities [n, classes] (classification) or predicted means [n] (regression).
   // Posterior averaging averages these over samples.
   virtual torch::Tensor predict(const torch::Tensor& inputs) = 0;

@@ -46,6 +46,15 @@ void GaussianPrior::for_each_grad(const GradOp& op) const {
     }
 }
 
+std::vector<PriorSeed> GaussianPrior::seeds() const {
+  std::vector<PriorSeed> out;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].chain >= 0) return {};
+    for (const auto& p : groups_[g].params) out.push_back({p, lambda_dev_[g]});
+  }
+  return out;
+}
+
 void GaussianPrior::add_grad() const {
   for_each_grad([](torch::Tensor& grad, const torch::Tensor& p, const torch::Tensor& lambda) {
     grad.addcmul_(p, lambda);

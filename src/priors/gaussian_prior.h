@@ -49,6 +49,9 @@ class GaussianPrior {
 
   const std::vector<PriorGroup>& groups() const { return groups_; }
   const std::vector<double>& precisions() const { return lambda_; }
+  // {θ, λ_g as a 0-dim tensor on θ's device (filled in place by every update of λ)} for every parameter
+  // of a whole-tensor group; empty when a group holds chain slices (Model::nll_backward_seeded).
+  std::vector<PriorSeed> seeds() const;
   void set_precisions(const std::vector<double>& lambda);
   bool learned() const { return learn_; }
   double alpha() const { return alpha_; }

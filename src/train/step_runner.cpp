@@ -47,6 +47,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
       loss_denominator_(static_cast<double>(batch_size * model.chains())),
       loss_(loss) {
   seed_with_prior_ = prior.covers(sampler.parameters());
+  if (seed_with_prior_) seeds_ = prior.seeds();
   if (byte_rows_enabled()) train_bytes_ = ByteRows::of(train.inputs);
   closure_ = [this] { return gradient(); };
   fold_on_ = kernel_settings().prior_fold;
@@ -137,6 +138,10 @@ torch::Tensor StepRunner::gradient() {
   }
   // .grad := λθ, then the backward pass accumulates (N/n)·∇nll into it: the N/n scaling is the
   // incoming gradient of the backward pass rather than a multiply in the graph.
+  if (seed_with_prior_ && model_backward_ && !seeds_.empty()) {  // λθ + (N/n)·∇nll in the model's own pass
+    batch_nll_ = model_.nll_backward_seeded(batch_, scale_, seeds_);
+    if (batch_nll_.defined()) return batch_nll_ * scale_like(batch_nll_);
+  }
   if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
   batch_nll_ = likelihood_backward();
   if (!seed_with_prior_) prior_.add_grad();

@@ -95,6 +95,7 @@ class StepRunner {
   torch::Tensor batch_nll_;
   bool model_backward_ = true;
   bool seed_with_prior_ = false;  // the prior's groups cover every sampler parameter (GaussianPrior::seed_grad)
+  std::vector<PriorSeed> seeds_;  // with seed_with_prior_: each parameter's λ (Model::nll_backward_seeded)
   // The fold: each prior group's run of elements in the sampler's flat buffers (empty where the fold
   // cannot apply), and the per-group segments handed to the sampler each step.
   struct FoldEntry {
