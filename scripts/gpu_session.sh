@@ -28,9 +28,10 @@
 #          default): their test, bench_step A/B with kernels.cuda_act=fused, then h1 with them
 #   mlp    instead of build: the fused MLP pass (kernels/mlp_fused.h): builds its test, bench_step and
 #          sgmcmc only, runs test_mlp_fused (CUDA against the CPU reference and ATen), bench_step A/B of
-#          kernels.cuda_mlp=fused, fused with kernels.cuda_mlp_prior=fused (λθ in its epilogue, off by
-#          default until this passes) and aten for H.1 and FNN-800 (graph and eager), then H.1 in full,
-#          graph-replayed, with each
+#          kernels.cuda_mlp=fused, fused with kernels.cuda_mlp_prior=fused (λθ in its epilogue), that
+#          with kernels.cuda_gather=fused (images and labels in one kernel; both off by default until this
+#          passes) and aten, for H.1 and FNN-800 (graph and eager), then H.1 in full, graph-replayed; also
+#          test_gather_rows
 #   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
 #          (kernels.cuda_mlp_tile=32|64 against ATen, graph-replayed) for H.1 and FNN-800, then H.1 in full
 #          with the auto choice
@@ -213,16 +214,20 @@ stage_act() {
 # ATen's path, then App. H.1 in full with it and without (compare test error and time.*).
 stage_mlp() {
   configure_cuda || return 1
-  cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
-  stamp "built test_mlp_fused bench_step sgmcmc"
+  cmake --build $B -j"$(nproc)" --target test_mlp_fused test_gather_rows bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_mlp_fused test_gather_rows bench_step sgmcmc"
   timeout 180 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
   echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
   grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
+  timeout 60 $B/test_gather_rows > "$L/test_gather_rows.log" 2>&1
+  echo "test_gather_rows rc=$?"; gtest_summary "$L/test_gather_rows.log"
+  grep -B3 -A8 "Failure" "$L/test_gather_rows.log" | head -30
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
   local v tag
   for g in --graph ""; do
-    for v in fused "fused --set kernels.cuda_mlp_prior=fused" aten fused "fused --set kernels.cuda_mlp_prior=fused" aten; do
-      tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_prior=fused/_prior/')
+    local pg="fused --set kernels.cuda_mlp_prior=fused --set kernels.cuda_gather=fused"
+    for v in fused "fused --set kernels.cuda_mlp_prior=fused" "$pg" aten fused "fused --set kernels.cuda_mlp_prior=fused" "$pg" aten; do
+      tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_prior=fused/_prior/; s/ --set kernels.cuda_gather=fused/_gather/')
       # shellcheck disable=SC2086
       timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_mlp=$v \
         --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$tag${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
@@ -234,7 +239,7 @@ stage_mlp() {
   step_table "$L/mlp.jsonl"
   H1_GRAPHS=true H1_TAG=_base stage_h1
   H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused" H1_TAG=_mlp stage_h1
-  H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused --set kernels.cuda_mlp_prior=fused" H1_TAG=_prior stage_h1
+  H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused --set kernels.cuda_mlp_prior=fused --set kernels.cuda_gather=fused" H1_TAG=_prior stage_h1
   python3 -c "import json, sys
 for f in sys.argv[1:]:
     d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \

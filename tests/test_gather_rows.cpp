@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "compat.h"
 #include "data/byte_rows.h"
 #include "kernels/gather_rows.h"
 
@@ -34,7 +35,9 @@ TEST(GatherRows, EqualsIndexSelect) {
     EXPECT_TRUE(torch::equal(out_images, images.index_select(0, idx)));
     EXPECT_TRUE(torch::equal(out_labels, labels.index_select(0, idx)));
     EXPECT_TRUE(torch::equal(out_bytes, bytes.index_select(0, idx)));
-    if (call == 1) EXPECT_EQ(out_images.data_ptr(), before);
+    if (call == 1) {
+      EXPECT_EQ(out_images.data_ptr(), before);
+    }
   }
 }
 
@@ -99,7 +102,9 @@ TEST(ByteRows, GatherEqualsIndexSelectOfTheFloats) {
       const void* before = out.defined() ? out.data_ptr() : nullptr;
       rows->gather_out(out, idx);
       EXPECT_TRUE(torch::equal(out, x.index_select(0, idx)));
-      if (call == 1) EXPECT_EQ(out.data_ptr(), before);
+      if (call == 1) {
+        EXPECT_EQ(out.data_ptr(), before);
+      }
     }
   }
 }
@@ -122,4 +127,32 @@ TEST(ByteRows, DeclinesWhatIsNotBytes) {
   EXPECT_FALSE(sgmcmc::ByteRows::of(torch::full({4, 4}, 256.0f)).has_value());
   EXPECT_FALSE(sgmcmc::ByteRows::of(base.to(torch::kFloat64)).has_value());
   EXPECT_FALSE(sgmcmc::ByteRows::of(torch::empty({0, 4})).has_value());
+}
+
+// On a GPU: the images' and labels' gather in one kernel equals index_select bit for bit, reuses its
+// outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words.
+TEST(GatherRows, CudaPairEqualsIndexSelect) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!sgmcmc::compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const torch::Device dev(torch::kCUDA);
+  auto x = torch::rand({1000, 1, 28, 28}, torch::TensorOptions().device(dev));
+  auto y = torch::randint(0, 10, {1000}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+  for (int64_t n : {500, 1, 0}) {
+    auto idx = torch::randint(0, 1000, {n}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+    torch::Tensor xo, yo;
+    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x, yo, y, idx));
+    EXPECT_TRUE(torch::equal(xo, x.index_select(0, idx))) << n;
+    EXPECT_TRUE(torch::equal(yo, y.index_select(0, idx))) << n;
+    const void* kept = xo.data_ptr();
+    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x, yo, y, idx));
+    EXPECT_EQ(xo.data_ptr(), kept);
+  }
+  torch::Tensor xo, yo;
+  auto bytes = torch::zeros({1000, 3}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));
+  auto idx = torch::zeros({5}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+  EXPECT_FALSE(sgmcmc::kernels::gather_rows_pair_cuda(xo, bytes, yo, y, idx));
+  EXPECT_FALSE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x.cpu(), yo, y, idx));
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
 }

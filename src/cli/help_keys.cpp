@@ -76,6 +76,7 @@ const std::map<std::string, std::string>& meanings() {
       {"kernels.cuda_loss", "fused: softmax + cross-entropy in one CUDA kernel | aten"},
       {"kernels.cuda_bpmf", "fused: BPMF's gradient in one CUDA kernel | aten"},
       {"kernels.cuda_act", "aten | fused: bias + activation CUDA kernels (not yet run on a GPU)"},
+      {"kernels.cuda_gather", "aten | fused: the minibatch's images and labels gathered in one CUDA kernel (not yet run on a GPU)"},
       {"kernels.cuda_mlp_prior", "aten | fused: the prior's λθ in the fused MLP pass's weight-gradient epilogue (not yet run on a GPU)"},
       {"kernels.cuda_mlp_tile", "auto (32) | 32 | 64: the fused MLP pass's GEMM tile edge (A/B)"},
       {"kernels.cuda_mlp", "auto | fused | aten: the MLP's forward + backward in 2 + depth CUDA kernels (classification; auto: layers of in*out <= 131072)"},

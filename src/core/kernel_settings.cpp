@@ -27,6 +27,7 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_loss", cuda_loss_fused ? "fused" : "aten"},
           {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
           {"cuda_act", cuda_act_fused ? "fused" : "aten"},
+          {"cuda_gather", cuda_gather_fused ? "fused" : "aten"},
           {"cuda_mlp", cuda_mlp == Choice::kAuto ? "auto" : cuda_mlp == Choice::kFused ? "fused" : "aten"},
           {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)},
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"}};
@@ -35,7 +36,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
 const std::vector<std::string>& kernel_setting_keys() {
   static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
                                                 "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
-                                                "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior"};
+                                                "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
+                                                "cuda_gather"};
   return keys;
 }
 
@@ -50,6 +52,7 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_loss_fused = !pick(b, "cuda_loss", "fused", "aten", false);
   s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
   s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
+  s.cuda_gather_fused = pick(b, "cuda_gather", "aten", "fused", false);
   const auto mlp = b.get_choice("cuda_mlp", "auto", {"auto", "fused", "aten"});
   s.cuda_mlp = mlp == "auto" ? KernelSettings::Choice::kAuto
                : mlp == "fused" ? KernelSettings::Choice::kFused

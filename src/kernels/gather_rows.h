@@ -21,4 +21,14 @@ void gather_rows_out(torch::Tensor& out, const torch::Tensor& src, const torch::
 // these bits against the float data it stands for.
 void gather_widen_rows_out(torch::Tensor& out, const torch::Tensor& src, const torch::Tensor& idx, float scale);
 
+// a_out = a[idx], b_out = b[idx] in one CUDA kernel (a minibatch's images and labels: ATen's two
+// index_select calls launch 2–4 kernels, ~11–15 µs of an App. H.1 step on an H200 under Nsight Compute).
+// Contiguous CUDA `a`, `b` on one device whose rows are whole 4-byte words, 1-D int64 `idx` there; the
+// outputs are reused when they already have the right shape, dtype and device (stable addresses for a
+// captured CUDA graph). An index outside [0, rows) is a device-side assert. Returns false (nothing done)
+// where that does not apply: the caller takes index_select. Off by default until a GPU run has checked
+// it (kernels.cuda_gather: fused). Defined in CUDA builds only.
+bool gather_rows_pair_cuda(torch::Tensor& a_out, const torch::Tensor& a, torch::Tensor& b_out, const torch::Tensor& b,
+                           const torch::Tensor& idx);
+
 }  // namespace sgmcmc::kernels

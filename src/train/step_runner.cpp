@@ -152,6 +152,11 @@ void StepRunner::select_batch(const torch::Tensor& idx) {
   // into the same buffers every step on the CPU (kernels/gather_rows.h), images from their bytes
   // (data/byte_rows.h); index_select elsewhere
   if (train_bytes_ && idx.device().is_cpu()) train_bytes_->gather_out(batch_.inputs, idx);
+#if defined(SGMCMC_WITH_CUDA)
+  else if (idx.is_cuda() && kernel_settings().cuda_gather_fused &&
+           kernels::gather_rows_pair_cuda(batch_.inputs, train_.inputs, batch_.targets, train_.targets, idx))
+    return;  // both in one kernel (kernels.cuda_gather: fused)
+#endif
   else kernels::gather_rows_out(batch_.inputs, train_.inputs, idx);
   kernels::gather_rows_out(batch_.targets, train_.targets, idx);
 }
