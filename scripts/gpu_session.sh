@@ -169,6 +169,17 @@ stage_profile() {
   echo "ncu graph rc=$?"
   python3 scripts/ncu_summary.py "$L/ncu_eager.csv" "$L/ncu_graph.csv" 2>&1 | tee "$L/ncu_summary.txt"
 }
+# bench_step for H.1 and FNN-800 with `--set kernels.SETTING` (more may follow: "cuda_mlp=fused --set
+# kernels.cuda_gather=fused"), labelled mlp_h1_TAG and fnn800_TAG (+ _graph with --graph), into JSONL.
+ab_step() {  # SETTING TAG GRAPH_FLAG JSONL
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  # shellcheck disable=SC2086
+  timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.$1 \
+    --threads 16 --rounds 5 --steps 500 $3 --label "mlp_h1_$2${3:+_graph}" --json "$4" 2>&1 | grep -E "step at|rror"
+  # shellcheck disable=SC2086
+  timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir=$FMNIST --set device=cuda --set kernels.$1 \
+    --threads 16 --rounds 5 --steps 500 $3 --label "fnn800_$2${3:+_graph}" --json "$4" 2>&1 | grep -E "step at|rror"
+}
 # bench_step's JSON lines as label, µs per step, step ÷ floor.
 step_table() {
   python3 -c "import json, sys
@@ -180,16 +191,8 @@ stage_gemm() {
   configure_cuda || return 1
   cmake --build $B -j"$(nproc)" --target bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
   stamp "built bench_step sgmcmc"
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
   for g in --graph ""; do
-    for v in route aten route aten; do
-      # shellcheck disable=SC2086
-      timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_gemm=$v \
-        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
-      # shellcheck disable=SC2086
-      timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_gemm=$v \
-        --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$v${g:+_graph}" --json "$L/gemm.jsonl" 2>&1 | grep -E "step at"
-    done
+    for v in route aten route aten; do ab_step "cuda_gemm=$v" "$v" "$g" "$L/gemm.jsonl"; done
   done
   step_table "$L/gemm.jsonl"
   H1_TAG=_gemm stage_h1
@@ -222,18 +225,11 @@ stage_mlp() {
   timeout 60 $B/test_gather_rows > "$L/test_gather_rows.log" 2>&1
   echo "test_gather_rows rc=$?"; gtest_summary "$L/test_gather_rows.log"
   grep -B3 -A8 "Failure" "$L/test_gather_rows.log" | head -30
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
-  local v tag
+  local v tag pg="fused --set kernels.cuda_mlp_prior=fused --set kernels.cuda_gather=fused"
   for g in --graph ""; do
-    local pg="fused --set kernels.cuda_mlp_prior=fused --set kernels.cuda_gather=fused"
     for v in fused "fused --set kernels.cuda_mlp_prior=fused" "$pg" aten fused "fused --set kernels.cuda_mlp_prior=fused" "$pg" aten; do
       tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_prior=fused/_prior/; s/ --set kernels.cuda_gather=fused/_gather/')
-      # shellcheck disable=SC2086
-      timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_mlp=$v \
-        --threads 16 --rounds 5 --steps 500 $g --label "mlp_h1_$tag${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
-      # shellcheck disable=SC2086
-      timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_mlp=$v \
-        --threads 16 --rounds 5 --steps 500 $g --label "fnn800_$tag${g:+_graph}" --json "$L/mlp.jsonl" 2>&1 | grep -E "step at|rror"
+      ab_step "cuda_mlp=$v" "$tag" "$g" "$L/mlp.jsonl"
     done
   done
   step_table "$L/mlp.jsonl"
@@ -258,16 +254,10 @@ stage_tiles() {
     grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
   fi
   if [ "${TILES_BENCH:-1}" = 0 ]; then H1_GRAPHS=true H1_TAG=_default stage_h1; return; fi
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01 --set data.dir=$FMNIST"
+  local v
   for v in "fused --set kernels.cuda_mlp_tile=32" "fused --set kernels.cuda_mlp_tile=64" aten \
            "fused --set kernels.cuda_mlp_tile=32" "fused --set kernels.cuda_mlp_tile=64" aten; do
-    local tag; tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_tile=/_/')
-    # shellcheck disable=SC2086
-    timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir=$FMNIST --set device=cuda --set kernels.cuda_mlp=$v \
-      --threads 16 --rounds 5 --steps 500 --graph --label "mlp_h1_${tag}_graph" --json "$L/tiles.jsonl" 2>&1 | grep -E "step at|rror"
-    # shellcheck disable=SC2086
-    timeout 60 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set device=cuda --set kernels.cuda_mlp=$v \
-      --threads 16 --rounds 5 --steps 500 --graph --label "fnn800_${tag}_graph" --json "$L/tiles.jsonl" 2>&1 | grep -E "step at|rror"
+    ab_step "cuda_mlp=$v" "$(echo "$v" | sed 's/ --set kernels.cuda_mlp_tile=/_/')" --graph "$L/tiles.jsonl"
   done
   step_table "$L/tiles.jsonl"
   H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp=fused" H1_TAG=_tiles stage_h1
