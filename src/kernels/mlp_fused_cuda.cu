@@ -296,11 +296,7 @@ void plan(Gemm<T>& g, int tile, int sms, MlpFusedScratch& s, size_t slot, const 
 // The tile edge for a launch: kernels.cuda_mlp_tile, or (auto) 32. The 64-wide tile measured slower on
 // every shape tried (H.1 142 against 80 µs a step, FNN-800 243 against 164: a quarter of the blocks, and
 // the split-K partial sums grow with the splits), so it is there for the A/B only.
-template <typename T>
-int tile_for(const GemmBatch<T>& batch) {
-  (void)batch;
-  return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32;
-}
+int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
 
 template <typename T>
 void launch(GemmBatch<T>& batch, int tile, cudaStream_t stream) {
@@ -322,7 +318,7 @@ void launch(GemmBatch<T>& batch, int tile, cudaStream_t stream) {
 template <typename T>
 void plan_and_launch(GemmBatch<T>& batch, int sms, MlpFusedScratch& s, size_t& slot, const torch::Tensor& like,
                      cudaStream_t stream) {
-  const int tile = tile_for(batch);
+  const int tile = tile_edge();
   for (int i = 0; i < batch.count; ++i) plan(batch.p[i], tile, sms, s, slot++, like);
   launch(batch, tile, stream);
 }
