@@ -214,6 +214,63 @@ TEST(LrPilot, ChoosesAStableStepAndRecordsIt) {
   remove_tree(dir);
 }
 
+// select_lr on made-up trials whose per-point NLLs are exact: trial k's points are its offset plus
+// 0.5 times a ±1 pattern that flips every 2^k points (n = 64; the patterns of different k are
+// orthogonal and have mean 0). The paired difference of two trials then has mean exactly the
+// difference of offsets and standard deviation 0.5·√2·√(64/63), so two standard errors are 0.178:
+// offsets within 0.05 of the best's are indistinguishable, one 1.0 above is not.
+static LrTrial made_up(double lr, double offset, int k) {
+  LrTrial t;
+  t.lr = lr;
+  t.stable = true;
+  t.points = torch::empty({64}, torch::kFloat64);
+  for (int i = 0; i < 64; ++i) t.points[i] = offset + 0.5 * (((i >> k) & 1) ? -1.0 : 1.0);
+  t.val_nll = t.points.mean().item<double>();
+  return t;
+}
+
+TEST(LrPilot, ChoosesHalfTheTopOfWhatValidationCannotTellApart) {
+  const auto L = [](int k) { return 1e-7 * std::pow(4.0, k); };
+  // 1e-7 · 4^k: k = 0 and 6 clearly worse, k = 1..5 within 0.05 of the best (k = 1)
+  const double offsets[] = {1.0, 0.0, 0.03, 0.05, 0.01, 0.04, 1.0};
+  std::vector<LrTrial> trials;
+  for (int k = 6; k >= 0; --k) trials.push_back(made_up(L(k), offsets[k], k % 6));
+  ASSERT_TRUE(indistinguishable(trials[1], trials[5]));   // k = 5 and k = 1
+  ASSERT_FALSE(indistinguishable(trials[0], trials[5]));  // k = 6 and k = 1
+  LrSelection s = select_lr(trials);
+  EXPECT_DOUBLE_EQ(s.best_lr, L(1));
+  EXPECT_DOUBLE_EQ(s.low, L(1));
+  EXPECT_DOUBLE_EQ(s.high, L(5));
+  EXPECT_DOUBLE_EQ(s.lr, L(5) / 2) << s.why;
+  EXPECT_EQ(s.unstable_at, 0);
+  EXPECT_NE(s.why.find("score the same"), std::string::npos) << s.why;
+
+  // k = 6 worse by 0.1 only: indistinguishable, the plateau runs to it
+  trials[0] = made_up(L(6), 0.1, 0);
+  EXPECT_DOUBLE_EQ(select_lr(trials).lr, L(6) / 2);
+
+  // the best alone on its plateau (k = 2; k = 1 and 3 clearly worse), twice it unstable (within 4
+  // times the half): the largest stable step at or below a quarter of the best
+  trials[0] = made_up(L(6), 1.0, 0);
+  trials[5] = made_up(L(1), 1.0, 1);
+  trials[4] = made_up(L(2), -0.1, 2);
+  trials[3] = made_up(L(3), 1.0, 3);
+  trials.push_back(made_up(2 * L(2), 0.0, 4));
+  trials.back().stable = false;
+  s = select_lr(trials);
+  EXPECT_DOUBLE_EQ(s.low, L(2));
+  EXPECT_DOUBLE_EQ(s.high, L(2));
+  EXPECT_DOUBLE_EQ(s.unstable_at, 2 * L(2)) << s.why;
+  EXPECT_DOUBLE_EQ(s.lr, L(1)) << s.why;
+
+  // without per-point NLLs only equal scores are a plateau: the best itself
+  trials.pop_back();
+  for (auto& t : trials) t.points = torch::Tensor();
+  EXPECT_DOUBLE_EQ(select_lr(trials).lr, L(2) / 2);
+  for (auto& t : trials) t.stable = false;
+  EXPECT_THROW(select_lr(trials), std::invalid_argument);
+}
+
 // --- the kernels block ---------------------------------------------------------------------------
 
 TEST(KernelSettings, ParsedCheckedAndRecorded) {

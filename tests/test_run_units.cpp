@@ -174,6 +174,31 @@ TEST(Evaluator, StandardizedTargetsReportOriginalUnits) {
   EXPECT_EQ(e.headline(), "rmse");
 }
 
+// The per-point nll is the metric's, point by point: its mean is "nll" for a classifier, for a
+// regression predictive with one noise precision and for the mixture of standardized targets.
+TEST(Evaluator, PointwiseNllAveragesToTheMetric) {
+  torch::manual_seed(3);
+  Dataset c;
+  c.task = Task::kClassification;
+  Batch cs{torch::zeros({6, 1}), torch::tensor({0, 2, 1, 1, 0, 2}, torch::kInt64)};
+  Evaluator ec(c, 100);
+  const PredictiveSummary pc{torch::softmax(torch::randn({6, 3}, torch::kFloat64), 1), {}, {}};
+  EXPECT_NEAR(ec.pointwise_nll(pc, cs, 1.0).mean().item<double>(), ec.metrics(pc, cs, 1.0).at("nll"), 1e-12);
+  EXPECT_NEAR(ec.pointwise_nll(pc, cs, 1.0)[1].item<double>(), -std::log(pc.mean[1][2].item<double>()), 1e-12);
+
+  Dataset r;
+  r.task = Task::kRegression;
+  r.standardized_targets = true;
+  r.target_scale = 7.0;
+  Batch rs{torch::zeros({5, 1}), torch::randn({5}, torch::kFloat64)};
+  Evaluator er(r, 100);
+  const PredictiveSummary pr{torch::randn({5}, torch::kFloat64), {}, {}};
+  EXPECT_NEAR(er.pointwise_nll(pr, rs, 2.5).mean().item<double>(), er.metrics(pr, rs, 2.5).at("nll"), 1e-12);
+  const auto lse = torch::randn({5}, torch::kFloat64) + 1.0;
+  EXPECT_NEAR(er.pointwise_nll(pr, rs, 2.5, lse, 3).mean().item<double>(), er.metrics(pr, rs, 2.5, lse, 3).at("nll"),
+              1e-12);
+}
+
 TEST(MetricsLog, HeaderFromTheFirstRowAndResumeKeepsCheckpointedRows) {
   auto dir = temp_dir("log");
   {

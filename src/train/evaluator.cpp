@@ -57,6 +57,22 @@ Metrics Evaluator::metrics(const PredictiveSummary& predictive, const Batch& spl
   return m;
 }
 
+torch::Tensor Evaluator::pointwise_nll(const PredictiveSummary& predictive, const Batch& split, double tau,
+                                       const torch::Tensor& log_density_sum, int64_t samples) const {
+  const auto targets = split.targets;
+  if (classification()) {
+    auto p = predictive.mean.to(torch::kFloat64);
+    return -p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300).log();
+  }
+  const double log_scale = data_.standardized_targets ? std::log(data_.target_scale) : 0.0;
+  if (data_.standardized_targets && log_density_sum.defined() && samples > 0)
+    return -(log_density_sum.to(torch::kFloat64) - std::log(static_cast<double>(samples))) + log_scale;
+  auto f = predictive.mean.to(torch::kFloat64);
+  if (data_.clip) f = f.clamp(data_.target_min, data_.target_max);
+  const auto r2 = (f - targets.to(torch::kFloat64)).square();
+  return 0.5 * tau * r2 + (-0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI) + log_scale);
+}
+
 double tau_of(const Model& model) {
   auto h = model.likelihood_hyperparameters();
   auto it = h.find("tau");

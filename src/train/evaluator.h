@@ -32,6 +32,10 @@ class Evaluator {
   // N(y; f, 1/τ)), both in the original units.
   Metrics metrics(const PredictiveSummary& predictive, const Batch& split, double tau,
                   const torch::Tensor& log_density_sum = {}, int64_t samples = 0) const;
+  // The same nll per point [n] (float64, on the predictive's device): its mean is metrics()'s "nll".
+  // What a paired comparison of two predictives on one split needs (the step-size pilot's).
+  torch::Tensor pointwise_nll(const PredictiveSummary& predictive, const Batch& split, double tau,
+                              const torch::Tensor& log_density_sum = {}, int64_t samples = 0) const;
   // A point prediction (one member).
   Metrics metrics(const torch::Tensor& prediction, const Batch& split, double tau) const {
     return metrics(PredictiveSummary{prediction, {}, {}}, split, tau);

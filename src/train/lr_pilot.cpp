@@ -34,7 +34,8 @@ ExperimentConfig with_lr(const ExperimentConfig& config, double lr) {
 nlohmann::ordered_json LrChoice::to_json() const {
   nlohmann::ordered_json t = nlohmann::ordered_json::array();
   for (const auto& x : trials) t.push_back({{"lr", x.lr}, {"val_nll", x.stable ? x.val_nll : NAN}, {"stable", x.stable}});
-  return {{"lr", lr}, {"why", why}, {"steps_per_trial", steps_per_trial}, {"seconds", seconds}, {"trials", t}};
+  return {{"lr", lr},           {"why", why},         {"plateau", {plateau_low, plateau_high}},
+          {"steps_per_trial", steps_per_trial}, {"seconds", seconds}, {"trials", t}};
 }
 
 int64_t pilot_steps(int64_t total_steps) { return std::clamp<int64_t>(total_steps / 50, 100, 1000); }
@@ -87,10 +88,13 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
       }
     }
     if (!loss.finite() || scored == 0) return t;
-    const double nll = eval.metrics(predictive.summary("val"), val, tau_of(model), predictive.log_density_sum("val"),
-                                    predictive.count()).at("nll");
+    const auto points = eval.pointwise_nll(predictive.summary("val"), val, tau_of(model),
+                                           predictive.log_density_sum("val"), predictive.count())
+                            .to(torch::kCPU);
+    const double nll = points.mean().item<double>();
     if (!std::isfinite(nll)) return t;
     t.val_nll = nll;
+    t.points = points;
     t.stable = true;
   } catch (const std::invalid_argument&) {
     throw;  // bad input: not a property of the step size
@@ -98,6 +102,58 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
     t.stable = false;  // an overflow inside the step (LibTorch's "cannot be converted ... without overflow")
   }
   return t;
+}
+
+bool indistinguishable(const LrTrial& a, const LrTrial& b) {
+  if (!a.stable || !b.stable) return false;
+  if (!a.points.defined() || !b.points.defined() || a.points.numel() != b.points.numel() || a.points.numel() < 2)
+    return a.val_nll == b.val_nll;
+  const auto d = (a.points - b.points).to(torch::kFloat64);
+  const double mean = d.mean().item<double>(), sd = d.std().item<double>();
+  return std::abs(mean) <= 2 * sd / std::sqrt(static_cast<double>(d.numel()));
+}
+
+LrSelection select_lr(const std::vector<LrTrial>& trials) {
+  std::vector<LrTrial> by_lr(trials);
+  std::sort(by_lr.begin(), by_lr.end(), [](const LrTrial& a, const LrTrial& b) { return a.lr < b.lr; });
+  int64_t best = -1;
+  for (size_t i = 0; i < by_lr.size(); ++i)
+    if (by_lr[i].stable && (best < 0 || by_lr[i].val_nll < by_lr[best].val_nll)) best = static_cast<int64_t>(i);
+  if (best < 0) throw std::invalid_argument("sampler.lr: auto: no stable trial");
+  // the plateau: contiguous in step size, each step indistinguishable from the best
+  int64_t lo = best, hi = best;
+  while (lo > 0 && indistinguishable(by_lr[lo - 1], by_lr[best])) --lo;
+  while (hi + 1 < static_cast<int64_t>(by_lr.size()) && indistinguishable(by_lr[hi + 1], by_lr[best])) ++hi;
+  LrSelection s;
+  s.best_lr = by_lr[best].lr;
+  s.best_nll = by_lr[best].val_nll;
+  s.low = by_lr[lo].lr;
+  s.high = by_lr[hi].lr;
+  // Half the plateau's top: the trials cannot see mixing, which favours the larger steps in a run 50
+  // times longer, and the step above the top is measurably worse or unstable, so the run keeps a
+  // factor of 2 from it.
+  s.lr = s.high / 2;
+  s.why = "best validation NLL " + text(s.best_nll) + " at " + text(s.best_lr);
+  s.why += lo != hi ? "; " + text(s.low) + " to " + text(s.high) + " score the same on the validation points; half of " +
+                          text(s.high) + " chosen"
+                    : "; half of it chosen";
+  // The stability margin: when a larger step within a factor of 4 of the choice was unstable, the
+  // largest stable step tried at or below half the choice (else half the choice): a long run meets
+  // more of the gradient noise than a trial.
+  for (const auto& t : by_lr)
+    if (t.lr > s.lr && t.lr <= s.lr * 4 && !t.stable) {
+      s.unstable_at = t.lr;
+      break;
+    }
+  if (s.unstable_at > 0) {
+    const double limit = s.lr / 2;
+    double lr = limit;
+    for (const auto& t : by_lr)
+      if (t.lr <= limit && t.stable) lr = t.lr;
+    s.lr = lr;
+    s.why += "; " + text(s.lr) + " chosen, since " + text(s.unstable_at) + " was unstable";
+  }
+  return s;
 }
 
 LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
@@ -138,30 +194,13 @@ LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
     throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
                                 text(centre * std::pow(4.0, -5)) + " and " + text(centre * 16) +
                                 " (check the data, the model and the prior; or give sampler.lr)");
-  for (double lr : {best.lr * 2, best.lr / 2}) {
-    const LrTrial& t = trial(lr);
-    if (better(t, best)) best = t;
-  }
-  // The stability margin: when a larger step within a factor of 4 was unstable, the largest stable
-  // step tried at or below half the best (else half the best): a long run meets more of the gradient
-  // noise than a trial.
-  bool edge = false;
-  double unstable_at = 0;
-  for (auto it = tried.upper_bound(best.lr); it != tried.end() && it->first <= best.lr * 4; ++it)
-    if (!it->second.stable) {
-      edge = true;
-      unstable_at = it->first;
-      break;
-    }
-  choice.lr = best.lr;
-  if (edge) {
-    choice.lr = best.lr / 2;
-    for (auto it = tried.begin(); it != tried.end() && it->first <= best.lr / 2; ++it)
-      if (it->second.stable) choice.lr = it->first;
-  }
-  choice.why = "best validation NLL " + text(best.val_nll) + " at " + text(best.lr) + " of " +
-               std::to_string(choice.trials.size()) + " trials of " + std::to_string(choice.steps_per_trial) +
-               " steps" + (edge ? "; " + text(choice.lr) + " chosen, since " + text(unstable_at) + " was unstable" : "");
+  for (double lr : {best.lr * 2, best.lr / 2}) trial(lr);
+  const LrSelection pick = select_lr(choice.trials);
+  choice.lr = pick.lr;
+  choice.plateau_low = pick.low;
+  choice.plateau_high = pick.high;
+  choice.why = pick.why + " (" + std::to_string(choice.trials.size()) + " trials of " +
+               std::to_string(choice.steps_per_trial) + " steps)";
   choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return choice;
 }
