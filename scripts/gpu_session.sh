@@ -320,7 +320,7 @@ stage_peers() {
   PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \
     bash bench/peers.sh --device cuda --no-install --no-floors ${PEERS_ARGS:-} > "$L/peers.log" 2>&1
   echo "peers rc=$?"; tail -30 "$L/peers.log"
-  cp docs/performance.md docs/peers.md bench/results/peers-cuda/*.jsonl "$L/" 2>/dev/null
+  cp docs/performance.md docs/peers.md bench/results/peers-cuda/*.jsonl bench/results/peers-cuda/*.log "$L/" 2>/dev/null
 }
 for s in "${STAGES[@]}"; do
   stamp "stage $s"

@@ -14,7 +14,7 @@ namespace sgmcmc::kernels {
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kThreads = 256;  // 8 ratings at a time per block
+constexpr int kBpmfThreads = 256;  // 8 ratings at a time per block
 
 struct BpmfArgs {
   const int64_t* uv;
@@ -26,12 +26,12 @@ struct BpmfArgs {
 };
 
 __global__ void bpmf_backward_kernel(BpmfArgs p) {
-  __shared__ double block_sse[kThreads / kWarp];
+  __shared__ double block_sse[kBpmfThreads / kWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const float tau_scale = p.scale * *p.tau, mu = *p.mu;
   double sse = 0;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / kWarp);
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * (kThreads / kWarp) + warp; i < p.n; i += warps) {
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kBpmfThreads / kWarp);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * (kBpmfThreads / kWarp) + warp; i < p.n; i += warps) {
     const int64_t u = p.uv[2 * i], v = p.uv[2 * i + 1];
     CUDA_KERNEL_ASSERT(u >= 0 && u < p.users && v >= 0 && v < p.items);
     const float* Uu = p.U + u * p.d;
@@ -55,7 +55,7 @@ __global__ void bpmf_backward_kernel(BpmfArgs p) {
   __syncthreads();
   if (threadIdx.x == 0) {
     double s = 0;
-    for (int w = 0; w < kThreads / kWarp; ++w) s += block_sse[w];
+    for (int w = 0; w < kBpmfThreads / kWarp; ++w) s += block_sse[w];
     atomicAdd(p.sse, s);
   }
 }
@@ -84,10 +84,10 @@ torch::Tensor bpmf_backward_cuda(const torch::Tensor& uv, const torch::Tensor& y
                         gU.data_ptr<float>(),   gV.data_ptr<float>(), ga.data_ptr<float>(), gb.data_ptr<float>(),
                         n,                      U.size(0),           V.size(0),            U.size(1),
                         static_cast<float>(scale), sse.data_ptr<double>()};
-    const int64_t per_block = kThreads / kWarp;
+    const int64_t per_block = kBpmfThreads / kWarp;
     const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
     const int64_t grid = std::min<int64_t>((n + per_block - 1) / per_block, static_cast<int64_t>(sms) * 16);
-    bpmf_backward_kernel<<<grid, kThreads, 0, stream>>>(args);
+    bpmf_backward_kernel<<<grid, kBpmfThreads, 0, stream>>>(args);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   bpmf_nll_kernel<<<1, 1, 0, stream>>>(sse.data_ptr<double>(), tau.data_ptr<float>(), static_cast<double>(n),
