@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <torch/torch.h>
+
 #include "runtime/cpu.h"
 
 using namespace sgmcmc;
@@ -42,4 +44,20 @@ TEST(CpuRuntime, ThreadsZeroMeansTheAffinityMaskUnlessOmpNumThreadsIsSet) {
     EXPECT_EQ(resolve_cpu_threads(0), 0);  // the user's (or launcher's) setting stands
     EXPECT_EQ(resolve_cpu_threads(5), 5);  // an explicit train.threads wins
   }
+}
+
+// Denormals flushed on the calling thread and on every intra-op pool thread: a float32 tensor of
+// denormals (1e-39, below FLT_MIN ≈ 1.18e-38) times 1 is all zeros with the flush on (DAZ reads the
+// operand as 0) and unchanged with it off. Each of the pool's threads multiplies a chunk of the 2^20
+// elements (ATen splits an elementwise op this size across the pool), so a thread the setting missed
+// leaves its chunk nonzero.
+TEST(CpuRuntime, FlushDenormalReachesEveryPoolThread) {
+  torch::set_num_threads(2);
+  const auto denormal = torch::full({1 << 20}, 1e-39f);
+  ASSERT_GT(denormal[0].item<float>(), 0.0f);
+  if (!set_flush_denormal(true)) GTEST_SKIP() << "no flush-to-zero mode on this CPU";
+  EXPECT_EQ((denormal * 1.0f).count_nonzero().item<int64_t>(), 0);
+  EXPECT_TRUE(set_flush_denormal(false));
+  EXPECT_EQ((denormal * 1.0f).count_nonzero().item<int64_t>(), 1 << 20);
+  torch::set_num_threads(1);
 }

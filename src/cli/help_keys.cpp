@@ -53,6 +53,7 @@ const std::map<std::string, std::string>& meanings() {
       {"train.threads", "CPU threads (0: the process's CPUs)"},
       {"train.fused", "fused sampler kernels (false: per-parameter ATen ops, the same noise)"},
       {"train.tf32", "TF32 matrix products on CUDA"},
+      {"train.flush_denormal", "CPU: denormal floats flushed to zero (true; false keeps IEEE gradual underflow)"},
       {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
       {"train.backward", "auto: the model's own backward pass where it has one | autograd"},
       {"train.require_healthy", "exit 4 when the final predictive is worse than the trivial one (false: warn)"},

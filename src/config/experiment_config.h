@@ -75,6 +75,7 @@ struct TrainConfig {
   int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)
   bool tf32 = false;               // allow TF32 matmuls/convolutions on CUDA (Ampere and later)
+  bool flush_denormal = true;      // CPU: denormal floats flushed to zero (runtime/cpu.h)
   bool graph = false;              // capture the whole step once and replay it (CUDA graph; see StepGraph)
   bool graph_auto = true;          // train.graph: auto (the default): decided by make_run_setup
                                    // (resolve_train_graph); true / false set `graph` and clear this

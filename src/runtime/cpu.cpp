@@ -43,6 +43,14 @@ void ensure_short_openmp_spin(char** argv) {
   for (const char* name : set) unsetenv(name);  // exec failed: carry on unchanged
 }
 
+bool set_flush_denormal(bool on) {
+  const bool ok = at::globalContext().setFlushDenormal(on);
+  // one chunk per pool thread: ATen's OpenMP parallel_for runs min(threads, range / grain) threads
+  const int64_t n = at::get_num_threads();
+  if (ok && n > 1) at::parallel_for(0, n, 1, [on](int64_t, int64_t) { at::globalContext().setFlushDenormal(on); });
+  return ok;
+}
+
 bool set_cpu_threads(int n) {
   if (n <= 0) return false;
   torch::set_num_threads(n);

@@ -117,7 +117,8 @@ bool resume_may_change(const std::string& key) {
 }
 
 bool resume_may_set(const std::string& key) {
-  static const std::vector<std::string> keys = {"device", "train.fused", "train.graph", "train.tf32", "train.backward"};
+  static const std::vector<std::string> keys = {"device",     "train.fused",    "train.graph",
+                                                "train.tf32", "train.backward", "train.flush_denormal"};
   return std::find(keys.begin(), keys.end(), key) != keys.end() || starts_with(key, "sampler.") ||
          starts_with(key, "schedule.");
 }

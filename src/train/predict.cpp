@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "data/tensors.h"
+#include "runtime/cpu.h"
 #include "train/evaluator.h"
 #include "train/model_io.h"
 #include "train/posterior_predictive.h"
@@ -92,6 +93,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   if (!fs::exists(dir / "config.yaml")) throw std::invalid_argument(run_dir + ": not a run directory (no config.yaml)");
   const ExperimentConfig config = load_config((dir / "config.yaml").string(), o.overrides);
   set_kernel_settings(config.kernels);  // the run's own choices (its config.yaml)
+  set_flush_denormal(config.train.flush_denormal);
   DataAndModel dm = load_data_and_model(config);
   Model& model = *dm.model;
   Dataset& data = dm.data;

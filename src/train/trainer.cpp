@@ -18,6 +18,7 @@ void apply_runtime_settings(const ExperimentConfig& config) {
   set_kernel_settings(config.kernels);
   tune_allocator();
   if (const int n = resolve_cpu_threads(train.threads); n > 0) set_cpu_threads(n);
+  set_flush_denormal(train.flush_denormal);
   // TF32 tensor-core matmuls and convolutions on CUDA: ~10-bit mantissa products, off by default.
   at::globalContext().setAllowTF32CuBLAS(train.tf32);
   at::globalContext().setAllowTF32CuDNN(train.tf32);
