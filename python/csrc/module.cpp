@@ -21,6 +21,7 @@
 #include "priors/gaussian_prior.h"
 #include "samplers/registry.h"
 #include "samplers/schedules.h"
+#include "runtime/cpu.h"
 #include "train/trainer.h"
 
 namespace py = pybind11;
@@ -277,10 +278,19 @@ TrainResult train(const std::string& yaml_text, const std::string& source, const
   ro.resume = resume;
   ro.quiet = quiet;
   RunSummary s;
+  // The run flushes denormals when its config says so (train.flush_denormal); the caller's process
+  // gets its own setting back afterwards.
+  const bool flushing = flush_denormal_on();
   {
     py::gil_scoped_release release;
-    s = run_training(config, ro);
+    try {
+      s = run_training(config, ro);
+    } catch (...) {
+      set_flush_denormal(flushing);
+      throw;
+    }
   }
+  set_flush_denormal(flushing);
   return {s.run_dir, s.values, s.finished, s.worse_than_trivial, s.health_message};
 }
 

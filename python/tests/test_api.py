@@ -211,7 +211,10 @@ def test_train_runs_the_binary_trainer_in_process(tmp_path):
               "model": {"name": "torchscript", "path": str(tmp_path / "model.pt")},
               "sampler": {"name": "sghmc", "lr": 1e-3, "alpha": 0.1},
               "train": {"epochs": 40, "batch_size": 20, "threads": 1}}
-    s = sgmcmc.train(config, out=str(tmp_path / "run"))
+    denormal = torch.full((4,), 1e-39)
+    assert torch.set_flush_denormal(False) and (denormal * 1).count_nonzero() == 4
+    s = sgmcmc.train(config, out=str(tmp_path / "run"))  # train.flush_denormal: true inside the run
+    assert (denormal * 1).count_nonzero() == 4  # ... and the caller's setting back after it
     assert s["run_dir"] == str(tmp_path / "run") and s["finished"]
     assert s["test_rmse"] < 0.5  # the noise is 0.1; the trivial predictor's RMSE is ≈ 2.3
     assert len(sgmcmc.load_samples(s["run_dir"])) == s["samples"]

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #include <torch/torch.h>
 
 #include "compat.h"
@@ -49,6 +53,14 @@ bool set_flush_denormal(bool on) {
   const int64_t n = at::get_num_threads();
   if (ok && n > 1) at::parallel_for(0, n, 1, [on](int64_t, int64_t) { at::globalContext().setFlushDenormal(on); });
   return ok;
+}
+
+bool flush_denormal_on() {
+#if defined(__x86_64__) || defined(__i386__)
+  return (_mm_getcsr() & 0x8040u) == 0x8040u;  // FTZ (bit 15) and DAZ (bit 6)
+#else
+  return false;
+#endif
 }
 
 bool set_cpu_threads(int n) {

@@ -43,6 +43,9 @@ void tune_allocator();
 // ran 6 to 8 times slower. Call after set_cpu_threads: a pool thread started later starts with its
 // creator's setting. Returns false where the CPU has no such mode.
 bool set_flush_denormal(bool on);
+// Whether the calling thread flushes denormals (x86's FTZ and DAZ both set; false elsewhere): what an
+// in-process run (the Python package's `run`) restores afterwards.
+bool flush_denormal_on();
 
 // The settings that decide CPU speed, for a run's summary.json: LibTorch's version and intra-op threads,
 // and those of OMP_NUM_THREADS, OMP_WAIT_POLICY, GOMP_SPINCOUNT, OPENBLAS_NUM_THREADS and
