@@ -52,8 +52,9 @@ Metrics Evaluator::metrics(const PredictiveSummary& predictive, const Batch& spl
   if (!data_.standardized_targets || m.empty()) return m;
   for (const char* k : {"rmse", "width50", "width90"}) m[k] *= data_.target_scale;
   if (log_density_sum.defined() && samples > 0)
-    m["nll"] = -(log_density_sum - std::log(static_cast<double>(samples))).mean().item<double>();
-  m["nll"] += std::log(data_.target_scale);
+    m["nll"] = pointwise_nll(predictive, split, tau, log_density_sum, samples).mean().item<double>();
+  else
+    m["nll"] += std::log(data_.target_scale);
   return m;
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
+#include <set>
 #include <sstream>
 
 #include "compat.h"
@@ -173,28 +173,20 @@ LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
     centre = probe.sampler->lr();
   }
 
-  std::map<double, LrTrial> tried;
-  auto trial = [&](double lr) -> const LrTrial& {
-    auto it = tried.find(lr);
-    if (it != tried.end()) return it->second;
-    LrTrial t = run_lr_trial(config, place, lr, choice.steps_per_trial);
-    choice.trials.push_back(t);
-    return tried.emplace(lr, t).first->second;
+  std::set<double> tried;
+  auto trial = [&](double lr) {
+    if (tried.insert(lr).second) choice.trials.push_back(run_lr_trial(config, place, lr, choice.steps_per_trial));
   };
-  auto better = [](const LrTrial& a, const LrTrial& b) { return a.stable && (!b.stable || a.val_nll < b.val_nll); };
   // A grid of factors of 4 from 4^-5 to 4^2 times the default step (too small a step underfits in the
   // trial, too large a one is noisy or unstable; the score is not always monotone in between, so the
   // whole grid is scored), then the best refined by factors of 2.
-  LrTrial best;
-  for (int k = -5; k <= 2; ++k) {
-    const LrTrial& t = trial(centre * std::pow(4.0, k));
-    if (better(t, best)) best = t;
-  }
-  if (!best.stable)
+  for (int k = -5; k <= 2; ++k) trial(centre * std::pow(4.0, k));
+  if (std::none_of(choice.trials.begin(), choice.trials.end(), [](const LrTrial& t) { return t.stable; }))
     throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
                                 text(centre * std::pow(4.0, -5)) + " and " + text(centre * 16) +
                                 " (check the data, the model and the prior; or give sampler.lr)");
-  for (double lr : {best.lr * 2, best.lr / 2}) trial(lr);
+  const double best = select_lr(choice.trials).best_lr;
+  for (double lr : {best * 2, best / 2}) trial(lr);
   const LrSelection pick = select_lr(choice.trials);
   choice.lr = pick.lr;
   choice.plateau_low = pick.low;
