@@ -8,20 +8,31 @@
 #include <cstddef>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 namespace sgmcmc {
 
 class HostReads {
  public:
-  // Queues a 0-d (or one-element) tensor of any float dtype; returns its index in read()'s result.
+  // Queues a one-element tensor of any float dtype; returns its index in read()'s result.
   size_t add(const torch::Tensor& scalar) {
     values_.push_back(scalar.to(torch::kFloat64).reshape({1}));
-    return values_.size() - 1;
+    return size_++;
   }
+  // Queues every element of `t` (any shape, any float dtype, flattened in order); returns the index
+  // of its first element in read()'s result.
+  size_t add_all(const torch::Tensor& t) {
+    const size_t first = size();
+    values_.push_back(t.to(torch::kFloat64).reshape({-1}));
+    size_ += static_cast<size_t>(t.numel());
+    return first;
+  }
+  size_t size() const { return size_; }
   // Every queued value, in order of add(), as doubles (one copy to the host).
   std::vector<double> read() const {
     if (values_.empty()) return {};
+    RECORD_USER_SCOPE("sgmcmc::host_read");  // counted by bench/bench_epoch.cpp
     const auto host = torch::cat(values_).cpu().contiguous();
     const double* p = host.data_ptr<double>();
     return std::vector<double>(p, p + host.numel());
@@ -29,6 +40,7 @@ class HostReads {
 
  private:
   std::vector<torch::Tensor> values_;
+  size_t size_ = 0;  // queued elements
 };
 
 }  // namespace sgmcmc

@@ -1,5 +1,7 @@
 #include "train/gradient_noise.h"
 
+#include <ATen/record_function.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
@@ -62,6 +64,7 @@ std::vector<torch::Tensor> GradientNoiseProbe::variances(Model& model, const Sam
 
 std::vector<double> GradientNoiseProbe::ratios(Model& model, const Sampler& sampler, const Batch& train,
                                                int64_t step) {
+  RECORD_USER_SCOPE("sgmcmc::part.noise_probe");  // a rare part of an evaluation: bench/bench_epoch.cpp counts it apart
   {
     std::lock_guard<std::mutex> lock(gen_.mutex());
     gen_.set_current_seed(seed_ + static_cast<uint64_t>(step) * 0xbf58476d1ce4e5b9ULL);

@@ -6,6 +6,10 @@ namespace sgmcmc {
 namespace {
 
 const char* const kNames[PhaseClock::kPhases] = {"setup", "steps", "gibbs", "samples", "eval", "checkpoint", "finish"};
+const char* const kScopes[PhaseClock::kPhases] = {"sgmcmc::phase.setup",   "sgmcmc::phase.steps",
+                                                  "sgmcmc::phase.gibbs",   "sgmcmc::phase.samples",
+                                                  "sgmcmc::phase.eval",    "sgmcmc::phase.checkpoint",
+                                                  "sgmcmc::phase.finish"};
 
 void synchronize(const torch::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.has_index() ? d.index() : -1);
@@ -13,7 +17,19 @@ void synchronize(const torch::Device& d) {
 
 }  // namespace
 
-PhaseClock::PhaseClock(Clock::time_point start, torch::Device device) : device_(device), since_(start) {}
+PhaseClock::PhaseClock(Clock::time_point start, torch::Device device) : device_(device), since_(start) {
+  open_scope();
+}
+
+PhaseClock::~PhaseClock() = default;
+
+void PhaseClock::open_scope() {
+  scope_.reset();  // ends the previous phase's scope first
+  auto scope = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+  if (!scope->isActive()) return;  // nobody observes: nothing to keep
+  scope->before(kScopes[current_]);
+  scope_ = std::move(scope);
+}
 
 void PhaseClock::enter(Phase p) {
   if (p == current_) return;
@@ -22,6 +38,7 @@ void PhaseClock::enter(Phase p) {
   seconds_[current_] += std::chrono::duration<double>(now - since_).count();
   since_ = now;
   current_ = p;
+  open_scope();
 }
 
 std::map<std::string, double> PhaseClock::seconds() const {
