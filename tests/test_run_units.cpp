@@ -252,6 +252,76 @@ TEST(DivergenceGuard, ReportsThenThrowsWithHintAndLastCheckpoint) {
   EXPECT_THROW(lazy.check_state(1, 0.1, /*loss_finite=*/false), RunDiverged);
 }
 
+// The state check reads Σ 0·θ: NaN and ±∞ anywhere make it NaN; finite values near float32's
+// largest, which a plain Σθ would overflow to ∞, do not. One read per step: a second check of the
+// same step does not look again.
+TEST(DivergenceGuard, FlagsNanAndInfinityButNotLargeFiniteParameters) {
+  OptionMap opts("sampler");
+  auto big = torch::full({1000}, 3e38f);
+  auto other = torch::ones({2, 3}, torch::kFloat64);
+  DivergenceGuard g("sgld", opts, {big, other}, false, "c", [](int64_t, const std::string&) {});
+  EXPECT_NO_THROW(g.check_state(1, 0.1));
+  for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)}) {
+    other[1][2] = bad;
+    EXPECT_NO_THROW(g.check_state(1, 0.1)) << "step 1 was checked already";
+    EXPECT_THROW(g.check_state(2, 0.1), RunDiverged) << bad;
+    other[1][2] = 1.0;
+    big[999] = static_cast<float>(bad);
+    EXPECT_THROW(g.check_state(3, 0.1), RunDiverged) << bad;
+    big[999] = 3e38f;
+  }
+}
+
+// Several predictives in one MetricsBatch give each the metrics of its own single call, and the
+// scalars queued beside them come back with the same bits as .item().
+TEST(PredictiveMetrics, BatchEqualsOneCallPerPredictive) {
+  auto gen = compat::make_generator(torch::kCPU, 5);
+  auto probs = [&](int64_t n) { return at::rand({n, 4}, gen, torch::kFloat64).softmax(1); };
+  auto labels = [&](int64_t n) { return at::randint(0, 4, {n}, gen, torch::TensorOptions().dtype(torch::kInt64)); };
+  const PredictiveSummary a{probs(50), {}, {}}, b{probs(30), at::rand({30}, gen, torch::kFloat64), {}},
+      c{probs(70).to(torch::kFloat32), {}, {}};
+  const auto ya = labels(50), yb = labels(30), yc = labels(70);
+  MetricsBatch batch(true);
+  const auto loss = torch::tensor(0.123456789, torch::kFloat64);
+  const size_t ia = batch.add(a, ya), ib = batch.add(b, yb), iempty = batch.add({}, ya), ic = batch.add(c, yc);
+  const size_t is = batch.add_scalar(loss);
+  batch.compute();
+  EXPECT_EQ(batch.scalar(is), loss.item<double>());
+  EXPECT_TRUE(batch.metrics(iempty).empty());
+  const std::vector<std::pair<size_t, std::map<std::string, double>>> expect = {
+      {ia, predictive_metrics(a, ya, true)}, {ib, predictive_metrics(b, yb, true)}, {ic, predictive_metrics(c, yc, true)}};
+  for (const auto& [i, single] : expect) {
+    ASSERT_EQ(batch.metrics(i).size(), single.size()) << i;
+    for (const auto& [k, v] : single) EXPECT_NEAR(batch.metrics(i).at(k), v, 1e-14) << i << " " << k;
+  }
+  EXPECT_EQ(batch.metrics(ib).count("mi"), 1u);
+  EXPECT_EQ(batch.metrics(ia).count("mi"), 0u);
+  // the calibration of each predictive is its own: a perfectly confident, right one has ece 0
+  MetricsBatch sure(true);
+  const auto y = labels(40);
+  const size_t right = sure.add({torch::one_hot(y, 4).to(torch::kFloat64), {}, {}}, y), mixed = sure.add(a, ya);
+  sure.compute();
+  EXPECT_EQ(sure.metrics(right).at("ece"), 0.0);
+  EXPECT_EQ(sure.metrics(right).at("error"), 0.0);
+  EXPECT_NEAR(sure.metrics(mixed).at("ece"), predictive_metrics(a, ya, true).at("ece"), 1e-14);
+
+  // regression: a point prediction, a predictive with its variance, one with a given nll per point
+  auto f1 = at::randn({40}, gen, torch::kFloat64), t1 = at::randn({40}, gen, torch::kFloat64);
+  auto f2 = at::randn({25}, gen, torch::kFloat64), t2 = at::randn({25}, gen, torch::kFloat64);
+  const PredictiveSummary r2{f2, {}, at::rand({25}, gen, torch::kFloat64) + 0.1};
+  const auto nll = at::rand({40}, gen, torch::kFloat64);
+  MetricsBatch reg(false, 4.0, true, -1.0, 1.0);
+  const size_t j1 = reg.add({f1, {}, {}}, t1), j2 = reg.add(r2, t2), j3 = reg.add({f1, {}, {}}, t1, nll);
+  reg.compute();
+  const auto m1 = predictive_metrics(f1, t1, false, 4.0, true, -1.0, 1.0);
+  const auto m2 = predictive_metrics(r2, t2, false, 4.0, true, -1.0, 1.0);
+  for (const auto& [k, v] : m1) EXPECT_NEAR(reg.metrics(j1).at(k), v, 1e-12) << k;
+  for (const auto& [k, v] : m2) EXPECT_NEAR(reg.metrics(j2).at(k), v, 1e-12) << k;
+  EXPECT_NEAR(reg.metrics(j3).at("nll"), nll.mean().item<double>(), 1e-14);
+  EXPECT_TRUE(reg.has_pointwise_nll(j3));
+  EXPECT_FALSE(reg.has_pointwise_nll(j1));
+}
+
 TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
   ConvergenceTrace t;
   auto gen = compat::make_generator(torch::kCPU, 7);
@@ -263,7 +333,7 @@ TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
     EXPECT_TRUE(d.count(k) && std::isfinite(d[k])) << k;
   auto in = round_trip([&](auto& ar) { t.save(ar); });
   ConvergenceTrace r;
-  r.load(*in);
+  r.load(*in, torch::kCPU);
   EXPECT_EQ(r.size(), 4u);
   EXPECT_EQ(r.diagnostics(), d);
 }

@@ -46,6 +46,9 @@ import common  # noqa: E402
 def main():
     ap = common.parser(__doc__.splitlines()[0])
     ap.add_argument("--api", choices=["integrator", "ordered", "kernel"], default="integrator")
+    ap.add_argument("--matmul-precision", choices=["highest", "default"], default="highest",
+                    help="jax_default_matmul_precision: 'highest' is full float32, as sgmcmc's products (on "
+                         "a GPU JAX's default may round the products' inputs to TF32)")
     a = ap.parse_args()
     if a.device == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -53,6 +56,8 @@ def main():
     import jax.numpy as jnp
     import numpy as np
     import blackjax
+    if a.matmul_precision == "highest":
+        jax.config.update("jax_default_matmul_precision", "highest")
     from blackjax.sgmcmc.diffusions import sghmc as sghmc_integrator
     from blackjax.sgmcmc.gradients import grad_estimator
     from blackjax.util import generate_gaussian_noise
@@ -155,7 +160,7 @@ def main():
             pred.add(np.asarray(predict(position(state), XT)))
             pred.seconds += time.perf_counter() - t1
     common.report(f"blackjax-{a.api}" if a.sampler == "sghmc" else "blackjax", f"blackjax {blackjax.__version__}, "
-                  f"jax {jax.__version__}, jaxlib {jax.lib.__version__}", settings, a, clock, pred,
+                  f"jax {jax.__version__}, jaxlib {jax.lib.__version__}, matmul precision {a.matmul_precision}", settings, a, clock, pred,
                   a.epochs * steps_per_epoch, compile_seconds, {"jax_devices": str(jax.devices())})
 
 

@@ -36,6 +36,23 @@ def find(d, *keys):
     return None
 
 
+def after_first_epoch(metrics_csv):
+    """Steps per second of whole epochs after the first (the peers' rows drop their first, compiled,
+    epoch): metrics.csv's rows are one per epoch with the step and the wall clock at its end, so this
+    counts every epoch's per-epoch work (Gibbs step, sample, evaluation) and no graph capture or
+    warm-up. None with fewer than two rows."""
+    import csv
+    try:
+        rows = list(csv.DictReader(open(metrics_csv)))
+    except OSError:
+        return None
+    if len(rows) < 2:
+        return None
+    first, last = rows[0], rows[-1]
+    dt = float(last["wall_seconds"]) - float(first["wall_seconds"])
+    return (float(last["step"]) - float(first["step"])) / dt if dt > 0 else None
+
+
 def main():
     ap = common.parser(__doc__.splitlines()[0])
     ap.add_argument("--bin", default="build/sgmcmc")
@@ -84,6 +101,7 @@ def main():
          "steps_per_second": steps / t_steps, "steps_per_second_summary": find(s, "steps_per_second"),
          "wall_seconds": find(s, "wall_seconds"), "compile_seconds": 0.0,
          "samples": find(s, "samples", "num_samples"), "test_error": err, "test_nll": nll,
+         "steps_per_second_after_first_epoch": after_first_epoch(os.path.join(a.out, "metrics.csv")),
          "time": {k: v for k, v in s.items() if k.startswith("time.")}}
     print(json.dumps(d), flush=True)
 

@@ -1,6 +1,7 @@
 #include "metrics/predictive_metrics.h"
 
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "metrics/host_reads.h"
@@ -12,64 +13,150 @@ namespace {
 constexpr double kZ50 = 0.6744897501960817;  // Φ⁻¹(0.75)
 constexpr double kZ90 = 1.6448536269514722;  // Φ⁻¹(0.95)
 
-// Every value below is a device scalar read back in one copy (metrics/host_reads.h).
-void classification_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, std::map<std::string, double>& m) {
-  auto p = pr.mean.to(torch::kFloat64);
-  auto pred = p.argmax(1);
-  const double n = static_cast<double>(p.size(0));
-  HostReads r;
-  const size_t error = r.add(pred.ne(targets).to(torch::kFloat64).mean());
-  auto py = p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300);
-  const size_t mean_log_py = r.add(py.log().mean());
-  auto onehot = torch::zeros_like(p).scatter_(1, targets.unsqueeze(1), 1.0);
-  const size_t brier = r.add((p - onehot).square().sum(1).mean());
-  const CalibrationBins b = calibration_bins(p, targets);
-  auto gap = (b.correct - b.confidence).abs();  // |Σ acc − Σ conf| per bin
-  const size_t gap_sum = r.add(gap.sum());
+constexpr int64_t kBins = 15;  // calibration bins (calibration_bins' default)
+
+// The segment id of every point of `sizes` concatenated (on `options`' device, without a host copy).
+torch::Tensor segment_ids(const std::vector<int64_t>& sizes, const torch::TensorOptions& options) {
+  std::vector<torch::Tensor> parts;
+  for (size_t k = 0; k < sizes.size(); ++k) parts.push_back(torch::full({sizes[k]}, static_cast<int64_t>(k), options));
+  return torch::cat(parts);
+}
+
+torch::Tensor cat_or_one(const std::vector<torch::Tensor>& parts) { return parts.size() == 1 ? parts[0] : torch::cat(parts); }
+
+}  // namespace
+
+size_t MetricsBatch::add(const PredictiveSummary& predictive, const torch::Tensor& targets,
+                         const torch::Tensor& pointwise_nll) {
+  Request r{predictive, targets, pointwise_nll, 0};
+  if (predictive.mean.defined()) r.n = predictive.mean.size(0);
+  requests_.push_back(std::move(r));
+  return requests_.size() - 1;
+}
+
+void MetricsBatch::compute() {
+  torch::NoGradGuard no_grad;
+  results_.assign(requests_.size(), {});
+  HostReads reads;
+  std::vector<size_t> scalar_at;
+  for (const auto& t : scalars_) scalar_at.push_back(reads.add(t));
+  std::function<void(const std::vector<double>&)> finish;
+  bool any = false;
+  for (const auto& r : requests_) any = any || r.n > 0;
+  if (any) finish = classification_ ? queue_classification(reads) : queue_regression(reads);
+  const auto v = reads.read();
+  scalar_values_.clear();
+  for (size_t at : scalar_at) scalar_values_.push_back(v[at]);
+  if (finish) finish(v);
+}
+
+// Per point: the error indicator, log p̄(y), the Brier term and H(p̄), summed per predictive; the
+// calibration bins of every predictive in one index_add (bin b of predictive k at k·15 + b).
+std::function<void(const std::vector<double>&)> MetricsBatch::queue_classification(HostReads& reads) {
+  std::vector<size_t> active;
+  std::vector<torch::Tensor> probs, targets;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    if (requests_[i].n == 0) continue;
+    active.push_back(i);
+    probs.push_back(requests_[i].predictive.mean.to(torch::kFloat64));
+    targets.push_back(requests_[i].targets.to(torch::kInt64));
+    sizes.push_back(requests_[i].n);
+  }
+  const auto p = cat_or_one(probs);
+  const auto y = cat_or_one(targets).unsqueeze(1);
+  const auto [conf, pred] = p.max(1);
+  const auto correct = pred.eq(y.squeeze(1)).to(torch::kFloat64);
+  const auto log_py = p.gather(1, y).squeeze(1).clamp_min(1e-300).log();
+  const auto brier = (p - torch::zeros_like(p).scatter_(1, y, 1.0)).square().sum(1);
+  const auto point = torch::stack({1.0 - correct, log_py, brier, entropy_of(p)}, 1);  // [N, 4]
+  auto bin = (conf * kBins).floor().clamp(0, kBins - 1).to(torch::kInt64);
+  const int64_t segments = static_cast<int64_t>(active.size());
+  if (segments > 1) bin = bin + segment_ids(sizes, bin.options()) * kBins;
+  const auto bins = torch::zeros({segments * kBins, 3}, p.options())
+                        .index_add_(0, bin, torch::stack({torch::ones_like(conf), correct, conf}, 1))
+                        .view({segments, kBins, 3});
+  const auto gap = (bins.select(2, 1) - bins.select(2, 2)).abs();  // |Σ acc − Σ conf| per bin
   // the largest per-bin gap over the non-empty bins: an empty bin's gap is |0 − 0| / 1 = 0 and no
   // gap is negative, so the maximum over every bin is the same (and needs no masked_select, whose
   // result size is a device sync of its own)
-  const size_t mce = r.add((gap / b.count.clamp_min(1)).max());
-  auto h = entropy_of(p);
-  const size_t entropy = r.add(h.mean());
-  const bool has_mi = pr.expected_entropy.defined();
-  const size_t mi = has_mi ? r.add((h - pr.expected_entropy.to(torch::kFloat64)).mean()) : 0;
-  const auto v = r.read();
-  m["error"] = v[error];
-  m["nll"] = -v[mean_log_py];
-  m["brier"] = v[brier];
-  m["ece"] = v[gap_sum] / n;
-  m["mce"] = v[mce];
-  m["entropy"] = v[entropy];
-  if (has_mi) m["mi"] = v[mi];
+  const size_t gap_sum = reads.add_all(gap.sum(1)), mce = reads.add_all((gap / bins.select(2, 0).clamp_min(1)).amax(1));
+  struct At {
+    size_t sums, expected_entropy, nll;
+    bool has_mi, has_nll;
+  };
+  std::vector<At> at;
+  int64_t offset = 0;
+  for (size_t k = 0; k < active.size(); ++k) {
+    const Request& r = requests_[active[k]];
+    At a{reads.add_all(point.narrow(0, offset, r.n).sum(0)), 0, 0, r.predictive.expected_entropy.defined(),
+         r.pointwise_nll.defined()};
+    if (a.has_mi) a.expected_entropy = reads.add(r.predictive.expected_entropy.to(torch::kFloat64).sum());
+    if (a.has_nll) a.nll = reads.add(r.pointwise_nll.to(torch::kFloat64).sum());
+    at.push_back(a);
+    offset += r.n;
+  }
+  return [this, active, at, gap_sum, mce](const std::vector<double>& v) {
+    for (size_t k = 0; k < active.size(); ++k) {
+      const At& a = at[k];
+      const double n = static_cast<double>(requests_[active[k]].n);
+      auto& m = results_[active[k]];
+      m["error"] = v[a.sums] / n;
+      m["nll"] = a.has_nll ? v[a.nll] / n : -v[a.sums + 1] / n;
+      m["brier"] = v[a.sums + 2] / n;
+      m["ece"] = v[gap_sum + k] / n;
+      m["mce"] = v[mce + k];
+      m["entropy"] = v[a.sums + 3] / n;
+      if (a.has_mi) m["mi"] = (v[a.sums + 3] - v[a.expected_entropy]) / n;
+    }
+  };
 }
 
-void regression_metrics(const PredictiveSummary& pr, const torch::Tensor& targets, double tau, bool clip, double lo,
-                        double hi, std::map<std::string, double>& m) {
-  auto f = pr.mean.to(torch::kFloat64);
-  if (clip) f = f.clamp(lo, hi);
-  auto res = f - targets.to(torch::kFloat64);
-  HostReads r;
-  const size_t mean_r2 = r.add(res.square().mean());
-  auto sd = pr.variance.defined() ? pr.variance.to(torch::kFloat64).clamp_min(0).sqrt()
-                                  : torch::full_like(f, 1.0 / std::sqrt(tau));
-  const std::pair<const char*, double> levels[] = {{"50", kZ50}, {"90", kZ90}};
-  size_t cover[2], width[2];
-  for (int k = 0; k < 2; ++k) {
-    const double z = levels[k].second;
-    cover[k] = r.add(res.abs().le(z * sd).to(torch::kFloat64).mean());
-    width[k] = r.add((2 * z * sd).mean());
+// Per point: (f − y)², whether y lies in the central 50 % and 90 % intervals, and the predictive sd
+// (the intervals' mean width is 2z · mean sd), summed per predictive.
+std::function<void(const std::vector<double>&)> MetricsBatch::queue_regression(HostReads& reads) {
+  std::vector<size_t> active;
+  std::vector<torch::Tensor> means, targets, sds;
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const Request& r = requests_[i];
+    if (r.n == 0) continue;
+    active.push_back(i);
+    auto f = r.predictive.mean.to(torch::kFloat64);
+    means.push_back(clip_ ? f.clamp(lo_, hi_) : f);
+    targets.push_back(r.targets.to(torch::kFloat64));
+    sds.push_back(r.predictive.variance.defined() ? r.predictive.variance.to(torch::kFloat64).clamp_min(0).sqrt()
+                                                  : torch::full_like(f, 1.0 / std::sqrt(tau_)));
   }
-  const auto v = r.read();
-  m["rmse"] = std::sqrt(v[mean_r2]);
-  m["nll"] = 0.5 * tau * v[mean_r2] - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
-  for (int k = 0; k < 2; ++k) {
-    m[std::string("cover") + levels[k].first] = v[cover[k]];
-    m[std::string("width") + levels[k].first] = v[width[k]];
+  const auto sd = cat_or_one(sds);
+  const auto res = (cat_or_one(means) - cat_or_one(targets)).abs();
+  const auto point =
+      torch::stack({res.square(), res.le(kZ50 * sd).to(torch::kFloat64), res.le(kZ90 * sd).to(torch::kFloat64), sd}, 1);
+  std::vector<size_t> sums, nll;
+  int64_t offset = 0;
+  for (size_t i : active) {
+    const Request& r = requests_[i];
+    sums.push_back(reads.add_all(point.narrow(0, offset, r.n).sum(0)));
+    nll.push_back(r.pointwise_nll.defined() ? reads.add(r.pointwise_nll.to(torch::kFloat64).sum()) : SIZE_MAX);
+    offset += r.n;
   }
+  return [this, active, sums, nll](const std::vector<double>& v) {
+    const double tau = tau_;
+    for (size_t k = 0; k < active.size(); ++k) {
+      const double n = static_cast<double>(requests_[active[k]].n);
+      const size_t s = sums[k];
+      auto& m = results_[active[k]];
+      const double mean_r2 = v[s] / n;
+      m["rmse"] = std::sqrt(mean_r2);
+      m["nll"] = nll[k] != SIZE_MAX ? v[nll[k]] / n
+                                    : 0.5 * tau * mean_r2 - 0.5 * std::log(tau) + 0.5 * std::log(2 * M_PI);
+      m["cover50"] = v[s + 1] / n;
+      m["cover90"] = v[s + 2] / n;
+      m["width50"] = 2 * kZ50 * v[s + 3] / n;
+      m["width90"] = 2 * kZ90 * v[s + 3] / n;
+    }
+  };
 }
 
-}  // namespace
 
 CalibrationBins calibration_bins(const torch::Tensor& probs, const torch::Tensor& targets, int64_t bins) {
   auto p = probs.to(torch::kFloat64);
@@ -141,12 +228,10 @@ torch::Tensor entropy_of(const torch::Tensor& probs) {
 
 std::map<std::string, double> predictive_metrics(const PredictiveSummary& predictive, const torch::Tensor& targets,
                                                  bool classification, double tau, bool clip, double lo, double hi) {
-  std::map<std::string, double> m;
-  if (!predictive.mean.defined() || predictive.mean.size(0) == 0) return m;
-  torch::NoGradGuard no_grad;
-  if (classification) classification_metrics(predictive, targets, m);
-  else regression_metrics(predictive, targets, tau, clip, lo, hi, m);
-  return m;
+  MetricsBatch batch(classification, tau, clip, lo, hi);
+  batch.add(predictive, targets);
+  batch.compute();
+  return batch.metrics(0);
 }
 
 std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction, const torch::Tensor& targets,

@@ -17,10 +17,14 @@
 // log (1/C) Σ_c N(y; f_c, 1/τ) for per-chain predictions [C, n].
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
+
+#include "metrics/host_reads.h"
 
 namespace sgmcmc {
 
@@ -29,6 +33,54 @@ struct PredictiveSummary {
   torch::Tensor mean;              // classification: probabilities [n, K]; regression: means [n]
   torch::Tensor expected_entropy;  // classification with several members: E_m H(p_m) per point [n]
   torch::Tensor variance;          // regression with several members: predictive variance per point [n]
+};
+
+// The metrics of several predictives (the definitions above) computed together: the points of
+// every predictive are concatenated and the per-point terms computed once over all of them, then
+// summed per predictive, and every value (with any scalars queued beside them) comes back in one
+// host read. On a GPU a metrics row's cost is its kernel launches and its waits for the device;
+// one batch of the three predictives of an evaluation (the current sample's, the averaged test and
+// validation ones) launches about a third of what three single calls do and waits once.
+class MetricsBatch {
+ public:
+  // Predictions clipped to [lo, hi] when `clip` (regression).
+  explicit MetricsBatch(bool classification, double tau = 1.0, bool clip = false, double lo = 0, double hi = 0)
+      : classification_(classification), tau_(tau), clip_(clip), lo_(lo), hi_(hi) {}
+
+  // Queues a predictive on labelled points; returns its index for metrics(). `pointwise_nll` [n]
+  // (optional) replaces the formula's nll per point (the mixture density of standardized
+  // regression targets). An undefined or empty mean gets empty metrics.
+  size_t add(const PredictiveSummary& predictive, const torch::Tensor& targets, const torch::Tensor& pointwise_nll = {});
+  // Queues a device scalar to come back in the same read; returns its index for scalar().
+  size_t add_scalar(const torch::Tensor& scalar) {
+    scalars_.push_back(scalar);
+    return scalars_.size() - 1;
+  }
+
+  // Computes everything queued (one host read); then metrics() and scalar() answer.
+  void compute();
+  const std::map<std::string, double>& metrics(size_t i) const { return results_.at(i); }
+  double scalar(size_t i) const { return scalar_values_.at(i); }
+  bool has_pointwise_nll(size_t i) const { return requests_.at(i).pointwise_nll.defined(); }
+
+ private:
+  struct Request {
+    PredictiveSummary predictive;
+    torch::Tensor targets, pointwise_nll;
+    int64_t n = 0;
+  };
+  // Queue the per-predictive sums into `reads`; finish(v) then turns the values into metrics.
+  std::function<void(const std::vector<double>&)> queue_classification(HostReads& reads);
+  std::function<void(const std::vector<double>&)> queue_regression(HostReads& reads);
+
+  bool classification_;
+  double tau_;
+  bool clip_;
+  double lo_, hi_;
+  std::vector<Request> requests_;
+  std::vector<torch::Tensor> scalars_;
+  std::vector<std::map<std::string, double>> results_;
+  std::vector<double> scalar_values_;
 };
 
 // The metrics above (predictions clipped to [lo, hi] when `clip`). Empty for an undefined or empty mean.

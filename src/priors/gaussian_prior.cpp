@@ -14,15 +14,34 @@ GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, b
     : groups_(std::move(groups)), lambda_(groups_.size(), precision), learn_(learn), alpha_(alpha), beta_(beta) {
   if (!(precision > 0)) throw std::invalid_argument("prior.precision: must be > 0");
   if (!(alpha > 0) || !(beta > 0)) throw std::invalid_argument("prior.alpha/beta: must be > 0");
-  for (const auto& g : groups_)
-    lambda_dev_.push_back(g.params.empty() ? torch::zeros({}, torch::kFloat64)
-                                           : torch::zeros({}, g.params.front().options().requires_grad(false)));
+  // λ_g lives in one buffer per dtype and device, each group's a 0-dim view of it, so that a Gibbs
+  // step updates every λ with one copy per buffer (one for App. H.1's four groups and for 100
+  // chains' 400 alike) instead of a fill per group.
+  std::map<std::pair<int, std::string>, std::vector<size_t>> by_buffer;
+  std::vector<torch::TensorOptions> options;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    options.push_back(groups_[g].params.empty() ? torch::TensorOptions().dtype(torch::kFloat64)
+                                                : groups_[g].params.front().options().requires_grad(false));
+    by_buffer[{static_cast<int>(options[g].dtype().toScalarType()), options[g].device().str()}].push_back(g);
+  }
+  lambda_dev_.resize(groups_.size());
+  for (auto& [key, members] : by_buffer) {
+    LambdaBuffer b{torch::zeros({static_cast<int64_t>(members.size())}, options[members.front()]), members};
+    for (size_t i = 0; i < members.size(); ++i) lambda_dev_[members[i]] = b.values.select(0, static_cast<int64_t>(i));
+    lambda_buffers_.push_back(std::move(b));
+  }
   sync_device_lambda();
 }
 
 void GaussianPrior::sync_device_lambda() {
   torch::NoGradGuard no_grad;
-  for (size_t g = 0; g < groups_.size(); ++g) lambda_dev_[g].fill_(lambda_[g]);
+  for (auto& b : lambda_buffers_) {
+    std::vector<double> values;
+    for (size_t g : b.groups) values.push_back(lambda_[g]);
+    // non-blocking: the host tensor is pageable, which CUDA copies from before returning, so the
+    // copy needs no wait for the device (a blocking copy_ would synchronise the stream)
+    b.values.copy_(torch::tensor(values, torch::kFloat64).to(b.values.scalar_type()), /*non_blocking=*/true);
+  }
 }
 
 torch::Tensor GaussianPrior::neg_log_prob() const {
@@ -112,10 +131,19 @@ bool GaussianPrior::covers(const std::vector<torch::Tensor>& params) const {
 torch::Tensor GaussianPrior::squared_norms() const {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> sq;
+  // chain-slice groups: each parameter's per-chain sums once ([C], one reduction), not one per slice
+  std::map<const void*, torch::Tensor> per_chain;
   for (const auto& g : groups_) {
     torch::Tensor s;
     for (const auto& p : g.params) {
-      auto t = g.view(p.detach()).to(torch::kFloat64).pow(2).sum();
+      torch::Tensor t;
+      if (g.chain < 0) {
+        t = p.detach().to(torch::kFloat64).pow(2).sum();
+      } else {
+        auto& c = per_chain[p.unsafeGetTensorImpl()];
+        if (!c.defined()) c = p.detach().to(torch::kFloat64).pow(2).reshape({p.size(0), -1}).sum(1);
+        t = c.select(0, g.chain);
+      }
       s = s.defined() ? s + t : t;
     }
     sq.push_back(s.defined() ? s : torch::zeros({}, torch::kFloat64));

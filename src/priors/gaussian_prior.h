@@ -75,6 +75,11 @@ class GaussianPrior {
   std::vector<PriorGroup> groups_;
   std::vector<double> lambda_;
   std::vector<torch::Tensor> lambda_dev_;  // λ_g as 0-dim tensors in the group's dtype and device
+  struct LambdaBuffer {
+    torch::Tensor values;       // [groups] on one dtype and device: lambda_dev_ are views of it
+    std::vector<size_t> groups;  // the group of each element
+  };
+  std::vector<LambdaBuffer> lambda_buffers_;
   bool learn_;
   double alpha_, beta_;
 };

@@ -96,7 +96,7 @@ void TrainingRun::load_checkpoint(const std::string& file) {
   loss_.load(ar, t[4].item<int64_t>());
   batches_.load(ar, t[1].item<int64_t>(), file);
   predictive_.load(ar, s_.dm.device, t[2].item<int64_t>(), {"test", "val", "ood"});
-  trace_.load(ar);
+  trace_.load(ar, s_.dm.device);
   if (step_ > s_.plan.total_steps)
     throw std::invalid_argument(file + ": checkpoint is at step " + std::to_string(step_) +
                                 ", beyond the configured run (" + std::to_string(s_.plan.total_steps) + " steps)");

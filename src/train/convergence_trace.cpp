@@ -7,18 +7,31 @@
 
 namespace sgmcmc {
 
+namespace {
+
+// A copy in float64 on the tensor's own device (a copy even when it is float64 already: the traced
+// weights are views of parameters the next step changes).
+torch::Tensor copy64(const torch::Tensor& t) {
+  return t.detach().to(t.options().dtype(torch::kFloat64), /*non_blocking=*/false, /*copy=*/true);
+}
+
+// The per-sample entries stacked [S, ...], on the host (one copy).
+torch::Tensor stacked_on_host(const std::vector<torch::Tensor>& per_sample) { return torch::stack(per_sample).cpu(); }
+
+}  // namespace
+
 void ConvergenceTrace::record(const torch::Tensor& chain_loglik, const torch::Tensor& weights) {
-  loglik_.push_back(chain_loglik.cpu());
-  weights_.push_back(weights.to(torch::kCPU, torch::kFloat64));
+  loglik_.push_back(copy64(chain_loglik));
+  weights_.push_back(copy64(weights));
 }
 
 std::map<std::string, double> ConvergenceTrace::diagnostics() const {
   std::map<std::string, double> v;
   if (loglik_.size() < 4) return v;
-  auto ll = torch::stack(loglik_);  // [S, C]
+  auto ll = stacked_on_host(loglik_);  // [S, C]
   v["rhat_test_loglik"] = split_rhat(ll);
   v["ess_test_loglik"] = effective_sample_size(ll);
-  auto w = torch::stack(weights_);  // [S, C, k]
+  auto w = stacked_on_host(weights_);  // [S, C, k]
   double rmax = 0, emin = INFINITY;
   for (int64_t j = 0; j < w.size(2); ++j) {
     rmax = std::max(rmax, split_rhat(w.select(2, j)));
@@ -32,7 +45,7 @@ std::map<std::string, double> ConvergenceTrace::diagnostics() const {
 ConvergenceTrace ConvergenceTrace::all_ranks(Communicator& comm) const {
   if (!comm.distributed() || loglik_.empty()) return *this;  // every rank has the same number of samples
   auto side_by_side = [&](const std::vector<torch::Tensor>& per_sample) {
-    return torch::cat(comm.all_gather(torch::stack(per_sample)), /*dim=*/1).unbind(0);
+    return torch::cat(comm.all_gather(stacked_on_host(per_sample)), /*dim=*/1).unbind(0);
   };
   ConvergenceTrace out;
   out.loglik_ = side_by_side(loglik_);
@@ -41,19 +54,19 @@ ConvergenceTrace ConvergenceTrace::all_ranks(Communicator& comm) const {
 }
 
 void ConvergenceTrace::save(torch::serialize::OutputArchive& ar) const {
-  if (!loglik_.empty()) ar.write("trace_ll", torch::stack(loglik_), true);
-  if (!weights_.empty()) ar.write("trace_w", torch::stack(weights_), true);
+  if (!loglik_.empty()) ar.write("trace_ll", stacked_on_host(loglik_), true);
+  if (!weights_.empty()) ar.write("trace_w", stacked_on_host(weights_), true);
 }
 
-void ConvergenceTrace::load(torch::serialize::InputArchive& ar) {
+void ConvergenceTrace::load(torch::serialize::InputArchive& ar, const torch::Device& device) {
   loglik_.clear();
   weights_.clear();
   torch::Tensor x;
   if (ar.try_read("trace_ll", x, true))
-    for (int64_t i = 0; i < x.size(0); ++i) loglik_.push_back(x[i].clone());
+    for (const auto& row : x.to(device).unbind(0)) loglik_.push_back(row.clone());
   torch::Tensor w;
   if (ar.try_read("trace_w", w, true))
-    for (int64_t i = 0; i < w.size(0); ++i) weights_.push_back(w[i].clone());
+    for (const auto& row : w.to(device).unbind(0)) weights_.push_back(row.clone());
 }
 
 }  // namespace sgmcmc

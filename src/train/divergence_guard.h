@@ -31,7 +31,9 @@ class DivergenceGuard {
 
   // After a step on the CPU: the minibatch's nll. `step` is the step's number (1-based).
   void check_step_loss(int64_t step, const torch::Tensor& batch_nll, double lr);
-  // Parameters (and, with `loss_finite` false, the accumulated loss) before a sample or a checkpoint.
+  // Parameters (and, with `loss_finite` false, the accumulated loss) before a sample, an evaluation
+  // or a checkpoint. The parameters are read once per step: a sample, an evaluation and a
+  // checkpoint of the same step see the same parameters, and each read is a device sync.
   void check_state(int64_t step, double lr, bool loss_finite = true);
   // A checkpoint of `step` was written: the last good one.
   void checkpoint_written(int64_t step) { last_checkpoint_ = step; }
@@ -52,6 +54,7 @@ class DivergenceGuard {
   std::string checkpoint_file_;
   Report report_;
   int64_t last_checkpoint_ = -1;
+  int64_t checked_step_ = -1;  // the step whose parameters check_state found finite
 };
 
 }  // namespace sgmcmc

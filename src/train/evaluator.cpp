@@ -15,6 +15,7 @@ torch::Tensor predict_chunked(const Batch& split, int64_t chunk, int64_t dim, F&
   std::vector<torch::Tensor> parts;
   const int64_t n = split.size();
   for (int64_t i = 0; i < n; i += chunk) parts.push_back(f(split.inputs.slice(0, i, std::min(n, i + chunk))));
+  if (parts.size() == 1) return parts[0];  // no copy for a split in one chunk
   return parts.empty() ? torch::Tensor() : torch::cat(parts, dim);
 }
 
@@ -47,14 +48,24 @@ torch::Tensor Evaluator::predict_chains(Model& model, const Batch& split) const 
 
 Metrics Evaluator::metrics(const PredictiveSummary& predictive, const Batch& split, double tau,
                            const torch::Tensor& log_density_sum, int64_t samples) const {
-  auto m = predictive_metrics(predictive, split.targets, classification(), tau, data_.clip, data_.target_min,
-                              data_.target_max);
+  MetricsBatch b = batch(tau);
+  const size_t i = queue(b, predictive, split, tau, log_density_sum, samples);
+  b.compute();
+  return result(b, i);
+}
+
+size_t Evaluator::queue(MetricsBatch& batch, const PredictiveSummary& predictive, const Batch& split, double tau,
+                        const torch::Tensor& log_density_sum, int64_t samples) const {
+  const bool mixture = data_.standardized_targets && log_density_sum.defined() && samples > 0 && predictive.mean.defined();
+  return batch.add(predictive, split.targets,
+                   mixture ? pointwise_nll(predictive, split, tau, log_density_sum, samples) : torch::Tensor());
+}
+
+Metrics Evaluator::result(const MetricsBatch& batch, size_t i) const {
+  Metrics m = batch.metrics(i);
   if (!data_.standardized_targets || m.empty()) return m;
   for (const char* k : {"rmse", "width50", "width90"}) m[k] *= data_.target_scale;
-  if (log_density_sum.defined() && samples > 0)
-    m["nll"] = pointwise_nll(predictive, split, tau, log_density_sum, samples).mean().item<double>();
-  else
-    m["nll"] += std::log(data_.target_scale);
+  if (!batch.has_pointwise_nll(i)) m["nll"] += std::log(data_.target_scale);  // the mixture's is in the original units
   return m;
 }
 

@@ -32,6 +32,14 @@ class Evaluator {
   // N(y; f, 1/τ)), both in the original units.
   Metrics metrics(const PredictiveSummary& predictive, const Batch& split, double tau,
                   const torch::Tensor& log_density_sum = {}, int64_t samples = 0) const;
+  // The same for several predictives at once (one device pass, one host read; MetricsBatch): a
+  // batch() for noise precision `tau`, queue() each predictive, compute() the batch, then result().
+  MetricsBatch batch(double tau) const {
+    return MetricsBatch(classification(), tau, data_.clip, data_.target_min, data_.target_max);
+  }
+  size_t queue(MetricsBatch& batch, const PredictiveSummary& predictive, const Batch& split, double tau,
+               const torch::Tensor& log_density_sum = {}, int64_t samples = 0) const;
+  Metrics result(const MetricsBatch& batch, size_t i) const;
   // The same nll per point [n] (float64, on the predictive's device): its mean is metrics()'s "nll".
   // What a paired comparison of two predictives on one split needs (the step-size pilot's).
   torch::Tensor pointwise_nll(const PredictiveSummary& predictive, const Batch& split, double tau,

@@ -11,11 +11,12 @@
 
 namespace sgmcmc {
 
-double LossMeter::take_mean() {
-  const double mean = count_ ? sum_.item<double>() / count_ : NAN;
+torch::Tensor LossMeter::take_sum(int64_t& steps) {
+  auto sum = sum_.clone();
   sum_.zero_();
+  steps = count_;
   count_ = 0;
-  return mean;
+  return sum;
 }
 
 void LossMeter::add(const torch::Tensor& nll, double weight) {

@@ -32,8 +32,16 @@ class LossMeter {
   // no host sync on a GPU).
   void add(const torch::Tensor& nll, double weight);
   void count_step() { ++count_; }
-  // The mean since the last call (NaN when no step was taken), and a reset.
-  double take_mean();
+  // The sum since the last call as a device scalar (to be read back with an evaluation's other
+  // values), `steps` the steps it covers; then a reset, in place: a captured step graph adds to this
+  // very buffer.
+  torch::Tensor take_sum(int64_t& steps);
+  // The same as a mean, read at once (NaN when no step was taken).
+  double take_mean() {
+    int64_t steps = 0;
+    const double sum = take_sum(steps).item<double>();
+    return steps > 0 ? sum / static_cast<double>(steps) : NAN;
+  }
   // False when a step was counted and the sum is not finite (one host read).
   bool finite() const { return count_ == 0 || std::isfinite(sum_.item<double>()); }
 

@@ -223,12 +223,14 @@ void TrainingRun::gibbs_step() {
 void TrainingRun::collect_sample() {
   guard_.check_state(step_, s_.sampler->lr());
   const double tau = tau_of(model_);
-  auto test = eval_.predict_chains(model_, data_.test);
+  // float64 once here, where the trace, the sums and the entropies would each widen the predictions
+  const auto predict = [&](const Batch& split) { return eval_.predict_chains(model_, split).to(torch::kFloat64); };
+  auto test = predict(data_.test);
   trace_.record(chain_log_likelihood(test, data_.test.targets, eval_.classification(), tau),
                 model_.trace_values(ConvergenceTrace::kWeights));
   current_test_ = predictive_.add("test", test, data_.test.targets, tau);
-  if (data_.val.size() > 0) predictive_.add("val", eval_.predict_chains(model_, data_.val), data_.val.targets, tau);
-  if (data_.ood.size() > 0) predictive_.add("ood", eval_.predict_chains(model_, data_.ood), data_.ood.targets, tau);
+  if (data_.val.size() > 0) predictive_.add("val", predict(data_.val), data_.val.targets, tau);
+  if (data_.ood.size() > 0) predictive_.add("ood", predict(data_.ood), data_.ood.targets, tau);
   predictive_.end_sample();
   if (save_every_ > 0 && predictive_.count() % save_every_ == 0 && dist_.writes_parameters())
     dir_.save_sample(model_, predictive_.count(), state_scalars());
@@ -305,8 +307,11 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive
   row["step"] = static_cast<double>(step_);
   row["wall_seconds"] = wall_before_ + seconds_since(start_);
   row["lr"] = s_.sampler->lr();
-  row["train_loss"] = loss_.take_mean();
   const double tau = tau_of(model_);
+  // every metric of the row and the training loss: one device pass, one host read (MetricsBatch)
+  MetricsBatch batch = eval_.batch(tau);
+  int64_t loss_steps = 0;
+  const size_t loss = batch.add_scalar(loss_.take_sum(loss_steps));
   const int64_t samples = predictive.count();
   // Without samples, the current iterate's chains are its members (a deep ensemble for an optimizer
   // with chains: K); their spread is needed for an ensemble's metrics and for OOD detection.
@@ -318,21 +323,26 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive
     current_test_ = eval_.predict(model_, data_.test);
   }
   if (!now.mean.defined()) now.mean = current_test_;
-  const Metrics current = eval_.metrics(current_test_, data_.test, tau);
-  add_prefixed(row, "sample_test_", current);
+  const size_t current = eval_.queue(batch, PredictiveSummary{current_test_, {}, {}}, data_.test, tau);
+  std::vector<std::pair<std::string, size_t>> queued = {{"sample_test_", current}};
   if (samples > 0) {
     for (const std::string split : {"test", "val"})
       if (predictive.has(split))
-        add_prefixed(row, split + "_",
-                     eval_.metrics(predictive.summary(split), split == "test" ? data_.test : data_.val, tau,
-                                   predictive.log_density_sum(split), samples));
+        queued.emplace_back(split + "_", eval_.queue(batch, predictive.summary(split),
+                                                     split == "test" ? data_.test : data_.val, tau,
+                                                     predictive.log_density_sum(split), samples));
   }
   if (samples == 0 && !s_.sampler->is_sampler()) {
-    add_prefixed(row, "test_", model_.chains() > 1 ? eval_.metrics(now, data_.test, tau) : current);
+    queued.emplace_back("test_", model_.chains() > 1 ? eval_.queue(batch, now, data_.test, tau) : current);
     if (data_.val.size() > 0)
-      add_prefixed(row, "val_", model_.chains() > 1 ? eval_.metrics(members_of(eval_, model_, data_.val), data_.val, tau)
-                                                    : eval_.metrics(eval_.predict(model_, data_.val), data_.val, tau));
+      queued.emplace_back("val_", eval_.queue(batch,
+                                              model_.chains() > 1 ? members_of(eval_, model_, data_.val)
+                                                                  : PredictiveSummary{eval_.predict(model_, data_.val), {}, {}},
+                                              data_.val, tau));
   }
+  batch.compute();
+  row["train_loss"] = loss_steps > 0 ? batch.scalar(loss) / static_cast<double>(loss_steps) : NAN;
+  for (const auto& [prefix, i] : queued) add_prefixed(row, prefix, eval_.result(batch, i));
   for (const auto& [k, v] : ood_row(samples, now, predictive)) row[k] = v;
   row["samples"] = static_cast<double>(samples);
   for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
