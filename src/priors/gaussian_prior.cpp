@@ -4,6 +4,7 @@
 
 #include "kernels/scale_segments.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <stdexcept>
@@ -25,12 +26,47 @@ GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, b
     by_buffer[{static_cast<int>(options[g].dtype().toScalarType()), options[g].device().str()}].push_back(g);
   }
   lambda_dev_.resize(groups_.size());
+  std::vector<std::pair<size_t, int64_t>> slot(groups_.size());  // group -> (buffer, position)
   for (auto& [key, members] : by_buffer) {
     LambdaBuffer b{torch::zeros({static_cast<int64_t>(members.size())}, options[members.front()]), members};
-    for (size_t i = 0; i < members.size(); ++i) lambda_dev_[members[i]] = b.values.select(0, static_cast<int64_t>(i));
+    for (size_t i = 0; i < members.size(); ++i) {
+      lambda_dev_[members[i]] = b.values.select(0, static_cast<int64_t>(i));
+      slot[members[i]] = {lambda_buffers_.size(), static_cast<int64_t>(i)};
+    }
     lambda_buffers_.push_back(std::move(b));
   }
+  plan_chain_params(slot);
   sync_device_lambda();
+}
+
+void GaussianPrior::plan_chain_params(const std::vector<std::pair<size_t, int64_t>>& slot) {
+  // Each parameter's chain slices, by chain: vectorized when chain c's group sits at position
+  // first + c of one buffer for every c < C (make_prior_groups' order: a group's chains in a row).
+  std::map<const void*, std::vector<std::pair<int64_t, size_t>>> slices;  // TensorImpl -> (chain, group)
+  std::map<const void*, torch::Tensor> tensor;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].chain < 0) continue;
+    for (const auto& p : groups_[g].params) {
+      slices[p.unsafeGetTensorImpl()].push_back({groups_[g].chain, g});
+      tensor[p.unsafeGetTensorImpl()] = p;
+    }
+  }
+  std::vector<ChainParam> planned;
+  for (auto& [impl, list] : slices) {
+    const torch::Tensor& p = tensor[impl];
+    std::sort(list.begin(), list.end());
+    const auto [buffer, first] = slot[list.front().second];
+    bool in_a_row = p.dim() > 0 && static_cast<int64_t>(list.size()) == p.size(0);
+    for (size_t c = 0; in_a_row && c < list.size(); ++c)
+      in_a_row = list[c].first == static_cast<int64_t>(c) && slot[list[c].second].first == buffer &&
+                 slot[list[c].second].second == first + static_cast<int64_t>(c);
+    if (!in_a_row) return;  // every chain group then takes the per-group path
+    std::vector<int64_t> shape(static_cast<size_t>(p.dim()), 1);
+    shape[0] = p.size(0);
+    planned.push_back({p, lambda_buffers_[buffer].values.narrow(0, first, p.size(0)).view(shape)});
+  }
+  chain_params_ = std::move(planned);
+  chains_vectorized_ = !chain_params_.empty();
 }
 
 void GaussianPrior::sync_device_lambda() {
@@ -56,13 +92,20 @@ torch::Tensor GaussianPrior::neg_log_prob() const {
 
 void GaussianPrior::for_each_grad(const GradOp& op) const {
   torch::NoGradGuard no_grad;
-  for (size_t g = 0; g < groups_.size(); ++g)
+  auto grad_of = [](const torch::Tensor& p) -> torch::Tensor& {
+    auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+    if (!grad.defined()) grad = torch::zeros_like(p);
+    return grad;
+  };
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (chains_vectorized_ && groups_[g].chain >= 0) continue;  // below, one op per parameter
     for (const auto& p : groups_[g].params) {
-      auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
-      if (!grad.defined()) grad = torch::zeros_like(p);
-      auto out = groups_[g].view(grad);
+      auto out = groups_[g].view(grad_of(p));
       op(out, groups_[g].view(p), lambda_dev_[g]);
     }
+  }
+  // every chain's slice at once, λ broadcast along dim 0: the same products as one op per slice
+  for (const auto& c : chain_params_) op(grad_of(c.param), c.param, c.lambda);
 }
 
 std::vector<PriorSeed> GaussianPrior::seeds() const {
