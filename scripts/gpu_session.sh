@@ -31,7 +31,9 @@
 #          kernels.cuda_mlp=fused, fused with kernels.cuda_mlp_prior=fused (λθ in its epilogue), that
 #          with kernels.cuda_gather=fused (images and labels in one kernel; both off by default until this
 #          passes) and aten, for H.1 and FNN-800 (graph and eager), then H.1 in full, graph-replayed; also
-#          test_gather_rows
+#          test_gather_rows; then the epoch stage
+#   epoch  bench_epoch on the GPU (also the end of mlp): ATen ops, host reads and seconds per phase of
+#          App. H.1 (100 epochs, graph-replayed), i.e. what one op of the per-epoch work costs there
 #   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
 #          (kernels.cuda_mlp_tile=32|64 against ATen, graph-replayed) for H.1 and FNN-800, then H.1 in full
 #          with the auto choice
@@ -217,8 +219,8 @@ stage_act() {
 # ATen's path, then App. H.1 in full with it and without (compare test error and time.*).
 stage_mlp() {
   configure_cuda || return 1
-  cmake --build $B -j"$(nproc)" --target test_mlp_fused test_gather_rows bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
-  stamp "built test_mlp_fused test_gather_rows bench_step sgmcmc"
+  cmake --build $B -j"$(nproc)" --target test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc"
   timeout 180 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
   echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
   grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
@@ -240,6 +242,19 @@ stage_mlp() {
 for f in sys.argv[1:]:
     d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \
     "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" "$L/h1_prior_true_summary.json" 2>&1
+  stage_epoch
+}
+# The per-epoch work on the GPU: bench_epoch's ATen ops, host reads and seconds per phase (App. H.1, 100
+# epochs, graph-replayed steps): seconds / ops is what one op of the per-epoch work costs on this GPU.
+stage_epoch() {
+  if [ ! -x $B/bench_epoch ]; then
+    configure_cuda || return 1
+    cmake --build $B -j"$(nproc)" --target bench_epoch >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  fi
+  timeout 120 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+    --set train.graph=true --set train.epochs=100 --set train.burn_in=2 --set output.dir=/tmp/bench_epoch \
+    --threads 8 --json "$L/epoch.json" > "$L/epoch.log" 2>&1
+  echo "bench_epoch rc=$?"; tail -10 "$L/epoch.log"
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles
