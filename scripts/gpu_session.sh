@@ -32,6 +32,8 @@
 #          with kernels.cuda_gather=fused (images and labels in one kernel; both off by default until this
 #          passes) and aten, for H.1 and FNN-800 (graph and eager), then H.1 in full, graph-replayed; also
 #          test_gather_rows; then the epoch stage
+#   chains 100 chains of H.1 against one, ATen's products and the fused pass (kernels.cuda_mlp=fused takes
+#          chains, kernels/mlp_fused.h): the chains' CUDA test, then steps/s of each (20 epochs, graph)
 #   epoch  bench_epoch on the GPU (also the end of mlp): ATen ops, host reads and seconds per phase of
 #          App. H.1 (100 epochs, graph-replayed), i.e. what one op of the per-epoch work costs there
 #   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
@@ -243,6 +245,28 @@ for f in sys.argv[1:]:
     d = json.load(open(f)); print(f.split('/')[-1], {k: d.get(k) for k in ('test_error', 'test_nll', 'val_error', 'wall_seconds')})" \
     "$L/h1_base_true_summary.json" "$L/h1_mlp_true_summary.json" "$L/h1_prior_true_summary.json" 2>&1
   stage_epoch
+}
+# 100 parallel chains of H.1 against one (the target: 100 chains for at most 3x one chain's time per
+# step): steps per second of stepping (summary.json's steps / time.steps), 20 epochs, graph-replayed, with
+# ATen's products and with the fused pass (kernels.cuda_mlp=fused takes chains; auto leaves them to ATen).
+stage_chains() {
+  if [ ! -x $B/sgmcmc ] || [ ! -x $B/test_mlp_fused ]; then
+    configure_cuda || return 1
+    cmake --build $B -j"$(nproc)" --target test_mlp_fused sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  fi
+  timeout 180 $B/test_mlp_fused --gtest_filter='*Chains*' > "$L/test_mlp_fused_chains.log" 2>&1
+  echo "test_mlp_fused (chains) rc=$?"; gtest_summary "$L/test_mlp_fused_chains.log"
+  grep -B3 -A8 "Failure" "$L/test_mlp_fused_chains.log" | head -40
+  local v c
+  for v in aten fused; do
+    for c in 1 100; do
+      timeout 150 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+        --set chains=$c --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=20 --set train.burn_in=2 \
+        --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
+      echo "H.1 20 epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
+      cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
+    done
+  done
 }
 # The per-epoch work on the GPU: bench_epoch's ATen ops, host reads and seconds per phase (App. H.1, 100
 # epochs, graph-replayed steps): seconds / ops is what one op of the per-epoch work costs on this GPU.

@@ -10,6 +10,7 @@
 #include "core/kernel_settings.h"
 #include "kernels/mlp_fused.h"
 #include "models/mlp.h"
+#include "models/mlp_chains.h"
 
 using namespace sgmcmc;
 
@@ -57,7 +58,7 @@ Built build(const Case& c, torch::Dtype dt, torch::Device dev, uint64_t seed) {
   return {m, Batch{x.to(dev), y.to(dev)}};
 }
 
-std::vector<kernels::MlpLayerTensors> layer_tensors(Mlp& m) {
+std::vector<kernels::MlpLayerTensors> layer_tensors(torch::nn::Module& m) {
   std::vector<kernels::MlpLayerTensors> ls;
   auto p = m.parameters();  // fc1.weight, fc1.bias, fc2.weight, ...
   for (size_t i = 0; i + 1 < p.size(); i += 2)
@@ -304,6 +305,142 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
       EXPECT_FALSE(m->nll_backward_seeded(batch, 7.0, seeds).defined());  // cuda_mlp: aten
       EXPECT_LE(max_rel(seeded_nll, aten_nll), tolerance(dt));
       for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(seeded[i], params[i].grad()), tolerance(dt)) << i;
+    }
+  }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
+namespace {
+
+struct BuiltChains {
+  std::shared_ptr<MlpChains> model;
+  Batch batch;  // chains · n rows, chain-major
+};
+
+BuiltChains build_chains(const Case& c, int64_t chains, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+  MlpOptions o;
+  o.inputs = c.inputs;
+  o.hidden = c.hidden;
+  o.outputs = c.outputs;
+  o.activation = c.activation;
+  auto gen = compat::make_generator(torch::kCPU, seed);
+  auto m = std::make_shared<MlpChains>(o, chains, gen);
+  m->to(dt);
+  m->to(dev);
+  auto x = torch::rand({chains * c.n, c.inputs}, gen).to(dt) * 2;
+  auto y = torch::randint(0, c.outputs, {chains * c.n}, gen, torch::kInt64);
+  return {m, Batch{x.to(dev), y.to(dev)}};
+}
+
+// ∇θ(scale · nll) by autograd on the chained model, added into .grad as it stands.
+torch::Tensor autograd_backward(MlpChains& m, const Batch& batch, double scale) {
+  auto nll = m.nll(batch);
+  (nll * scale).backward();
+  return nll.detach();
+}
+
+}  // namespace
+
+// Chains: the reference runs each chain's rows through its own slice of the stacked layers; its nll and
+// gradients (added to .grad, or overwriting it) are what autograd gives on MlpChains.
+TEST(MlpFused, ChainsReferenceEqualsAutogradOfTheChainedMlp) {
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    for (const auto& c : cases(true)) {
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      auto [m, batch] = build_chains(c, 3, dt, torch::kCPU, 11);
+      for (bool overwrite : {true, false}) {
+        auto params = m->parameters();
+        std::vector<torch::Tensor> start;
+        for (auto& p : params) start.push_back(overwrite ? torch::zeros_like(p) : torch::randn(p.sizes(), p.options()));
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].clone();
+        const auto want_nll = autograd_backward(*m, batch, 7.0);
+        std::vector<torch::Tensor> want;
+        for (auto& p : params) want.push_back(p.grad().clone());
+        for (size_t i = 0; i < params.size(); ++i)
+          params[i].mutable_grad() = overwrite ? torch::full_like(params[i], 123.0) : start[i].clone();
+        auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m),
+                                                       kernels::activation_from_name(c.activation), 7.0, overwrite, 3);
+        EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
+        for (size_t i = 0; i < params.size(); ++i)
+          EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i << ", overwrite " << overwrite;
+      }
+    }
+  }
+  // without CUDA the chained model has no pass of its own: the trainer's autograd
+  auto [m, batch] = build_chains(cases(true)[0], 2, torch::kFloat32, torch::kCPU, 1);
+  for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  EXPECT_FALSE(m->nll_backward(batch, 1.0).defined());
+}
+
+// On a GPU: the chains' fused pass against the reference (every chain through its own layers; C = 1
+// and C = 5, both tile edges), twice the same bits, and through MlpChains::nll_backward against
+// autograd on ATen's CUDA ops. kernels.cuda_mlp: auto leaves chains to ATen (not measured yet).
+TEST(MlpFused, CudaChainsEqualsReference) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const torch::Device dev(torch::kCUDA);
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    for (const auto& c : cases(false)) {
+      if (c.name == "FNN-800") continue;
+      for (int64_t chains : {1, 5}) {
+        SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + std::to_string(chains) + " chains");
+        auto [m, batch] = build_chains(c, chains, dt, dev, 13);
+        auto [mc, batch_cpu] = build_chains(c, chains, dt, torch::kCPU, 13);
+        const auto act = kernels::activation_from_name(c.activation);
+        kernels::MlpFusedScratch scratch;
+        for (int tile : {32, 64})
+          for (bool overwrite : {true, false}) {
+            SCOPED_TRACE("tile " + std::to_string(tile));
+            KernelSettings k;
+            k.cuda_mlp = KernelSettings::Choice::kFused;
+            k.cuda_mlp_tile = tile;
+            ScopedKernelSettings scoped(k);
+            auto params = m->parameters(), cpu = mc->parameters();
+            for (size_t i = 0; i < params.size(); ++i) {
+              cpu[i].mutable_grad() = torch::randn(cpu[i].sizes(), cpu[i].options());
+              params[i].mutable_grad() = cpu[i].grad().to(dev);
+            }
+            auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(*mc), act,
+                                                            7.0, overwrite, chains);
+            auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                            overwrite, scratch, chains);
+            ASSERT_TRUE(got_nll.defined());
+            EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
+            for (size_t i = 0; i < params.size(); ++i)
+              EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt))
+                  << "parameter " << i << ", overwrite " << overwrite;
+            if (overwrite) {
+              std::vector<torch::Tensor> first;
+              for (auto& p : params) first.push_back(p.grad().clone());
+              auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                            true, scratch, chains);
+              EXPECT_TRUE(torch::equal(again, got_nll));
+              for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
+            }
+          }
+        // through the model, against autograd on ATen's ops
+        auto params = m->parameters();
+        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+        const auto aten_nll = autograd_backward(*m, batch, 7.0);
+        std::vector<torch::Tensor> aten;
+        for (auto& p : params) aten.push_back(p.grad().clone());
+        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+        {
+          KernelSettings auto_k;  // auto: several chains stay with ATen; one chain of these small layers takes the pass
+          ScopedKernelSettings scoped(auto_k);
+          EXPECT_EQ(m->nll_backward(batch, 7.0).defined(), chains == 1);
+          for (auto& p : params) p.mutable_grad().zero_();
+        }
+        KernelSettings k;
+        k.cuda_mlp = KernelSettings::Choice::kFused;
+        ScopedKernelSettings scoped(k);
+        auto nll = m->nll_backward(batch, 7.0);
+        ASSERT_TRUE(nll.defined());
+        EXPECT_LE(max_rel(nll, aten_nll), tolerance(dt));
+        for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), aten[i]), tolerance(dt)) << i;
+      }
     }
   }
 #else

@@ -27,6 +27,12 @@
 // Checked on an H200 against the reference (MlpFused.CudaEqualsReference). kernels.cuda_mlp: auto (the
 // default) takes it for layers of up to 131,072 weights, where it measured faster; fused forces it.
 // In a CUDA graph it costs its 2 + depth launches; the split counters make it safe to replay.
+//
+// Parallel chains (models/mlp_chains.h): with `chains` = C, x holds C blocks of n rows (chain-major),
+// the labels likewise, and every layer's tensors are stacked over the chains (W_l [C, out, in], b_l
+// [C, out]); each launch runs all chains (blockIdx.y), chain c's rows against chain c's layers, so the
+// launch count is the same as one chain's. No prior precisions with chains. Not yet run on a GPU:
+// kernels.cuda_mlp: auto leaves chains to ATen's batched products; `fused` takes this pass.
 #pragma once
 
 #include <torch/torch.h>
@@ -64,13 +70,14 @@ bool mlp_fused_prior_enabled();
 // weights. Defined in CUDA builds only.
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                      bool overwrite, MlpFusedScratch& scratch);
+                                      bool overwrite, MlpFusedScratch& scratch, int64_t chains = 1);
 
 // The same arithmetic on contiguous float32/float64 CPU tensors, in plain loops, with the kernels'
 // per-element functions (activation_hd.h, softmax_xent_row.h): the reference the CUDA test compares
 // with. std::invalid_argument on a label outside [0, out_{L−1}) or mismatched shapes.
+// `chains` > 1: stacked layers as above, each chain's block of rows through its own layers.
 torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor& targets,
                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                     bool overwrite);
+                                     bool overwrite, int64_t chains = 1);
 
 }  // namespace sgmcmc::kernels

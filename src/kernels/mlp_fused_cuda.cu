@@ -52,9 +52,12 @@ struct Gemm {
   const T* lambda_e = nullptr;
   Epilogue epi = Epilogue::kStore;
   Activation act = Activation::kNone;
-  T* work = nullptr;       // [splits, m, n + ones] partial sums (splits > 1)
-  int* counters = nullptr;  // [tiles] arrivals
+  T* work = nullptr;       // [chains, splits, m, n + ones] partial sums (splits > 1)
+  int* counters = nullptr;  // [chains, tiles] arrivals
   int tiles_n = 1, splits = 1, k_chunk = 0, first_block = 0;
+  // Parallel chains (blockIdx.y = chain c): every operand of chain c starts c·*_bs elements further on
+  // (0: shared by the chains); λ are not per chain (the pass takes no prior with chains).
+  int64_t a_bs = 0, b_bs = 0, c_bs = 0, e_bs = 0, bias_bs = 0, y_bs = 0, prior_c_bs = 0, prior_e_bs = 0;
 };
 
 // Several independent products in one launch (block ranges by first_block), and one more block that sums
@@ -94,8 +97,9 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   __shared__ int is_last;
   const int tid = threadIdx.x;
   const int block = blockIdx.x;
+  const int64_t chain = blockIdx.y;
   if (block >= batch.gemm_blocks) {
-    block_sum(batch.sum_in, batch.sum_n, batch.sum_out);
+    if (chain == 0) block_sum(batch.sum_in, batch.sum_n, batch.sum_out);
     return;
   }
   int pi = 0;
@@ -103,6 +107,15 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   const Gemm<T>& g = batch.p[pi];
   const int local = block - g.first_block;
   const int tile = local / g.splits, split = local % g.splits;
+  // this chain's operands
+  const T* const a_ptr = g.a + chain * g.a_bs;
+  const T* const b_ptr = g.b + chain * g.b_bs;
+  T* const c_ptr = g.c + chain * g.c_bs;
+  T* const extra_ptr = g.extra == nullptr ? nullptr : g.extra + chain * g.e_bs;
+  const T* const bias_ptr = g.bias == nullptr ? nullptr : g.bias + chain * g.bias_bs;
+  const T* const y_ptr = g.y == nullptr ? nullptr : g.y + chain * g.y_bs;
+  const T* const prior_c_ptr = g.prior_c == nullptr ? nullptr : g.prior_c + chain * g.prior_c_bs;
+  const T* const prior_e_ptr = g.prior_e == nullptr ? nullptr : g.prior_e + chain * g.prior_e_bs;
   const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBN;
   const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
   const int n_all = g.n + (g.ones ? 1 : 0);
@@ -124,11 +137,11 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
       const int gm = m0 + am[r], gka = k0 + ak[r];
-      ra[r] = (gm < g.m && gka < k_end) ? g.a[gm * g.a_rs + gka * g.a_cs] : T(0);
+      ra[r] = (gm < g.m && gka < k_end) ? a_ptr[gm * g.a_rs + gka * g.a_cs] : T(0);
       const int gn = n0 + bn[r], gkb = k0 + bk[r];
       T v = T(0);
       if (gkb < k_end) {
-        if (gn < g.n) v = g.b[gkb * g.b_rs + gn * g.b_cs];
+        if (gn < g.n) v = b_ptr[gkb * g.b_rs + gn * g.b_cs];
         else if (g.ones && gn == g.n) v = T(1);
       }
       rb[r] = v;
@@ -164,7 +177,10 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   }
   if (g.splits > 1) {
     // this split's partial sums; the tile's last split to arrive adds all of them in split order
-    T* w = g.work + static_cast<int64_t>(split) * g.m * n_all;
+    const int tiles = ((g.m + kBM - 1) / kBM) * g.tiles_n;
+    T* const work = g.work + chain * g.splits * static_cast<int64_t>(g.m) * n_all;
+    int* const counters = g.counters + chain * tiles;
+    T* w = work + static_cast<int64_t>(split) * g.m * n_all;
 #pragma unroll
     for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -174,7 +190,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
       }
     __threadfence();
     __syncthreads();
-    if (tid == 0) is_last = atomicAdd(g.counters + tile, 1) == g.splits - 1;
+    if (tid == 0) is_last = atomicAdd(counters + tile, 1) == g.splits - 1;
     __syncthreads();
     if (!is_last) return;
     __threadfence();
@@ -186,11 +202,11 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
         if (gm < g.m && gn < n_all) {
           T s = T(0);
           for (int sp = 0; sp < g.splits; ++sp)
-            s += __ldcg(g.work + (static_cast<int64_t>(sp) * g.m + gm) * n_all + gn);
+            s += __ldcg(work + (static_cast<int64_t>(sp) * g.m + gm) * n_all + gn);
           acc[i][j] = s;
         }
       }
-    if (tid == 0) g.counters[tile] = 0;  // ready for the next call (and graph replay)
+    if (tid == 0) counters[tile] = 0;  // ready for the next call (and graph replay)
   }
 #pragma unroll
   for (int i = 0; i < kTM; ++i)
@@ -200,27 +216,32 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
       if (gm >= g.m || gn >= n_all) continue;
       const T v = acc[i][j];
       if (gn == g.n) {  // the ones column: Σ_k A(m, k), the bias gradient
-        T* e = g.extra + gm;
-        if (g.lambda_e != nullptr) *e = v + *g.lambda_e * g.prior_e[gm];
+        T* e = extra_ptr + gm;
+        if (g.lambda_e != nullptr) *e = v + *g.lambda_e * prior_e_ptr[gm];
         else *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
         continue;
       }
-      T* out = g.c + gm * g.c_rs + gn;
+      T* out = c_ptr + gm * g.c_rs + gn;
       switch (g.epi) {
-        case Epilogue::kStore: *out = g.lambda_c != nullptr ? v + *g.lambda_c * g.prior_c[gm * g.c_rs + gn] : v; break;
+        case Epilogue::kStore: *out = g.lambda_c != nullptr ? v + *g.lambda_c * prior_c_ptr[gm * g.c_rs + gn] : v; break;
         case Epilogue::kAccumulate: *out = *out + v; break;
-        case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + g.bias[gn]); break;
-        case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, g.y[static_cast<int64_t>(gm) * g.n + gn]); break;
+        case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + bias_ptr[gn]); break;
+        case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, y_ptr[static_cast<int64_t>(gm) * g.n + gn]); break;
       }
     }
 }
 
 // The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
-// g = s·(softmax(f) − onehot(y)) (softmax_xent_row), then d = (g W) ⊙ act'(h) when d is set.
+// g = s·(softmax(f) − onehot(y)) (softmax_xent_row), then d = (g W) ⊙ act'(h) when d is set. Chain
+// c = blockIdx.y: its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's.
 template <typename T>
 __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
                 T scale, Activation act, T* g, T* d, T* row_nll) {
+  const int64_t chain = blockIdx.y;
+  h += chain * n * hdim, w += chain * outs * hdim, bias += chain * outs, y += chain * n;
+  g += chain * n * outs, row_nll += chain * n;
+  if (d != nullptr) d += chain * n * hdim;
   extern __shared__ __align__(16) unsigned char head_smem[];
   T* ws = reinterpret_cast<T*>(head_smem);  // [outs, hdim]
   T* hs = ws + outs * hdim;                 // [rows, hdim]
@@ -275,21 +296,21 @@ torch::Tensor& ensure2(torch::Tensor& slot, int64_t rows, int64_t cols, const to
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Tiles and k splits for one product (about two blocks per SM when its tiles are fewer), with its
-// partial-sum and counter buffers from scratch slot `slot`.
+// Tiles and k splits for one product over `chains` chains (about two blocks per SM when the chains'
+// tiles are fewer), with its partial-sum and counter buffers from scratch slot `slot`.
 template <typename T>
-void plan(Gemm<T>& g, int tile, int sms, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
+void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
   const int n_all = g.n + (g.ones ? 1 : 0);
   g.tiles_n = ceil_div(n_all, tile);
   const int tiles = ceil_div(g.m, tile) * g.tiles_n;
-  const int want = std::max(1, std::min(2 * sms / std::max(tiles, 1), g.k / 64));
+  const int want = std::max(1, std::min(2 * sms / std::max(tiles * chains, 1), g.k / 64));
   g.k_chunk = std::max(kBK, ceil_div(ceil_div(std::max(g.k, 1), want), kBK) * kBK);
   g.splits = std::max(1, ceil_div(g.k, g.k_chunk));
   if (g.splits > 1) {
     if (s.work.size() <= slot) s.work.resize(slot + 1), s.counters.resize(slot + 1);
-    g.work = ensure(s.work[slot], static_cast<int64_t>(g.splits) * g.m * n_all, like.options(), false).template data_ptr<T>();
+    g.work = ensure(s.work[slot], int64_t{chains} * g.splits * g.m * n_all, like.options(), false).template data_ptr<T>();
     g.counters =
-        ensure(s.counters[slot], tiles, like.options().dtype(torch::kInt32), true).data_ptr<int>();
+        ensure(s.counters[slot], int64_t{chains} * tiles, like.options().dtype(torch::kInt32), true).data_ptr<int>();
   }
 }
 
@@ -299,7 +320,7 @@ void plan(Gemm<T>& g, int tile, int sms, MlpFusedScratch& s, size_t slot, const 
 int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
 
 template <typename T>
-void launch(GemmBatch<T>& batch, int tile, cudaStream_t stream) {
+void launch(GemmBatch<T>& batch, int tile, int chains, cudaStream_t stream) {
   int blocks = 0;
   for (int i = 0; i < batch.count; ++i) {
     auto& g = batch.p[i];
@@ -309,28 +330,37 @@ void launch(GemmBatch<T>& batch, int tile, cudaStream_t stream) {
   batch.gemm_blocks = blocks;
   if (batch.sum_out != nullptr) ++blocks;
   if (blocks == 0) return;
-  if (tile == 64) gemm_kernel<T, 64><<<blocks, kThreads, 0, stream>>>(batch);
-  else gemm_kernel<T, 32><<<blocks, kThreads, 0, stream>>>(batch);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(chains));
+  if (tile == 64) gemm_kernel<T, 64><<<grid, kThreads, 0, stream>>>(batch);
+  else gemm_kernel<T, 32><<<grid, kThreads, 0, stream>>>(batch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Plans every product of `batch` for one tile edge and launches it.
 template <typename T>
-void plan_and_launch(GemmBatch<T>& batch, int sms, MlpFusedScratch& s, size_t& slot, const torch::Tensor& like,
-                     cudaStream_t stream) {
+void plan_and_launch(GemmBatch<T>& batch, int sms, int chains, MlpFusedScratch& s, size_t& slot,
+                     const torch::Tensor& like, cudaStream_t stream) {
   const int tile = tile_edge();
-  for (int i = 0; i < batch.count; ++i) plan(batch.p[i], tile, sms, s, slot++, like);
-  launch(batch, tile, stream);
+  for (int i = 0; i < batch.count; ++i) plan(batch.p[i], tile, sms, chains, s, slot++, like);
+  launch(batch, tile, chains, stream);
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() / 2; }
 
+// One chain's layer shape: W [out, in] or, stacked over chains, [C, out, in].
+int64_t outs_of(const torch::Tensor& W) { return W.size(W.dim() - 2); }
+int64_t ins_of(const torch::Tensor& W) { return W.size(W.dim() - 1); }
+
+// Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
+// along dim 0; each kernel runs every chain at once (blockIdx.y), each chain's rows against its own
+// layers. Scratch rows are chain-major too.
 template <typename T>
 torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
-                  Activation act, T scale, bool overwrite, MlpFusedScratch& s) {
+                  Activation act, T scale, bool overwrite, int chains, MlpFusedScratch& s) {
   const size_t L = layers.size();
-  const int n = static_cast<int>(x.size(0));
-  const int outs = static_cast<int>(layers[L - 1].weight.size(0)), hdim = static_cast<int>(layers[L - 1].weight.size(1));
+  const int n = static_cast<int>(x.size(0) / chains);  // rows per chain
+  const int64_t rows = x.size(0);
+  const int outs = static_cast<int>(outs_of(layers[L - 1].weight)), hdim = static_cast<int>(ins_of(layers[L - 1].weight));
   const int per_row = hdim + 2 * outs;
   const int head_rows = std::min<int64_t>(
       {kHeadRows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
@@ -349,23 +379,24 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     GemmBatch<T> b;
     Gemm<T>& g = b.p[0];
     b.count = 1;
-    g.m = n, g.n = static_cast<int>(W.size(0)), g.k = static_cast<int>(W.size(1));
-    g.a = h[l], g.a_rs = g.k, g.a_cs = 1;
-    g.b = W.template data_ptr<T>(), g.b_rs = 1, g.b_cs = g.k;
-    auto& out = ensure2(s.h[l + 1], n, g.n, opts);
-    g.c = out.template data_ptr<T>(), g.c_rs = g.n;
-    g.epi = Epilogue::kBiasActivation, g.act = act, g.bias = layers[l].bias.template data_ptr<T>();
-    plan_and_launch(b, sms, s, slot, x, stream);
+    g.m = n, g.n = static_cast<int>(outs_of(W)), g.k = static_cast<int>(ins_of(W));
+    g.a = h[l], g.a_rs = g.k, g.a_cs = 1, g.a_bs = int64_t{n} * g.k;
+    g.b = W.template data_ptr<T>(), g.b_rs = 1, g.b_cs = g.k, g.b_bs = int64_t{g.n} * g.k;
+    auto& out = ensure2(s.h[l + 1], rows, g.n, opts);
+    g.c = out.template data_ptr<T>(), g.c_rs = g.n, g.c_bs = int64_t{n} * g.n;
+    g.epi = Epilogue::kBiasActivation, g.act = act, g.bias = layers[l].bias.template data_ptr<T>(), g.bias_bs = g.n;
+    plan_and_launch(b, sms, chains, s, slot, x, stream);
     h[l + 1] = g.c;
   }
   // the head: f, nll_i, g_L and g_{L−1}
-  auto& gl = ensure2(s.g[L], n, outs, opts);
+  auto& gl = ensure2(s.g[L], rows, outs, opts);
   T* d = nullptr;
-  if (L > 1) d = ensure2(s.g[L - 1], n, hdim, opts).template data_ptr<T>();
-  auto& row_nll = ensure(s.row_nll, n, opts, false);
+  if (L > 1) d = ensure2(s.g[L - 1], rows, hdim, opts).template data_ptr<T>();
+  auto& row_nll = ensure(s.row_nll, rows, opts, false);
   if (n > 0) {
     const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
-    head_kernel<T><<<ceil_div(n, head_rows), kHeadThreads, smem, stream>>>(
+    const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
+    head_kernel<T><<<grid, kHeadThreads, smem, stream>>>(
         h[L - 1], layers[L - 1].weight.template data_ptr<T>(), layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(),
         n, hdim, outs, head_rows, scale, act, gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -376,14 +407,14 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     GemmBatch<T> b;
     Gemm<T>& g = b.p[0];
     b.count = 1;
-    const int out = static_cast<int>(W.size(0)), in = static_cast<int>(W.size(1));
+    const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
     g.m = n, g.n = in, g.k = out;
-    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = out, g.a_cs = 1;
-    g.b = W.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1;
-    auto& dl = ensure2(s.g[l], n, in, opts);
-    g.c = dl.template data_ptr<T>(), g.c_rs = in;
-    g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l];
-    plan_and_launch(b, sms, s, slot, x, stream);
+    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = out, g.a_cs = 1, g.a_bs = int64_t{n} * out;
+    g.b = W.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{out} * in;
+    auto& dl = ensure2(s.g[l], rows, in, opts);
+    g.c = dl.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{n} * in;
+    g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l], g.y_bs = int64_t{n} * in;
+    plan_and_launch(b, sms, chains, s, slot, x, stream);
   }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch
   GemmBatch<T> b;
@@ -391,28 +422,33 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   for (size_t l = 0; l < L; ++l) {
     const auto& W = layers[l].weight;
     Gemm<T>& g = b.p[l];
-    const int out = static_cast<int>(W.size(0)), in = static_cast<int>(W.size(1));
+    const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
     g.m = out, g.n = in, g.k = n, g.ones = true;
-    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out;
-    g.b = h[l], g.b_rs = in, g.b_cs = 1;
-    g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.extra = layers[l].bias_grad.template data_ptr<T>();
+    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
+    g.b = h[l], g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{n} * in;
+    g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
+    g.extra = layers[l].bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting
+    if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting, one chain
       g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
       g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
     }
   }
   auto nll = at::empty({}, opts);
-  b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = n, b.sum_out = nll.template data_ptr<T>();
-  plan_and_launch(b, sms, s, slot, x, stream);
+  b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
+  plan_and_launch(b, sms, chains, s, slot, x, stream);
   return nll;
 }
 
 // Whether the pass handles these tensors (checked before anything is launched).
 bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
-             bool overwrite) {
+             bool overwrite, int64_t chains) {
   if (layers.empty() || layers.size() > static_cast<size_t>(kMaxProblems)) return false;
   if (!x.is_cuda() || x.dim() != 2 || !x.is_contiguous() || !fits_int(x.numel())) return false;
+  if (chains < 1 || chains > 65535 || x.size(0) % chains != 0) return false;
+  // one chain: [out, in] layers (or [1, out, in]); chains: stacked [C, out, in] and [C, out]
+  const bool stacked = layers.front().weight.dim() == 3;
+  if (chains > 1 && !stacked) return false;
   if (x.scalar_type() != torch::kFloat32 && x.scalar_type() != torch::kFloat64) return false;
   if (!targets.is_cuda() || targets.dim() != 1 || targets.size(0) != x.size(0) || !targets.is_contiguous() ||
       targets.scalar_type() != torch::kInt64 || targets.device() != x.device())
@@ -422,13 +458,16 @@ bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::ve
     for (const auto* t : {&L.weight, &L.bias, &L.weight_grad, &L.bias_grad})
       if (!t->defined() || !t->is_contiguous() || t->scalar_type() != x.scalar_type() || t->device() != x.device())
         return false;
-    if (L.weight.dim() != 2 || L.weight.size(1) != in || L.weight_grad.sizes() != L.weight.sizes()) return false;
+    if (L.weight.dim() != (stacked ? 3 : 2) || ins_of(L.weight) != in || L.weight_grad.sizes() != L.weight.sizes())
+      return false;
+    if (stacked && (L.weight.size(0) != chains || L.bias.dim() != 2 || L.bias.size(0) != chains)) return false;
     if (L.weight_lambda.defined() != L.bias_lambda.defined() || (L.weight_lambda.defined() && !overwrite)) return false;
+    if (L.weight_lambda.defined() && chains > 1) return false;  // one λ per chain is not implemented
     for (const auto* t : {&L.weight_lambda, &L.bias_lambda})
       if (t->defined() && (t->numel() != 1 || t->scalar_type() != x.scalar_type() || t->device() != x.device()))
         return false;
-    const int64_t out = L.weight.size(0);
-    if (L.bias.numel() != out || L.bias_grad.numel() != out || !fits_int(out * (in + 1)) ||
+    const int64_t out = outs_of(L.weight);
+    if (L.bias.numel() != chains * out || L.bias_grad.numel() != chains * out || !fits_int(chains * out * (in + 1)) ||
         !fits_int(x.size(0) * (out + 1)))
       return false;
     in = out;
@@ -444,14 +483,17 @@ bool mlp_fused_prior_enabled() { return kernel_settings().cuda_mlp_prior_fused; 
 
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                      bool overwrite, MlpFusedScratch& scratch) {
-  if (!handled(x, targets, layers, overwrite)) return {};
-  if (kernel_settings().cuda_mlp == KernelSettings::Choice::kAuto)
+                                      bool overwrite, MlpFusedScratch& scratch, int64_t chains) {
+  if (!handled(x, targets, layers, overwrite, chains)) return {};
+  if (kernel_settings().cuda_mlp == KernelSettings::Choice::kAuto) {
+    if (chains > 1) return {};  // not yet measured against ATen's batched products: `fused` only
     for (const auto& l : layers)
       if (l.weight.numel() > kAutoMaxLayer) return {};
+  }
   const c10::cuda::CUDAGuard guard(x.device());
-  if (x.scalar_type() == torch::kFloat64) return run<double>(x, targets, layers, act, scale, overwrite, scratch);
-  return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, scratch);
+  const int c = static_cast<int>(chains);
+  if (x.scalar_type() == torch::kFloat64) return run<double>(x, targets, layers, act, scale, overwrite, c, scratch);
+  return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, c, scratch);
 }
 
 }  // namespace sgmcmc::kernels

@@ -124,7 +124,25 @@ torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& targets, co
 
 torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor& targets,
                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                     bool overwrite) {
+                                     bool overwrite, int64_t chains) {
+  if (chains > 1) {  // chain c: its rows and its slice of every stacked layer (views: the grads are written through)
+    if (x.dim() != 2 || x.size(0) % chains != 0 || targets.dim() != 1 || targets.size(0) != x.size(0))
+      throw std::invalid_argument("mlp_backward_reference: x must be [chains * n, in] and targets [chains * n]");
+    const int64_t n = x.size(0) / chains;
+    torch::Tensor nll;
+    for (int64_t c = 0; c < chains; ++c) {
+      std::vector<MlpLayerTensors> mine;
+      for (const auto& l : layers) {
+        if (l.weight.dim() != 3 || l.weight.size(0) != chains || l.bias.dim() != 2 || l.bias.size(0) != chains)
+          throw std::invalid_argument("mlp_backward_reference: chains need layers stacked [chains, out, in], [chains, out]");
+        if (l.weight_lambda.defined()) throw std::invalid_argument("mlp_backward_reference: no precisions with chains");
+        mine.push_back({l.weight[c], l.bias[c], l.weight_grad[c], l.bias_grad[c]});
+      }
+      auto part = mlp_backward_reference(x.narrow(0, c * n, n), targets.narrow(0, c * n, n), mine, act, scale, overwrite);
+      nll = nll.defined() ? nll + part : part;
+    }
+    return nll;
+  }
   check_layers(x, targets, layers);
   for (const auto& l : layers)
     if (l.weight_lambda.defined() && !overwrite)

@@ -72,6 +72,25 @@ torch::Tensor MlpChains::nll(const Batch& batch) {
   return 0.5 * tau_ * r.pow(2).sum() + 0.5 * static_cast<double>(total) * (std::log(2 * M_PI) - std::log(tau_));
 }
 
+torch::Tensor MlpChains::nll_backward(const Batch& batch, double scale) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (task() != Task::kClassification || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled()) return {};
+  for (size_t i = 0; i < weights_.size(); ++i)
+    if (!weights_[i].grad().defined() || !biases_[i].grad().defined()) return {};
+  torch::NoGradGuard no_grad;
+  std::vector<kernels::MlpLayerTensors> ls;
+  for (size_t i = 0; i < weights_.size(); ++i)
+    ls.push_back({weights_[i], biases_[i], weights_[i].mutable_grad(), biases_[i].mutable_grad()});
+  const auto& x = batch.inputs;
+  return kernels::mlp_backward_fused_cuda(x.dim() == 2 ? x : x.reshape({x.size(0), -1}), batch.targets, ls,
+                                          kernels::activation_from_name(options_.activation), scale,
+                                          /*overwrite=*/false, fused_, chains_);
+#else
+  (void)batch, (void)scale;
+  return {};
+#endif
+}
+
 torch::Tensor MlpChains::predict_chains(const torch::Tensor& inputs) {
   auto f = forward_impl(inputs, /*shared=*/true);
   if (task() == Task::kClassification) return torch::softmax(f, 2);

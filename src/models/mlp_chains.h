@@ -16,6 +16,7 @@
 
 #include <vector>
 
+#include "kernels/mlp_fused.h"
 #include "models/mlp.h"
 #include "models/model.h"
 
@@ -29,6 +30,10 @@ class MlpChains : public Model {
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
+  // On CUDA with kernels.cuda_mlp: fused (classification): every chain's forward and backward in the
+  // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad.
+  // Undefined (nothing written) elsewhere: the trainer then runs autograd on nll().
+  torch::Tensor nll_backward(const Batch& batch, double scale) override;
   std::map<std::string, double> likelihood_hyperparameters() const override;
 
   // Outputs [C, n, out] for per-chain inputs [C, n, ...].
@@ -41,6 +46,7 @@ class MlpChains : public Model {
   int64_t chains_;
   std::vector<torch::Tensor> weights_, biases_;
   double tau_;
+  kernels::MlpFusedScratch fused_;  // the fused CUDA pass's buffers, kept from step to step
 };
 
 }  // namespace sgmcmc
