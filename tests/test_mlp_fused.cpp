@@ -38,24 +38,32 @@ std::vector<Case> cases(bool small_only) {
   return c;
 }
 
-struct Built {
-  std::shared_ptr<Mlp> model;
-  Batch batch;
+// A model of the case's shape (Mlp, or MlpChains with `chains`), its parameters drawn from `seed`, and a
+// batch of `rows` rows on `dev` in `dt`.
+template <typename M>
+struct BuiltOf {
+  std::shared_ptr<M> model;
+  Batch batch;  // with chains: chains · n rows, chain-major
 };
 
-Built build(const Case& c, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+template <typename M, typename... ChainsArg>
+BuiltOf<M> build_model(const Case& c, int64_t rows, torch::Dtype dt, torch::Device dev, uint64_t seed, ChainsArg... chains) {
   MlpOptions o;
   o.inputs = c.inputs;
   o.hidden = c.hidden;
   o.outputs = c.outputs;
   o.activation = c.activation;
   auto gen = compat::make_generator(torch::kCPU, seed);
-  auto m = std::make_shared<Mlp>(o, gen);
+  auto m = std::make_shared<M>(o, chains..., gen);
   m->to(dt);
   m->to(dev);
-  auto x = torch::rand({c.n, c.inputs}, gen).to(dt) * 2;
-  auto y = torch::randint(0, c.outputs, {c.n}, gen, torch::kInt64);
+  auto x = torch::rand({rows, c.inputs}, gen).to(dt) * 2;
+  auto y = torch::randint(0, c.outputs, {rows}, gen, torch::kInt64);
   return {m, Batch{x.to(dev), y.to(dev)}};
+}
+
+BuiltOf<Mlp> build(const Case& c, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+  return build_model<Mlp>(c, c.n, dt, dev, seed);
 }
 
 std::vector<kernels::MlpLayerTensors> layer_tensors(torch::nn::Module& m) {
@@ -76,6 +84,47 @@ double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
 // float64 1e-12.
 double tolerance(torch::Dtype dt) { return dt == torch::kFloat64 ? 1e-12 : 2e-5; }
 
+
+#if defined(SGMCMC_WITH_CUDA)
+// The fused pass on the GPU model `m` against the reference on its CPU copy `mc` (the same parameters), from
+// the same random .grad, overwriting and accumulating, for both tile edges (one scratch: its buffers regrow,
+// its counters stay at 0); overwriting twice gives the same bits (fixed summation order, counters reset).
+void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, torch::nn::Module& mc,
+                                   const Batch& batch_cpu, kernels::Activation act, torch::Dtype dt, int64_t chains) {
+  const torch::Device dev = batch.inputs.device();
+  kernels::MlpFusedScratch scratch;
+  for (int tile : {32, 64})
+    for (bool overwrite : {true, false}) {
+      SCOPED_TRACE("tile " + std::to_string(tile));
+      KernelSettings k;
+      k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
+      k.cuda_mlp_tile = tile;
+      ScopedKernelSettings scoped(k);
+      auto params = m.parameters(), cpu = mc.parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        cpu[i].mutable_grad() = torch::randn(cpu[i].sizes(), cpu[i].options());
+        params[i].mutable_grad() = cpu[i].grad().to(dev);
+      }
+      auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(mc), act, 7.0,
+                                                      overwrite, chains);
+      auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(m), act, 7.0,
+                                                      overwrite, scratch, chains);
+      ASSERT_TRUE(got_nll.defined());
+      EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
+      for (size_t i = 0; i < params.size(); ++i)
+        EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt))
+            << "parameter " << i << ", overwrite " << overwrite;
+      if (overwrite) {
+        std::vector<torch::Tensor> first;
+        for (auto& p : params) first.push_back(p.grad().clone());
+        auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(m), act, 7.0, true,
+                                                      scratch, chains);
+        EXPECT_TRUE(torch::equal(again, got_nll));
+        for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
+      }
+    }
+}
+#endif
 }  // namespace
 
 // The reference's gradients and nll are the MLP's own backward's (overwriting and accumulating).
@@ -132,37 +181,7 @@ TEST(MlpFused, CudaEqualsReference) {
       auto [m, batch] = build(c, dt, dev, 5);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 5);
       const auto act = kernels::activation_from_name(c.activation);
-      kernels::MlpFusedScratch scratch;  // shared by both tile edges: buffers regrow, counters stay at 0
-      for (int tile : {32, 64})
-      for (bool overwrite : {true, false}) {
-        SCOPED_TRACE("tile " + std::to_string(tile));
-        KernelSettings k;
-        k.cuda_mlp = KernelSettings::Choice::kFused;  // FNN-800 too (auto leaves it to ATen)
-        k.cuda_mlp_tile = tile;
-        ScopedKernelSettings scoped(k);
-        auto params = m->parameters(), cpu = mc->parameters();
-        for (size_t i = 0; i < params.size(); ++i) {
-          cpu[i].mutable_grad() = torch::randn(cpu[i].sizes(), cpu[i].options());
-          params[i].mutable_grad() = cpu[i].grad().to(dev);
-        }
-        auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(*mc), act,
-                                                        7.0, overwrite);
-        auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
-                                                        overwrite, scratch);
-        ASSERT_TRUE(got_nll.defined());
-        EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
-        for (size_t i = 0; i < params.size(); ++i)
-          EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt))
-              << "parameter " << i << ", overwrite " << overwrite;
-        if (overwrite) {  // again: the same bits (fixed summation order, the split counters reset)
-          std::vector<torch::Tensor> first;
-          for (auto& p : params) first.push_back(p.grad().clone());
-          auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0, true,
-                                                        scratch);
-          EXPECT_TRUE(torch::equal(again, got_nll));
-          for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
-        }
-      }
+      expect_fused_equals_reference(*m, batch, *mc, batch_cpu, act, dt, 1);
       // through the model, against ATen's CUDA path
       auto params = m->parameters();
       std::vector<torch::Tensor> aten;
@@ -314,24 +333,8 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
 
 namespace {
 
-struct BuiltChains {
-  std::shared_ptr<MlpChains> model;
-  Batch batch;  // chains · n rows, chain-major
-};
-
-BuiltChains build_chains(const Case& c, int64_t chains, torch::Dtype dt, torch::Device dev, uint64_t seed) {
-  MlpOptions o;
-  o.inputs = c.inputs;
-  o.hidden = c.hidden;
-  o.outputs = c.outputs;
-  o.activation = c.activation;
-  auto gen = compat::make_generator(torch::kCPU, seed);
-  auto m = std::make_shared<MlpChains>(o, chains, gen);
-  m->to(dt);
-  m->to(dev);
-  auto x = torch::rand({chains * c.n, c.inputs}, gen).to(dt) * 2;
-  auto y = torch::randint(0, c.outputs, {chains * c.n}, gen, torch::kInt64);
-  return {m, Batch{x.to(dev), y.to(dev)}};
+BuiltOf<MlpChains> build_chains(const Case& c, int64_t chains, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+  return build_model<MlpChains>(c, chains * c.n, dt, dev, seed, chains);
 }
 
 // ∇θ(scale · nll) by autograd on the chained model, added into .grad as it stands.
@@ -389,37 +392,7 @@ TEST(MlpFused, CudaChainsEqualsReference) {
         auto [m, batch] = build_chains(c, chains, dt, dev, 13);
         auto [mc, batch_cpu] = build_chains(c, chains, dt, torch::kCPU, 13);
         const auto act = kernels::activation_from_name(c.activation);
-        kernels::MlpFusedScratch scratch;
-        for (int tile : {32, 64})
-          for (bool overwrite : {true, false}) {
-            SCOPED_TRACE("tile " + std::to_string(tile));
-            KernelSettings k;
-            k.cuda_mlp = KernelSettings::Choice::kFused;
-            k.cuda_mlp_tile = tile;
-            ScopedKernelSettings scoped(k);
-            auto params = m->parameters(), cpu = mc->parameters();
-            for (size_t i = 0; i < params.size(); ++i) {
-              cpu[i].mutable_grad() = torch::randn(cpu[i].sizes(), cpu[i].options());
-              params[i].mutable_grad() = cpu[i].grad().to(dev);
-            }
-            auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(*mc), act,
-                                                            7.0, overwrite, chains);
-            auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
-                                                            overwrite, scratch, chains);
-            ASSERT_TRUE(got_nll.defined());
-            EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
-            for (size_t i = 0; i < params.size(); ++i)
-              EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt))
-                  << "parameter " << i << ", overwrite " << overwrite;
-            if (overwrite) {
-              std::vector<torch::Tensor> first;
-              for (auto& p : params) first.push_back(p.grad().clone());
-              auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
-                                                            true, scratch, chains);
-              EXPECT_TRUE(torch::equal(again, got_nll));
-              for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
-            }
-          }
+        expect_fused_equals_reference(*m, batch, *mc, batch_cpu, act, dt, chains);
         // through the model, against autograd on ATen's ops
         auto params = m->parameters();
         for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
