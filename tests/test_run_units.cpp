@@ -270,6 +270,15 @@ TEST(DivergenceGuard, FlagsNanAndInfinityButNotLargeFiniteParameters) {
     EXPECT_THROW(g.check_state(3, 0.1), RunDiverged) << bad;
     big[999] = 3e38f;
   }
+  // Parameters of more than 2^24 elements together go in chunks: a bad value in either is found.
+  auto a = torch::zeros({10000000}), b = torch::zeros({10000000});
+  DivergenceGuard chunked("sgld", opts, {a, b}, false, "c", [](int64_t, const std::string&) {});
+  EXPECT_NO_THROW(chunked.check_state(1, 0.1));
+  b[9999999] = NAN;
+  EXPECT_THROW(chunked.check_state(2, 0.1), RunDiverged);
+  b[9999999] = 0.0f;
+  a[0] = -INFINITY;
+  EXPECT_THROW(chunked.check_state(3, 0.1), RunDiverged);
 }
 
 // Several predictives in one MetricsBatch give each the metrics of its own single call, and the
