@@ -42,7 +42,7 @@ struct Fixture {
   }
 };
 
-// metrics.csv without the wall-clock columns (wall_seconds, steps_per_second).
+// metrics.csv without the wall-clock columns (wall_seconds, steps_per_second, time.steps).
 std::vector<std::string> deterministic_metrics(const std::string& run) {
   std::ifstream in(run + "/metrics.csv");
   std::string header;
@@ -55,7 +55,8 @@ std::vector<std::string> deterministic_metrics(const std::string& run) {
     std::stringstream ls(line);
     std::string out, cell;
     for (size_t i = 0; i < cols.size() && std::getline(ls, cell, ','); ++i)
-      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second") out += cols[i] + "=" + cell + ",";
+      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second" && cols[i].rfind("time.", 0) != 0)
+        out += cols[i] + "=" + cell + ",";
     rows.push_back(out);
   }
   return rows;

@@ -65,13 +65,13 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> read_
   return {cols, rows};
 }
 
-// metrics.csv without the timing columns (wall_seconds, steps_per_second), for comparing runs.
+// metrics.csv without the timing columns (wall_seconds, steps_per_second, time.steps), for comparing runs.
 std::string metrics_without_timing(const fs::path& p) {
   const auto [cols, rows] = read_metrics(p);
   std::string out;
   for (const auto& row : rows) {
     for (size_t i = 0; i < row.size(); ++i)
-      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second") out += row[i] + ",";
+      if (cols[i] != "wall_seconds" && cols[i] != "steps_per_second" && cols[i].rfind("time.", 0) != 0) out += row[i] + ",";
     out += "\n";
   }
   return out;

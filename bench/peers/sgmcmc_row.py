@@ -36,20 +36,21 @@ def find(d, *keys):
     return None
 
 
-def after_first_epoch(metrics_csv):
-    """Steps per second of whole epochs after the first (the peers' rows drop their first, compiled,
-    epoch): metrics.csv's rows are one per epoch with the step and the wall clock at its end, so this
-    counts every epoch's per-epoch work (Gibbs step, sample, evaluation) and no graph capture or
-    warm-up. None with fewer than two rows."""
+def after_first_epoch(metrics_csv, clock="time.steps"):
+    """Steps per second after the first epoch (the peers' rows drop their first, compiled, epoch), from
+    metrics.csv's first and last rows (one per epoch). clock "time.steps": the seconds spent stepping,
+    without the per-epoch work and the first epoch's graph capture (what the peers' epoch clocks
+    count); "wall_seconds": whole epochs with sgmcmc's per-epoch work (Gibbs step, sample, evaluation).
+    None with fewer than two rows or without the column."""
     import csv
     try:
         rows = list(csv.DictReader(open(metrics_csv)))
     except OSError:
         return None
-    if len(rows) < 2:
+    if len(rows) < 2 or not rows[0].get(clock):
         return None
     first, last = rows[0], rows[-1]
-    dt = float(last["wall_seconds"]) - float(first["wall_seconds"])
+    dt = float(last[clock]) - float(first[clock])
     return (float(last["step"]) - float(first["step"])) / dt if dt > 0 else None
 
 
@@ -102,6 +103,8 @@ def main():
          "wall_seconds": find(s, "wall_seconds"), "compile_seconds": 0.0,
          "samples": find(s, "samples", "num_samples"), "test_error": err, "test_nll": nll,
          "steps_per_second_after_first_epoch": after_first_epoch(os.path.join(a.out, "metrics.csv")),
+         "steps_per_second_after_first_epoch_wall": after_first_epoch(os.path.join(a.out, "metrics.csv"),
+                                                                       "wall_seconds"),
          "time": {k: v for k, v in s.items() if k.startswith("time.")}}
     print(json.dumps(d), flush=True)
 

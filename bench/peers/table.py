@@ -290,9 +290,26 @@ def main():
     ap.add_argument("--doc", default="docs/performance.md")
     ap.add_argument("--details-doc", default="docs/peers.md")
     ap.add_argument("--header", default="")
+    ap.add_argument("--rate", choices=["auto", "whole", "after-first-epoch"], default="auto",
+                    help="steps/s over every epoch, or after each row's first (its compilation or graph capture; "
+                         "JAX and CUDA graphs pay it there); auto: after the first epoch on cuda, whole on cpu")
     a = ap.parse_args()
     by, meta = load(a.raw)
-    block, details = build(by, a.device, a.header or header_of(meta, by), a.details_doc)
+    rate = a.rate if a.rate != "auto" else ("after-first-epoch" if a.device == "cuda" else "whole")
+    header = a.header or header_of(meta, by)
+    h1_rows = [d for label, rows in by.items() if "bpmf" not in label for d in rows]
+    if rate == "after-first-epoch" and not all(d.get("steps_per_second_after_first_epoch") for d in h1_rows):
+        rate = "whole"  # every row the same clock, or none: a raw file from before the rows recorded it
+        header += " steps/s here: over every epoch (not every row of this run recorded its rate after the first)."
+    if rate == "after-first-epoch":
+        for rows in by.values():
+            for d in rows:
+                if d.get("steps_per_second_after_first_epoch"):
+                    d["steps_per_second_whole"] = d["steps_per_second"]
+                    d["steps_per_second"] = d["steps_per_second_after_first_epoch"]
+        header += (" steps/s here: after each row's first epoch (its compilation or CUDA graph capture left out; "
+                   "sgmcmc: the time.steps column of metrics.csv between its first and last rows).")
+    block, details = build(by, a.device, header, a.details_doc)
     print(details)
     if a.doc != "-":
         rewrite(a.doc, a.device, block)

@@ -350,6 +350,9 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive
   for (const auto& [k, v] : s_.sampler->diagnostics()) row["diag." + k] = v;
   const double session = session_seconds();
   row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
+  // this session's seconds in steps so far (time.steps): two rows give the stepping rate between
+  // them, without the per-epoch work or the first epoch's graph capture (bench/peers/sgmcmc_row.py)
+  row["time.steps"] = phases_.seconds().at("time.steps");
   return row;
 }
 
