@@ -104,15 +104,21 @@ TEST(MlpChains, OneChainEqualsMlp) {
   EXPECT_TRUE(torch::allclose(plain.predict(b.inputs), batched.predict(b.inputs), 1e-5, 1e-6));
 }
 
+namespace {
+MlpOptions one_hidden_layer(int64_t inputs, int64_t hidden, int64_t outputs) {
+  MlpOptions o;
+  o.inputs = inputs;
+  o.hidden = {hidden};
+  o.outputs = outputs;
+  return o;
+}
+}  // namespace
+
 // With C chains every chain's loss and gradient involve its own slice of the batch only, and the
 // per-chain prior groups split each tensor by chain.
 TEST(MlpChains, ChainsAreIndependent) {
-  MlpOptions o;
-  o.inputs = 6;
-  o.hidden = {4};
-  o.outputs = 2;
   auto g = compat::make_generator(torch::kCPU, 2);
-  MlpChains m(o, 3, g);
+  MlpChains m(one_hidden_layer(6, 4, 2), 3, g);
   auto gx = compat::make_generator(torch::kCPU, 8);
   auto x = at::randn({3 * 5, 6}, gx, torch::kFloat32);
   auto y = at::randint(0, 2, {15}, gx, torch::kInt64);
@@ -136,12 +142,8 @@ TEST(MlpChains, ChainsAreIndependent) {
 // equals λ_{g,c}·θ_c slice by slice (exactly: the same products), for seed_grad and add_grad; float64
 // parameters take that path (float32 on the CPU takes the one-loop kernel instead).
 TEST(MlpChains, PriorGradientOfEveryChainWithItsOwnPrecision) {
-  MlpOptions o;
-  o.inputs = 5;
-  o.hidden = {3};
-  o.outputs = 2;
   auto g = compat::make_generator(torch::kCPU, 4);
-  MlpChains m(o, 3, g);
+  MlpChains m(one_hidden_layer(5, 3, 2), 3, g);
   m.to(torch::kFloat64);
   auto groups = make_prior_groups(m, "per_tensor");
   GaussianPrior prior(groups, 1.0, true, 1.0, 1.0);

@@ -13,7 +13,12 @@ namespace {
 constexpr double kZ50 = 0.6744897501960817;  // Φ⁻¹(0.75)
 constexpr double kZ90 = 1.6448536269514722;  // Φ⁻¹(0.95)
 
-constexpr int64_t kBins = 15;  // calibration bins (calibration_bins' default)
+constexpr int64_t kBins = kCalibrationBins;
+
+// The equal-width bin of each top-label confidence in [0, 1] (1 itself in the last bin).
+torch::Tensor confidence_bin(const torch::Tensor& conf, int64_t bins) {
+  return (conf * bins).floor().clamp(0, bins - 1).to(torch::kInt64);
+}
 
 // The segment id of every point of `sizes` concatenated (on `options`' device, without a host copy).
 torch::Tensor segment_ids(const std::vector<int64_t>& sizes, const torch::TensorOptions& options) {
@@ -70,7 +75,7 @@ std::function<void(const std::vector<double>&)> MetricsBatch::queue_classificati
   const auto log_py = p.gather(1, y).squeeze(1).clamp_min(1e-300).log();
   const auto brier = (p - torch::zeros_like(p).scatter_(1, y, 1.0)).square().sum(1);
   const auto point = torch::stack({1.0 - correct, log_py, brier, entropy_of(p)}, 1);  // [N, 4]
-  auto bin = (conf * kBins).floor().clamp(0, kBins - 1).to(torch::kInt64);
+  auto bin = confidence_bin(conf, kBins);
   const int64_t segments = static_cast<int64_t>(active.size());
   if (segments > 1) bin = bin + segment_ids(sizes, bin.options()) * kBins;
   const auto bins = torch::zeros({segments * kBins, 3}, p.options())
@@ -162,7 +167,7 @@ CalibrationBins calibration_bins(const torch::Tensor& probs, const torch::Tensor
   auto p = probs.to(torch::kFloat64);
   auto conf = p.amax(1);
   auto correct = p.argmax(1).eq(targets).to(torch::kFloat64);
-  auto bin = (conf * bins).floor().clamp(0, bins - 1).to(torch::kInt64);
+  auto bin = confidence_bin(conf, bins);
   auto zeros = torch::zeros({bins}, p.options());
   return {zeros.index_add(0, bin, torch::ones_like(conf)), zeros.index_add(0, bin, correct),
           zeros.index_add(0, bin, conf)};

@@ -104,7 +104,9 @@ std::map<std::string, double> predictive_metrics(const torch::Tensor& prediction
 struct CalibrationBins {
   torch::Tensor count, correct, confidence;
 };
-CalibrationBins calibration_bins(const torch::Tensor& probs, const torch::Tensor& targets, int64_t bins = 15);
+constexpr int64_t kCalibrationBins = 15;
+CalibrationBins calibration_bins(const torch::Tensor& probs, const torch::Tensor& targets,
+                                 int64_t bins = kCalibrationBins);
 
 std::map<std::string, double> ood_metrics(const PredictiveSummary& in, const PredictiveSummary& ood);
 double auroc(const torch::Tensor& positive_scores, const torch::Tensor& negative_scores);
