@@ -39,6 +39,9 @@
 #   tiles  after mlp (same machine) or with TILES_BUILD=1: the fused pass's GEMM tile edge A/B
 #          (kernels.cuda_mlp_tile=32|64 against ATen, graph-replayed) for H.1 and FNN-800, then H.1 in full
 #          with the auto choice
+#   lean   instead of build, for a 15-minute device budget: one call builds what it needs and runs, in
+#          order, the fused pass's CUDA tests, the H.1 step A/B, H.1 in full, chains, epoch, peers, 1,000
+#          chains (stage_lean below; LEAN_DEADLINE)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -279,6 +282,62 @@ stage_epoch() {
     --set train.graph=true --set train.epochs=100 --set train.burn_in=2 --set output.dir=/tmp/bench_epoch \
     --threads 8 --json "$L/epoch.json" > "$L/epoch.log" 2>&1
   echo "bench_epoch rc=$?"; tail -10 "$L/epoch.log"
+}
+# One call for a 15-minute device budget, in order of what the open issues need first; a part is
+# skipped once LEAN_DEADLINE seconds (default 540) have passed since the script began: build the
+# targets below, the fused pass's and the gather's CUDA tests (chains included), the H.1 step A/B of
+# the pass alone / with λθ in its epilogue / with the gathers fused too / ATen's ops (graph replay, two
+# rounds), H.1 in full with the defaults and with both fused, 1 and 100 chains with ATen and with the
+# pass, bench_epoch, the peers (PEERS_ARGS), then 1,000 chains.
+stage_lean() {
+  local dl=${LEAN_DEADLINE:-540}
+  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
+  configure_cuda || return 1
+  cmake --build $B -j"$(nproc)" --target test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc"
+  timeout 120 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
+  echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
+  grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -40
+  timeout 60 $B/test_gather_rows > "$L/test_gather_rows.log" 2>&1
+  echo "test_gather_rows rc=$?"; gtest_summary "$L/test_gather_rows.log"
+  grep -B3 -A8 "Failure" "$L/test_gather_rows.log" | head -20
+  local v pr="--set kernels.cuda_mlp_prior=fused" ga="--set kernels.cuda_gather=fused" tag
+  for v in fused "fused $pr" "fused $pr $ga" aten "aten $ga" fused "fused $pr" "fused $pr $ga" aten "aten $ga"; do
+    left $((dl - 210)) "step A/B" || break
+    tag=$(echo "$v" | sed 's/ --set kernels.cuda_mlp_prior=fused/_prior/; s/ --set kernels.cuda_gather=fused/_gather/')
+    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set kernels.cuda_mlp=$v \
+      --threads 16 --rounds 5 --steps 500 --graph --label "mlp_h1_${tag}_graph" --json "$L/mlp.jsonl" 2>&1 | grep -E "rror"
+  done
+  step_table "$L/mlp.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 180)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_default stage_h1
+    H1_GRAPHS=true H1_SETS="$pr $ga" H1_TAG=_fused stage_h1; }
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local c
+  for v in aten fused; do
+    for c in 1 100; do
+      left $((dl - 140)) "chains" || break 2
+      timeout 60 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+        --set chains=$c --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=20 --set train.burn_in=2 \
+        --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
+      echo "H.1 20 epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
+      cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
+    done
+  done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 120)) "epoch" && stage_epoch
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 120)) "peers" && PEERS_TIMEOUT=$((dl - 10 - $(date +%s) + t0)) stage_peers
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  for v in aten fused; do
+    left $((dl - 30)) "1,000 chains" || break
+    timeout $((dl - $(date +%s) + t0)) $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set chains=1000 --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=3 --set train.burn_in=1 \
+      --out /tmp/chains_${v}_1000 --overwrite -q > "$L/chains_${v}_1000.log" 2>&1
+    echo "H.1 3 epochs, chains=1000, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_1000/summary.json
+    tail -3 "$L/chains_${v}_1000.log"
+    cp /tmp/chains_${v}_1000/summary.json "$L/chains_${v}_1000_summary.json" 2>/dev/null
+  done
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles
