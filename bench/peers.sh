@@ -180,11 +180,19 @@ for r in $(seq "$ROUNDS"); do
     echo "  $l" >&2
     args=("${COMMON[@]}")
     [[ $l == bpmf-* ]] && args=(--burn-in "$BPMF_BURNIN" --threads "$THREADS" --device "$DEVICE")
+    # A row whose result line came out and whose process then failed (a crash in an exit handler, say)
+    # keeps its result, with the exit status in the record and the log; without the line it failed.
+    echo "== $l, round $r" >> "$LOG"
+    rc=0
     # shellcheck disable=SC2086
-    if line=$("${PIN[@]}" $cmd "${args[@]}" --seed "$r" 2>>"$LOG" | tail -1) && [[ $line == "{"* ]]; then
-      echo "$line" | sed "s/^{/{\"label\": \"$l\", \"round\": $r, \"load\": \"$load\", /" >> "$OUT"
+    "${PIN[@]}" $cmd "${args[@]}" --seed "$r" > "$TMP/row.out" 2>>"$LOG" || rc=$?
+    line=$(tail -1 "$TMP/row.out")
+    [ "$rc" = 0 ] || { echo "peers.sh: row $l exited with status $rc; its last output lines:" >> "$LOG"; tail -5 "$TMP/row.out" >> "$LOG"; }
+    if [[ $line == "{"* ]]; then
+      extra=""; [ "$rc" = 0 ] || extra="\"exit_status\": $rc, "
+      echo "$line" | sed "s/^{/{\"label\": \"$l\", \"round\": $r, \"load\": \"$load\", $extra/" >> "$OUT"
     else
-      echo "peers.sh: row $l failed (see $LOG)" >&2
+      echo "peers.sh: row $l failed with status $rc (see $LOG)" >&2
     fi
   done
   # The step's matrix products alone, in each library (bench/peers/floor_products.py; sgmcmc's own

@@ -42,6 +42,9 @@
 #   lean   instead of build, for a 15-minute device budget: one call builds what it needs and runs, in
 #          order, the fused pass's CUDA tests, the H.1 step A/B, H.1 in full, chains, epoch, peers, 1,000
 #          chains (stage_lean below; LEAN_DEADLINE)
+#   followup  instead of build, a second short call after lean: the fused pass's test, H.1 in full with and
+#          without the prior epilogue and gather kernel, the torch.compile peers, Nsight Compute (clock
+#          control none) over sgmcmc's eager step and the BlackJAX row's (stage_followup below)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -268,6 +271,7 @@ stage_chains() {
         --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
       echo "H.1 20 epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
       cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
+      cp /tmp/chains_${v}_$c/metrics.csv "$L/chains_${v}_${c}_metrics.csv" 2>/dev/null  # time.steps by epoch
     done
   done
 }
@@ -322,6 +326,7 @@ stage_lean() {
         --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
       echo "H.1 20 epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
       cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
+      cp /tmp/chains_${v}_$c/metrics.csv "$L/chains_${v}_${c}_metrics.csv" 2>/dev/null  # time.steps by epoch
     done
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
@@ -338,6 +343,52 @@ stage_lean() {
     tail -3 "$L/chains_${v}_1000.log"
     cp /tmp/chains_${v}_1000/summary.json "$L/chains_${v}_1000_summary.json" 2>/dev/null
   done
+}
+# A second call after lean, on a fresh machine (FOLLOWUP_DEADLINE seconds, default 400): builds
+# test_mlp_fused, bench_step and sgmcmc; the fused pass's test; H.1 in full with the defaults and with
+# kernels.cuda_mlp_prior / cuda_gather on ATen; the torch.compile peers beside sgmcmc's row; Nsight
+# Compute at the GPU's own clocks (--clock-control none) over a window of sgmcmc's eager H.1 steps and
+# of the BlackJAX row's steps (carry .whl), kernel by kernel.
+stage_followup() {
+  local dl=${FOLLOWUP_DEADLINE:-400}
+  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
+  configure_cuda || return 1
+  cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_mlp_fused bench_step sgmcmc"
+  timeout 120 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
+  echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
+  grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -40
+  left $((dl - 230)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_default stage_h1
+    H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_prior=aten --set kernels.cuda_gather=aten" H1_TAG=_pass stage_h1; }
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 200)) "peers" && PEERS_TIMEOUT=$((dl - 110 - $(date +%s) + t0)) PEERS_ARGS="--rounds 1 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,torch-compile-sghmc,torch-compile-step-sghmc" stage_peers
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  left $((dl - 90)) "ncu sgmcmc" && {
+    timeout 60 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
+      --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_eager --overwrite -q > "$L/ncu_eager.csv" 2> "$L/ncu_eager.err"
+    echo "ncu sgmcmc eager rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_eager.csv" 2>&1 | tee "$L/ncu_summary.txt"; }
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local c
+  for c in 1 100; do  # the chains' steps/s after the first epoch (metrics.csv's time.steps by epoch)
+    left $((dl - 60)) "chains" || break
+    timeout 40 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set chains=$c --set train.graph=true --set train.epochs=10 --set train.burn_in=2 \
+      --out /tmp/chains_$c --overwrite -q > "$L/chains_$c.log" 2>&1
+    echo "H.1 10 epochs, chains=$c: rc=$?"; phase_times /tmp/chains_$c/summary.json
+    cp /tmp/chains_$c/summary.json "$L/chains_${c}_summary.json" 2>/dev/null
+    cp /tmp/chains_$c/metrics.csv "$L/chains_${c}_metrics.csv" 2>/dev/null
+  done
+  left $((dl - 50)) "ncu blackjax" && [ -d .whl ] && {
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    # 3 epochs of 100 steps; kernels 2,000 on: past the compilation, inside the steps (then 50 steps' worth)
+    PYTHONPATH=/tmp/site timeout $((dl - $(date +%s) + t0)) "$ncu" --clock-control none --metrics gpu__time_duration.sum \
+      --launch-skip ${NCU_JAX_SKIP:-2000} --launch-count ${NCU_JAX_COUNT:-400} --csv --print-units base \
+      python3 bench/peers/blackjax_h1.py --sampler sghmc --api ordered --data "$FMNIST" --epochs 3 --burn-in 3 \
+      --device cuda --threads 8 > "$L/ncu_blackjax.csv" 2> "$L/ncu_blackjax.err"
+    echo "ncu blackjax rc=$?"; grep -c '"gpu__time_duration.sum"' "$L/ncu_blackjax.csv"
+    python3 scripts/ncu_summary.py --kernels "$L/ncu_blackjax.csv" 1 2>&1 | head -30 | tee "$L/ncu_blackjax_summary.txt"; }
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles

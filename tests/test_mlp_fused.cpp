@@ -307,9 +307,12 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
       auto params = m->parameters(), cpu = mc->parameters();
       for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt)) << i;
       // through the model: seeds as the trainer passes them, against λθ then ATen's accumulating path
+      // the seeds name the parameters themselves (the model finds each λ by tensor identity), not the
+      // detached views layer_tensors holds
       const auto ls = with_precisions(*m, dev);
       std::vector<PriorSeed> seeds;
-      for (const auto& l : ls) seeds.push_back({l.weight, l.weight_lambda}), seeds.push_back({l.bias, l.bias_lambda});
+      for (size_t i = 0; i < params.size(); ++i)
+        seeds.push_back({params[i], i % 2 == 0 ? ls[i / 2].weight_lambda : ls[i / 2].bias_lambda});
       for (auto& p : params) p.mutable_grad() = torch::full_like(p, 123.0);
       auto seeded_nll = m->nll_backward_seeded(batch, 7.0, seeds);
       ASSERT_TRUE(seeded_nll.defined());
@@ -350,9 +353,10 @@ torch::Tensor autograd_backward(MlpChains& m, const Batch& batch, double scale) 
 // gradients (added to .grad, or overwriting it) are what autograd gives on MlpChains.
 TEST(MlpFused, ChainsReferenceEqualsAutogradOfTheChainedMlp) {
   for (auto dt : {torch::kFloat64, torch::kFloat32}) {
-    for (const auto& c : cases(true)) {
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
-      auto [m, batch] = build_chains(c, 3, dt, torch::kCPU, 11);
+    for (const auto& c : cases(true))
+    for (int64_t chains : {1, 3}) {  // one chain: layers stacked [1, out, in]
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + std::to_string(chains) + " chains");
+      auto [m, batch] = build_chains(c, chains, dt, torch::kCPU, 11);
       for (bool overwrite : {true, false}) {
         auto params = m->parameters();
         std::vector<torch::Tensor> start;
@@ -364,7 +368,8 @@ TEST(MlpFused, ChainsReferenceEqualsAutogradOfTheChainedMlp) {
         for (size_t i = 0; i < params.size(); ++i)
           params[i].mutable_grad() = overwrite ? torch::full_like(params[i], 123.0) : start[i].clone();
         auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m),
-                                                       kernels::activation_from_name(c.activation), 7.0, overwrite, 3);
+                                                       kernels::activation_from_name(c.activation), 7.0, overwrite,
+                                                       chains);
         EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
         for (size_t i = 0; i < params.size(); ++i)
           EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i << ", overwrite " << overwrite;

@@ -52,14 +52,14 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_loss_fused = !pick(b, "cuda_loss", "fused", "aten", false);
   s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
   s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
-  s.cuda_gather_fused = pick(b, "cuda_gather", "aten", "fused", false);
+  s.cuda_gather_fused = pick(b, "cuda_gather", "aten", "fused", true);
   const auto mlp = b.get_choice("cuda_mlp", "auto", {"auto", "fused", "aten"});
   s.cuda_mlp = mlp == "auto" ? KernelSettings::Choice::kAuto
                : mlp == "fused" ? KernelSettings::Choice::kFused
                                 : KernelSettings::Choice::kAten;
   const auto tile = b.get_choice("cuda_mlp_tile", "auto", {"auto", "32", "64"});
   s.cuda_mlp_tile = tile == "auto" ? 0 : std::stoi(tile);
-  s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", false);
+  s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
   return s;
 }
 

@@ -15,11 +15,11 @@
 //     cuda_loss: fused    # fused: softmax + cross-entropy + gradient in one CUDA kernel | aten
 //     cuda_bpmf: fused    # fused: BPMF's gradient in one CUDA kernel | aten
 //     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
-//     cuda_gather: aten   # aten | fused: the minibatch's images and labels in one kernel (not yet run on a GPU)
+//     cuda_gather: fused  # fused: the minibatch's images and labels in one CUDA kernel | aten
 //     cuda_mlp: auto      # auto: the MLP's forward + backward in 2 + depth kernels where measured faster
 //                         # (every layer's in·out ≤ 131,072) | fused: wherever it applies | aten
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
-//     cuda_mlp_prior: aten # aten | fused: λθ in the fused pass's weight-gradient epilogue (not yet run on a GPU)
+//     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 #pragma once
 
 #include <map>
@@ -40,11 +40,11 @@ struct KernelSettings {
   bool cuda_loss_fused = true;
   bool cuda_bpmf_fused = true;
   bool cuda_act_fused = false;
-  bool cuda_gather_fused = false;
+  bool cuda_gather_fused = true;
   enum class Choice { kAuto, kFused, kAten };
   Choice cuda_mlp = Choice::kAuto;
   int cuda_mlp_tile = 0;  // 0: auto
-  bool cuda_mlp_prior_fused = false;
+  bool cuda_mlp_prior_fused = true;
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

@@ -125,7 +125,9 @@ torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& targets, co
 torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor& targets,
                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                      bool overwrite, int64_t chains) {
-  if (chains > 1) {  // chain c: its rows and its slice of every stacked layer (views: the grads are written through)
+  // chain c: its rows and its slice of every stacked layer (views: the grads are written through); one
+  // chain of stacked [1, out, in] layers (MlpChains with chains: 1) takes this branch too
+  if (chains > 1 || (chains == 1 && !layers.empty() && layers.front().weight.dim() == 3)) {
     if (x.dim() != 2 || x.size(0) % chains != 0 || targets.dim() != 1 || targets.size(0) != x.size(0))
       throw std::invalid_argument("mlp_backward_reference: x must be [chains * n, in] and targets [chains * n]");
     const int64_t n = x.size(0) / chains;
