@@ -23,7 +23,8 @@
 #          bench/peers.sh --table RAW.jsonl [--device D] [--no-doc]   (the table again from a run's raw lines)
 # Rows (labels, separated by spaces or commas): sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered posteriors-sghmc
 #   posteriors-baoa torch-compile-sghmc torch-compile-step-sghmc torch-eager-sghmc sgmcmc-sgld blackjax-sgld
-#   posteriors-sgld torch-compile-sgld torch-compile-step-sgld torch-eager-sgld; and, where the ratings file
+#   posteriors-sgld torch-compile-sgld torch-compile-step-sgld torch-eager-sgld; on cuda also
+#   torch-compile-default-sghmc torch-compile-step-default-sghmc (mode="default"); and, where the ratings file
 #   is there (RATINGS, default ../shared/data/movielens-small/ratings.dat), BPMF on movielens-small fold 0
 #   (d = 20, batch 4,000, SGHMC eta = 6.4e-5, a = 0.05, BPMF_STEPS=4000 steps, BPMF_BURNIN=2000, one sample
 #   every 20 steps; bench/peers/bpmf.py): bpmf-sgmcmc bpmf-jax bpmf-posteriors-baoa bpmf-torch-eager
@@ -67,6 +68,9 @@ ALL_ROWS="sgmcmc-sghmc sgmcmc-sghmc-gibbs blackjax-sghmc blackjax-sghmc-ordered 
   torch-compile-sgld torch-compile-step-sgld torch-eager-sgld"
 RATINGS=${RATINGS:-../shared/data/movielens-small/ratings.dat}
 BPMF_STEPS=${BPMF_STEPS:-4000}; BPMF_BURNIN=${BPMF_BURNIN:-2000}
+# CUDA: torch.compile also without CUDA graphs (mode="default"), the row that runs where torch's
+# reduce-overhead fails (torch 2.11 on an H100: the two-function loop segfaulted)
+[ "$DEVICE" = cuda ] && ALL_ROWS="$ALL_ROWS torch-compile-default-sghmc torch-compile-step-default-sghmc"
 [ -f "$RATINGS" ] && ALL_ROWS="$ALL_ROWS bpmf-sgmcmc bpmf-jax bpmf-posteriors-baoa bpmf-torch-eager"
 ROWS=${ROWS//,/ }; ROWS=${ROWS:-$ALL_ROWS}   # commas too: PEERS_ARGS="--rows a,b" (gpu_session.sh splits it unquoted)
 PINS="torch==2.15.0 jax==0.12.0.1 jaxlib==0.12.0.1 blackjax==1.7.1 posteriors==0.1.3"
@@ -155,7 +159,9 @@ row_cmd() {  # LABEL -> the command (without the common arguments), or nothing w
     blackjax-sgld) [ -n "${OK[blackjax]:-}" ] && echo "$PY bench/peers/blackjax_h1.py --sampler sgld" ;;
     posteriors-baoa) [ -n "${OK[posteriors]:-}" ] && echo "$PY bench/peers/posteriors_h1.py --sampler baoa" ;;
     posteriors-*) [ -n "${OK[posteriors]:-}" ] && echo "$PY bench/peers/posteriors_h1.py --sampler $samp" ;;
+    torch-compile-step-default-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode compile-step --compile-mode default --sampler $samp" ;;
     torch-compile-step-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode compile-step --sampler $samp" ;;
+    torch-compile-default-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode compile --compile-mode default --sampler $samp" ;;
     torch-compile-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode compile --sampler $samp" ;;
     torch-eager-*) [ -n "${OK[torch]:-}" ] && echo "$PY bench/peers/torch_h1.py --mode eager --sampler $samp" ;;
     bpmf-sgmcmc) echo "$PY bench/peers/sgmcmc_row.py --bin $BUILD/sgmcmc --out $TMP/run --bpmf --ratings $RATINGS --steps $BPMF_STEPS" ;;

@@ -361,7 +361,7 @@ stage_followup() {
   left $((dl - 230)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_default stage_h1
     H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_prior=aten --set kernels.cuda_gather=aten" H1_TAG=_pass stage_h1; }
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 200)) "peers" && PEERS_TIMEOUT=$((dl - 110 - $(date +%s) + t0)) PEERS_ARGS="--rounds 1 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,torch-compile-sghmc,torch-compile-step-sghmc" stage_peers
+  left $((dl - 200)) "peers" && PEERS_TIMEOUT=$((dl - 110 - $(date +%s) + t0)) PEERS_ARGS="--rounds 1 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,torch-compile-step-sghmc,torch-compile-default-sghmc,torch-compile-step-default-sghmc" stage_peers
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   left $((dl - 90)) "ncu sgmcmc" && {
@@ -382,8 +382,9 @@ stage_followup() {
   done
   left $((dl - 50)) "ncu blackjax" && [ -d .whl ] && {
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-    # 3 epochs of 100 steps; kernels 2,000 on: past the compilation, inside the steps (then 50 steps' worth)
-    PYTHONPATH=/tmp/site timeout $((dl - $(date +%s) + t0)) "$ncu" --clock-control none --metrics gpu__time_duration.sum \
+    # 3 epochs of 100 steps; kernels 2,000 on: past the compilation, inside the steps. XLA's command
+    # buffers (CUDA graphs) off and no preallocation: under ncu with them the process segfaulted (H100)
+    XLA_FLAGS=--xla_gpu_enable_command_buffer= XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=/tmp/site timeout $((dl - $(date +%s) + t0)) "$ncu" --clock-control none --metrics gpu__time_duration.sum \
       --launch-skip ${NCU_JAX_SKIP:-2000} --launch-count ${NCU_JAX_COUNT:-400} --csv --print-units base \
       python3 bench/peers/blackjax_h1.py --sampler sghmc --api ordered --data "$FMNIST" --epochs 3 --burn-in 3 \
       --device cuda --threads 8 > "$L/ncu_blackjax.csv" 2> "$L/ncu_blackjax.err"

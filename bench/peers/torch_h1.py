@@ -112,7 +112,14 @@ def main():
     def step(idx):
         if a.mode == "compile-step":
             if dev.type == "cuda" and cmode == "reduce-overhead":
+                # A new step begins: the previous replay's outputs may be overwritten, so the state
+                # fed back in is a copy of them (without it torch 2.11 raises "accessing tensor
+                # output of CUDAGraphs that has been overwritten by a subsequent run"); the copies
+                # are two passes over the 79,510 parameters and momenta a step.
                 torch.compiler.cudagraph_mark_step_begin()
+                p_new, v_new = compiled_step(fstate["p"], fstate["v"], X, Y, idx)
+                fstate["p"], fstate["v"] = [t.clone() for t in p_new], [t.clone() for t in v_new]
+                return
             fstate["p"], fstate["v"] = compiled_step(fstate["p"], fstate["v"], X, Y, idx)
             return
         loss = loss_fn(X[idx], Y[idx])
