@@ -44,7 +44,8 @@
 #          chains (stage_lean below; LEAN_DEADLINE)
 #   followup  instead of build, a second short call after lean: the fused pass's test, H.1 in full with and
 #          without the prior epilogue and gather kernel, the torch.compile peers, Nsight Compute (clock
-#          control none) over sgmcmc's eager step and the BlackJAX row's (stage_followup below)
+#          control none) over sgmcmc's eager step, BlackJAX's optimized HLO (scripts/hlo_summary.py) and
+#          Nsight Compute over its steps (stage_followup below)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -380,6 +381,15 @@ stage_followup() {
     cp /tmp/chains_$c/summary.json "$L/chains_${c}_summary.json" 2>/dev/null
     cp /tmp/chains_$c/metrics.csv "$L/chains_${c}_metrics.csv" 2>/dev/null
   done
+  # What XLA runs for BlackJAX's step on this GPU: its optimized HLO (fusions, GEMM custom calls)
+  left $((dl - 70)) "hlo blackjax" && [ -d .whl ] && {
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    rm -rf /tmp/hlo
+    XLA_FLAGS="--xla_dump_to=/tmp/hlo --xla_dump_hlo_as_text" PYTHONPATH=/tmp/site timeout 60 python3 bench/peers/blackjax_h1.py \
+      --sampler sghmc --api ordered --data "$FMNIST" --epochs 2 --burn-in 2 --device cuda --threads 8 > "$L/hlo_blackjax.out" 2>&1
+    echo "blackjax HLO dump rc=$?"
+    local m; m=$(ls -S /tmp/hlo/*jit_epoch*after_optimizations.txt 2>/dev/null | head -1)
+    [ -n "$m" ] && cp "$m" "$L/" && python3 scripts/hlo_summary.py "$m" 2>&1 | tee "$L/hlo_blackjax_summary.txt"; }
   left $((dl - 50)) "ncu blackjax" && [ -d .whl ] && {
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     # 3 epochs of 100 steps; kernels 2,000 on: past the compilation, inside the steps. XLA's command
