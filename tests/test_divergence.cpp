@@ -4,10 +4,13 @@
 // "diverged": true, and leave the last good checkpoint byte-for-byte intact (and resumable).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "proc_util.h"
 #include "tiny_idx.h"
+#include "core/signals.h"
+#include "train/divergence_guard.h"
 
 namespace fs = std::filesystem;
 using namespace sgmcmc::test_util;
@@ -76,4 +79,32 @@ TEST(Divergence, FromTheStartLeavesNoCheckpoint) {
   EXPECT_NE(err.find("step size too large"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(dir + "/run/checkpoint.pt"));
   EXPECT_NE(read_text(dir + "/run/summary.json").find("\"diverged\": true"), std::string::npos);
+}
+
+// The guard's check in two halves (the evaluation reads Σ 0·θ in its MetricsBatch, one sync): 0 for
+// finite parameters, NaN for any NaN or ±∞ (even one element among several tensors), nothing once a
+// step is checked; a NaN value diverges naming the step, and check_state does both halves.
+TEST(Divergence, StateCheckInTwoHalves) {
+  auto a = torch::randn({4, 3}), b = torch::randn({5});
+  auto ints = torch::arange(3);  // not floating point: not checked
+  int reported = -1;
+  sgmcmc::DivergenceGuard guard("sghmc", sgmcmc::OptionMap{}, {a, b, ints}, false, "ckpt.pt",
+                                [&](int64_t step, const std::string&) { reported = static_cast<int>(step); });
+  auto sum = guard.state_sum(7);
+  ASSERT_TRUE(sum.defined());
+  EXPECT_EQ(sum.item<double>(), 0.0);
+  guard.resolve_state(7, 0.1, sum.item<double>());
+  EXPECT_FALSE(guard.state_sum(7).defined());  // checked: no second read for the same step
+  for (double bad : {std::nan(""), double{INFINITY}, -double{INFINITY}}) {
+    b[2] = bad;
+    auto s = guard.state_sum(8);
+    ASSERT_TRUE(s.defined());
+    EXPECT_TRUE(std::isnan(s.item<double>())) << bad;
+    EXPECT_THROW(guard.resolve_state(8, 0.1, s.item<double>()), sgmcmc::RunDiverged);
+    EXPECT_EQ(reported, 8);
+    EXPECT_THROW(guard.check_state(8, 0.1), sgmcmc::RunDiverged);
+  }
+  b[2] = 1.0;
+  EXPECT_NO_THROW(guard.check_state(9, 0.1));
+  EXPECT_FALSE(guard.state_sum(9).defined());
 }

@@ -177,3 +177,40 @@ TEST(GammaSampler, MomentsMatchAcrossShapes) {
   EXPECT_THROW(sample_gamma(torch::ones({2}, torch::kFloat64), torch::zeros({2}, torch::kFloat64), a),
                std::invalid_argument);
 }
+
+// draw_on_device (what a run on an accelerator sets): the norms, the Gamma draw and the λ buffers stay
+// on the parameters' device, and the host's λ is read only when asked for. On the CPU the device is the
+// host, so the draws must be the host path's bit for bit (the same ops on the same generator), the λ
+// tensors the kernels read (seeds()) must hold them before the host asks, and set_precisions must
+// win over a draw not yet read. Two buffers (float32 and float64 groups, interleaved) take the
+// buffers' index path.
+TEST(Prior, DrawOnDeviceEqualsTheHostDraw) {
+  auto gen = compat::make_generator(torch::kCPU, 31);
+  auto w1 = at::randn({6, 5}, gen, torch::kFloat32) * 0.4;
+  auto b1 = at::randn({5}, gen, torch::kFloat64) * 0.7;
+  auto w2 = at::randn({3, 2}, gen, torch::kFloat32) * 1.3;
+  auto make = [&] { return GaussianPrior({{"w1", {w1}}, {"b1", {b1}}, {"w2", {w2}}}, 1.0, true, 2.0, 3.0); };
+  GaussianPrior host = make(), device = make();
+  device.set_draw_on_device(true);
+  EXPECT_TRUE(device.draw_on_device());
+  auto gh = compat::make_generator(torch::kCPU, 41), gd = compat::make_generator(torch::kCPU, 41);
+  for (int i = 0; i < 5; ++i) {
+    host.gibbs_step(gh);
+    device.gibbs_step(gd);
+    const auto seeds = device.seeds();  // {w1, λ_w1}, {b1, λ_b1}, {w2, λ_w2}: views of the buffers
+    ASSERT_EQ(seeds.size(), 3u);
+    for (size_t g = 0; g < 3; ++g) {
+      // the buffer holds the draw in its own dtype before the host reads it
+      const double want = host.precisions()[g];
+      const double in_buffer = seeds[g].lambda.item<double>();
+      if (seeds[g].lambda.scalar_type() == torch::kFloat64) EXPECT_EQ(in_buffer, want) << g;
+      else EXPECT_EQ(in_buffer, static_cast<double>(static_cast<float>(want))) << g;
+    }
+    for (size_t g = 0; g < 3; ++g) EXPECT_EQ(device.precisions()[g], host.precisions()[g]) << "step " << i << ", group " << g;
+    EXPECT_EQ(device.log_values(), host.log_values());
+  }
+  device.gibbs_step(gd);
+  device.set_precisions({0.5, 1.5, 2.5});  // the unread draw is dropped
+  EXPECT_EQ(device.precisions(), (std::vector<double>{0.5, 1.5, 2.5}));
+  EXPECT_EQ(device.seeds()[1].lambda.item<double>(), 1.5);
+}

@@ -15,9 +15,11 @@ constexpr double kZ90 = 1.6448536269514722;  // Φ⁻¹(0.95)
 
 constexpr int64_t kBins = kCalibrationBins;
 
-// The equal-width bin of each top-label confidence in [0, 1] (1 itself in the last bin).
+// The equal-width bin of each top-label confidence in [0, 1] (1 itself in the last bin). A NaN
+// confidence goes to bin 0 rather than to an int64 cast of NaN, an invalid index (a device-side
+// assert on a GPU): the trainer's divergence check reads in the same batch as these metrics.
 torch::Tensor confidence_bin(const torch::Tensor& conf, int64_t bins) {
-  return (conf * bins).floor().clamp(0, bins - 1).to(torch::kInt64);
+  return (conf * bins).floor().nan_to_num(0).clamp(0, bins - 1).to(torch::kInt64);
 }
 
 // The segment id of every point of `sizes` concatenated (on `options`' device, without a host copy).

@@ -28,7 +28,7 @@ GaussianPrior::GaussianPrior(std::vector<PriorGroup> groups, double precision, b
   lambda_dev_.resize(groups_.size());
   std::vector<std::pair<size_t, int64_t>> slot(groups_.size());  // group -> (buffer, position)
   for (auto& [key, members] : by_buffer) {
-    LambdaBuffer b{torch::zeros({static_cast<int64_t>(members.size())}, options[members.front()]), members};
+    LambdaBuffer b{torch::zeros({static_cast<int64_t>(members.size())}, options[members.front()]), members, {}};
     for (size_t i = 0; i < members.size(); ++i) {
       lambda_dev_[members[i]] = b.values.select(0, static_cast<int64_t>(i));
       slot[members[i]] = {lambda_buffers_.size(), static_cast<int64_t>(i)};
@@ -81,6 +81,7 @@ void GaussianPrior::sync_device_lambda() {
 }
 
 torch::Tensor GaussianPrior::neg_log_prob() const {
+  refresh_host();
   torch::Tensor total;
   for (size_t g = 0; g < groups_.size(); ++g)
     for (const auto& p : groups_[g].params) {
@@ -145,6 +146,8 @@ std::pair<float*, int64_t> float_run(const PriorGroup& group, const torch::Tenso
 }  // namespace
 
 bool GaussianPrior::seed_grad_cpu() const {
+  if (pending_.defined() && !pending_.device().is_cpu()) return false;  // a device draw: for_each_grad reads it
+  refresh_host();
   thread_local std::vector<kernels::ScaleSegment> segments;
   segments.clear();
   for (size_t g = 0; g < groups_.size(); ++g)
@@ -171,7 +174,9 @@ bool GaussianPrior::covers(const std::vector<torch::Tensor>& params) const {
   return true;
 }
 
-torch::Tensor GaussianPrior::squared_norms() const {
+torch::Tensor GaussianPrior::squared_norms() const { return squared_norms_on_device().cpu(); }
+
+torch::Tensor GaussianPrior::squared_norms_on_device() const {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> sq;
   // chain-slice groups: each parameter's per-chain sums once ([C], one reduction), not one per slice
@@ -192,7 +197,7 @@ torch::Tensor GaussianPrior::squared_norms() const {
     sq.push_back(s.defined() ? s : torch::zeros({}, torch::kFloat64));
   }
   for (auto& t : sq) t = t.to(sq.front().device());
-  return torch::stack(sq).cpu();  // one host transfer for all groups
+  return torch::stack(sq);
 }
 
 void GaussianPrior::set_from_draw(const std::vector<double>& shape, const torch::Tensor& rate, at::Generator& gen) {
@@ -200,6 +205,7 @@ void GaussianPrior::set_from_draw(const std::vector<double>& shape, const torch:
   // the host's shape and rate there).
   auto draw = sample_gamma(torch::tensor(shape, torch::kFloat64), rate, gen).cpu();
   auto acc = draw.accessor<double, 1>();
+  pending_ = torch::Tensor();
   for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = std::max(acc[g], 1e-300);
   sync_device_lambda();
 }
@@ -208,7 +214,40 @@ void GaussianPrior::gibbs_step(at::Generator& gen) {
   if (!learn_ || groups_.empty()) return;
   std::vector<double> shape;
   for (const auto& g : groups_) shape.push_back(alpha_ + 0.5 * static_cast<double>(g.numel()));
-  set_from_draw(shape, squared_norms() * 0.5 + beta_, gen);
+  if (!draw_on_device_) {
+    set_from_draw(shape, squared_norms() * 0.5 + beta_, gen);
+    return;
+  }
+  // Every op below is queued on the device: the rate β + ‖θ‖²/2 > 0 by construction (the host path's
+  // check in sample_gamma would be a read), a non-finite θ gives a NaN λ that the divergence guard's
+  // check of θ catches at the next evaluation, as it would catch the θ itself.
+  torch::NoGradGuard no_grad;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(gen.device());
+  if (!shape_dev_.defined() || shape_dev_.device() != opts.device())
+    shape_dev_ = torch::tensor(shape, torch::kFloat64).to(opts);  // once: a host-to-device copy waits
+  const auto rate = (squared_norms_on_device().to(opts) * 0.5).add_(beta_);
+  auto draw = (at::_standard_gamma(shape_dev_, gen) / rate).clamp_min_(1e-300);
+  for (auto& b : lambda_buffers_) {
+    torch::Tensor values = draw;  // the buffer's groups in their order: all of them, in order, mostly
+    bool all_in_order = b.groups.size() == groups_.size();
+    for (size_t i = 0; all_in_order && i < b.groups.size(); ++i) all_in_order = b.groups[i] == i;
+    if (!all_in_order) {
+      if (!b.draw_index.defined() || b.draw_index.device() != draw.device())  // once (the copy waits)
+        b.draw_index = torch::tensor(std::vector<int64_t>(b.groups.begin(), b.groups.end()), torch::kInt64)
+                           .to(draw.device());
+      values = draw.index_select(0, b.draw_index);
+    }
+    b.values.copy_(values.to(b.values.scalar_type()), /*non_blocking=*/true);
+  }
+  pending_ = draw;
+}
+
+void GaussianPrior::refresh_host() const {
+  if (!pending_.defined()) return;
+  const auto d = pending_.cpu();  // the one read: after the evaluation's, nothing is queued before it
+  pending_ = torch::Tensor();
+  auto acc = d.accessor<double, 1>();
+  for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = acc[static_cast<int64_t>(g)];
 }
 
 void GaussianPrior::initialize(const std::string& how, at::Generator& gen) {
@@ -219,6 +258,7 @@ void GaussianPrior::initialize(const std::string& how, at::Generator& gen) {
     return;
   }
   if (how != "init_scale") throw std::invalid_argument("prior.init: unknown '" + how + "'");
+  pending_ = torch::Tensor();
   auto sq = squared_norms();
   auto acc = sq.accessor<double, 1>();
   for (size_t g = 0; g < groups_.size(); ++g)
@@ -230,11 +270,13 @@ void GaussianPrior::set_precisions(const std::vector<double>& lambda) {
   if (lambda.size() != lambda_.size())
     throw std::invalid_argument("prior: checkpoint has " + std::to_string(lambda.size()) + " precisions, model has " +
                                 std::to_string(lambda_.size()) + " groups");
+  pending_ = torch::Tensor();
   lambda_ = lambda;
   sync_device_lambda();
 }
 
 std::map<std::string, double> GaussianPrior::log_values() const {
+  refresh_host();
   // Groups sharing a name (the per-chain slices of one tensor) are logged as their mean over chains.
   std::map<std::string, double> sum, count;
   for (size_t g = 0; g < groups_.size(); ++g) {

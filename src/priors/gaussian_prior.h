@@ -41,15 +41,25 @@ class GaussianPrior {
   // True if the groups cover every element of `params` exactly once (whole tensors or chain slices),
   // so that seed_grad() sets every gradient the sampler reads.
   bool covers(const std::vector<torch::Tensor>& params) const;
-  // Resamples every λ_g from its conditional (no-op if not learned). One host sync.
+  // Resamples every λ_g from its conditional (no-op if not learned). On the host (the default): the
+  // norms come to the host and the draw goes back, one host sync. With draw_on_device(true) the norms,
+  // the Gamma draw (on `gen`, a generator of the parameters' device) and the λ buffers stay on the
+  // device, with no sync: the host's copy of λ (precisions(), log_values(), neg_log_prob()) is then
+  // read from the device when next asked for, typically after the evaluation's own read, when the
+  // device has nothing queued. The same arithmetic on the same generator as the host path.
   void gibbs_step(at::Generator& gen);
+  void set_draw_on_device(bool on) { draw_on_device_ = on; }
+  bool draw_on_device() const { return draw_on_device_; }
   // The initial λ's (prior.init): "precision" keeps the constructor's value; "prior_draw" draws each
   // λ_g from the hyperprior Gamma(α, β) (from `gen`); "init_scale" sets λ_g = n_g / ‖θ_g‖² at the
   // current θ (a group of zeros keeps its λ). Call before the first step.
   void initialize(const std::string& how, at::Generator& gen);
 
   const std::vector<PriorGroup>& groups() const { return groups_; }
-  const std::vector<double>& precisions() const { return lambda_; }
+  const std::vector<double>& precisions() const {
+    refresh_host();
+    return lambda_;
+  }
   // {θ, λ_g as a 0-dim tensor on θ's device (filled in place by every update of λ)} for every parameter
   // of a whole-tensor group; empty when a group holds chain slices (Model::nll_backward_seeded).
   std::vector<PriorSeed> seeds() const;
@@ -71,16 +81,23 @@ class GaussianPrior {
   // rather than an ATen op per tensor; false (nothing written) where that does not apply.
   bool seed_grad_cpu() const;
   void sync_device_lambda();  // lambda_dev_ := lambda_
-  torch::Tensor squared_norms() const;  // ‖θ_g‖² per group, float64 on the CPU (one host transfer)
+  // ‖θ_g‖² per group as float64 [groups] on the parameters' device (the first group's), no host read
+  torch::Tensor squared_norms_on_device() const;
+  torch::Tensor squared_norms() const;  // the same on the CPU (one host transfer)
+  void refresh_host() const;  // lambda_ := the device draw not yet read (pending_), if any
   // λ_g := a draw from Gamma(shape_g, rate_g), drawn on `gen`'s device.
   void set_from_draw(const std::vector<double>& shape, const torch::Tensor& rate, at::Generator& gen);
 
   std::vector<PriorGroup> groups_;
-  std::vector<double> lambda_;
+  mutable std::vector<double> lambda_;  // the host's λ: behind the device's while pending_ is defined
+  mutable torch::Tensor pending_;       // a device draw of every λ_g (float64 [groups]) not yet read
+  torch::Tensor shape_dev_;             // α + n_g/2 per group, float64 on the draw's device
+  bool draw_on_device_ = false;
   std::vector<torch::Tensor> lambda_dev_;  // λ_g as 0-dim tensors in the group's dtype and device
   struct LambdaBuffer {
     torch::Tensor values;       // [groups] on one dtype and device: lambda_dev_ are views of it
     std::vector<size_t> groups;  // the group of each element
+    torch::Tensor draw_index;    // `groups` on the device of a device draw (draw_on_device)
   };
   std::vector<LambdaBuffer> lambda_buffers_;
   // Parallel chains: per parameter, the λ of each chain's slice as a [C, 1, ...] view of its buffer,

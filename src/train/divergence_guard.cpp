@@ -40,33 +40,40 @@ void DivergenceGuard::check_step_loss(int64_t step, const torch::Tensor& batch_n
   if (check_every_step_ && !std::isfinite(batch_nll.item<double>())) diverge(step, lr, "non-finite loss");
 }
 
-void DivergenceGuard::check_state(int64_t step, double lr, bool loss_finite) {
-  if (step != checked_step_) {
-    torch::NoGradGuard no_grad;
-    // Σ 0·θ over every parameter: 0 when all are finite, NaN when any is NaN or ±∞ (0·∞ = NaN), and
-    // never an overflow (every term is 0 or NaN). The parameters go in flat chunks of up to 2^24
-    // elements (one for any model up to 16M parameters: three device ops and one read, one sync on a
-    // GPU, where isfinite(θ).all() is five ops per parameter); the chunks bound the temporary copy.
-    constexpr int64_t kChunk = int64_t{1} << 24;
-    std::vector<torch::Tensor> sums, chunk;
-    int64_t in_chunk = 0;
-    auto flush = [&] {
-      if (chunk.empty()) return;
-      sums.push_back((chunk.size() == 1 ? chunk[0].mul(0) : torch::cat(chunk).mul_(0)).sum());
-      chunk.clear();
-      in_chunk = 0;
-    };
-    for (const auto& p : params_) {
-      if (!p.is_floating_point()) continue;
-      if (in_chunk > 0 && in_chunk + p.numel() > kChunk) flush();
-      chunk.push_back(p.detach().reshape({-1}));
-      in_chunk += p.numel();
-    }
-    flush();
-    if (!sums.empty() && std::isnan((sums.size() == 1 ? sums[0] : torch::stack(sums).sum()).item<double>()))
-      diverge(step, lr, "non-finite parameters");
-    checked_step_ = step;
+torch::Tensor DivergenceGuard::state_sum(int64_t step) const {
+  if (step == checked_step_) return {};
+  torch::NoGradGuard no_grad;
+  // Σ 0·θ over every parameter: 0 when all are finite, NaN when any is NaN or ±∞ (0·∞ = NaN), and
+  // never an overflow (every term is 0 or NaN). The parameters go in flat chunks of up to 2^24
+  // elements (one for any model up to 16M parameters: three device ops), which bound the temporary
+  // copy; isfinite(θ).all() would be five ops per parameter.
+  constexpr int64_t kChunk = int64_t{1} << 24;
+  std::vector<torch::Tensor> sums, chunk;
+  int64_t in_chunk = 0;
+  auto flush = [&] {
+    if (chunk.empty()) return;
+    sums.push_back((chunk.size() == 1 ? chunk[0].mul(0) : torch::cat(chunk).mul_(0)).sum());
+    chunk.clear();
+    in_chunk = 0;
+  };
+  for (const auto& p : params_) {
+    if (!p.is_floating_point()) continue;
+    if (in_chunk > 0 && in_chunk + p.numel() > kChunk) flush();
+    chunk.push_back(p.detach().reshape({-1}));
+    in_chunk += p.numel();
   }
+  flush();
+  if (sums.empty()) return torch::zeros({}, torch::kFloat64);
+  return sums.size() == 1 ? sums[0] : torch::stack(sums).sum();
+}
+
+void DivergenceGuard::resolve_state(int64_t step, double lr, double state_sum) {
+  if (std::isnan(state_sum)) diverge(step, lr, "non-finite parameters");
+  checked_step_ = step;
+}
+
+void DivergenceGuard::check_state(int64_t step, double lr, bool loss_finite) {
+  if (const auto sum = state_sum(step); sum.defined()) resolve_state(step, lr, sum.item<double>());  // a device sync
   if (!loss_finite) diverge(step, lr, "non-finite loss");
 }
 

@@ -35,6 +35,11 @@ class DivergenceGuard {
   // or a checkpoint. The parameters are read once per step: a sample, an evaluation and a
   // checkpoint of the same step see the same parameters, and each read is a device sync.
   void check_state(int64_t step, double lr, bool loss_finite = true);
+  // check_state in two halves, for a caller that reads the check with other values (the evaluation's
+  // MetricsBatch: one read, one sync): the device scalar Σ 0·θ (NaN when any parameter is not finite;
+  // undefined when `step` is already checked), then its value.
+  torch::Tensor state_sum(int64_t step) const;
+  void resolve_state(int64_t step, double lr, double state_sum);
   // A checkpoint of `step` was written: the last good one.
   void checkpoint_written(int64_t step) { last_checkpoint_ = step; }
 

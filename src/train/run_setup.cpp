@@ -103,6 +103,9 @@ RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place) {
                                             is_sampler && cfg.prior.hyperprior == "gamma", cfg.prior.alpha,
                                             cfg.prior.beta);
   s.prior->initialize(cfg.prior.init, s.gen_cpu);
+  // On an accelerator the Gibbs step's Gamma draws come from the device's generator and stay there
+  // (no host sync an epoch: GaussianPrior::gibbs_step); the CPU keeps the host's generator and bits.
+  s.prior->set_draw_on_device(!s.dm.device.is_cpu());
   s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);
   s.plan.graph = graph;
   // lr_scaling: per_datum: the configured lr is per datum, the step is lr/N. The schedule sets the

@@ -216,12 +216,15 @@ void TrainingRun::step() {
 }
 
 void TrainingRun::gibbs_step() {
-  s_.prior->gibbs_step(s_.gen_cpu);
+  s_.prior->gibbs_step(s_.prior->draw_on_device() ? s_.gen_dev : s_.gen_cpu);
   model_.gibbs_step_likelihood(data_.train, s_.gen_dev);
 }
 
 void TrainingRun::collect_sample() {
-  guard_.check_state(step_, s_.sampler->lr());
+  // θ is checked before it enters the predictive; where an evaluation follows at this step, its own
+  // read checks it (evaluation_row: no sync of its own here), and the run stops there before
+  // anything is written.
+  if (!s_.plan.eval_due(step_)) guard_.check_state(step_, s_.sampler->lr());
   const double tau = tau_of(model_);
   // float64 once here, where the trace, the sums and the entropies would each widen the predictions
   const auto predict = [&](const Batch& split) { return eval_.predict_chains(model_, split).to(torch::kFloat64); };
@@ -232,12 +235,13 @@ void TrainingRun::collect_sample() {
   if (data_.val.size() > 0) predictive_.add("val", predict(data_.val), data_.val.targets, tau);
   if (data_.ood.size() > 0) predictive_.add("ood", predict(data_.ood), data_.ood.targets, tau);
   predictive_.end_sample();
-  if (save_every_ > 0 && predictive_.count() % save_every_ == 0 && dist_.writes_parameters())
+  if (save_every_ > 0 && predictive_.count() % save_every_ == 0 && dist_.writes_parameters()) {
+    guard_.check_state(step_, s_.sampler->lr());
     dir_.save_sample(model_, predictive_.count(), state_scalars());
+  }
 }
 
 void TrainingRun::evaluate(bool sample_fresh) {
-  guard_.check_state(step_, s_.sampler->lr());
   dist_.check_in_sync(s_.params, step_);
   if (dist_.chains_across_ranks()) {  // the predictive and R̂ / ESS over the chains of every rank
     last_ = evaluation_row(sample_fresh, predictive_.all_ranks(dist_.comm()));
@@ -340,7 +344,11 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive
                                                                   : PredictiveSummary{eval_.predict(model_, data_.val), {}, {}},
                                               data_.val, tau));
   }
+  // the divergence guard's check of θ in the same read (before the row is logged or anything saved)
+  const torch::Tensor state = guard_.state_sum(step_);
+  const size_t state_at = state.defined() ? batch.add_scalar(state) : 0;
   batch.compute();
+  if (state.defined()) guard_.resolve_state(step_, s_.sampler->lr(), batch.scalar(state_at));
   row["train_loss"] = loss_steps > 0 ? batch.scalar(loss) / static_cast<double>(loss_steps) : NAN;
   for (const auto& [prefix, i] : queued) add_prefixed(row, prefix, eval_.result(batch, i));
   for (const auto& [k, v] : ood_row(samples, now, predictive)) row[k] = v;
