@@ -346,8 +346,9 @@ stage_lean() {
   done
 }
 # A second call after lean, on a fresh machine (FOLLOWUP_DEADLINE seconds, default 400): builds
-# test_mlp_fused, bench_step and sgmcmc; the fused pass's test; H.1 in full with the defaults and with
-# kernels.cuda_mlp_prior / cuda_gather on ATen; the torch.compile peers beside sgmcmc's row; Nsight
+# test_mlp_fused, bench_step and sgmcmc; the fused pass's test; the H.1 step's A/B of the pass's split-K
+# target (kernels.cuda_mlp_blocks_per_sm); H.1 in full with the defaults, with kernels.cuda_mlp_prior /
+# cuda_gather on ATen, and with the fastest split-K target; the torch.compile peers beside sgmcmc's row; Nsight
 # Compute at the GPU's own clocks (--clock-control none) over a window of sgmcmc's eager H.1 steps and
 # of the BlackJAX row's steps (carry .whl), kernel by kernel.
 stage_followup() {
@@ -359,8 +360,30 @@ stage_followup() {
   timeout 120 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
   echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
   grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -40
+  # the split-K target of the pass's GEMMs (kernels.cuda_mlp_blocks_per_sm) and the head's rows per block
+  # (kernels.cuda_mlp_head_rows), H.1 graph-replayed, two rounds
+  local v best=""
+  for v in auto 4 8 16 auto 4 8 16; do
+    left $((dl - 260)) "blocks per SM A/B" || break
+    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set kernels.cuda_mlp_blocks_per_sm=$v --threads 16 --rounds 5 --steps 500 --graph \
+      --label "mlp_h1_per_sm_${v}_graph" --json "$L/per_sm.jsonl" 2>&1 | grep -E "rror"
+  done
+  for v in 4 2 4 2; do
+    left $((dl - 250)) "head rows A/B" || break
+    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set kernels.cuda_mlp_head_rows=$v --threads 16 --rounds 5 --steps 500 --graph \
+      --label "mlp_h1_head_rows_${v}_graph" --json "$L/head_rows.jsonl" 2>&1 | grep -E "rror"
+  done
+  [ -f "$L/head_rows.jsonl" ] && step_table "$L/head_rows.jsonl"
+  [ -f "$L/per_sm.jsonl" ] && { step_table "$L/per_sm.jsonl"
+    best=$(python3 -c "import json, sys
+b = {}
+for l in open(sys.argv[1]): d = json.loads(l); k = d['label'].split('_')[4]; b[k] = max(b.get(k, 0), d['step_median'])
+print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best"; }
   left $((dl - 230)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_default stage_h1
-    H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_prior=aten --set kernels.cuda_gather=aten" H1_TAG=_pass stage_h1; }
+    H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_prior=aten --set kernels.cuda_gather=aten" H1_TAG=_pass stage_h1
+    [ -n "$best" ] && [ "$best" != auto ] && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_blocks_per_sm=$best" H1_TAG=_per_sm stage_h1; }
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 200)) "peers" && PEERS_TIMEOUT=$((dl - 110 - $(date +%s) + t0)) PEERS_ARGS="--rounds 1 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,torch-compile-step-sghmc,torch-compile-default-sghmc,torch-compile-step-default-sghmc" stage_peers
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs

@@ -30,6 +30,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_gather", cuda_gather_fused ? "fused" : "aten"},
           {"cuda_mlp", cuda_mlp == Choice::kAuto ? "auto" : cuda_mlp == Choice::kFused ? "fused" : "aten"},
           {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)},
+          {"cuda_mlp_blocks_per_sm", cuda_mlp_blocks_per_sm == 0 ? "auto" : std::to_string(cuda_mlp_blocks_per_sm)},
+          {"cuda_mlp_head_rows", cuda_mlp_head_rows == 0 ? "auto" : std::to_string(cuda_mlp_head_rows)},
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"}};
 }
 
@@ -37,7 +39,7 @@ const std::vector<std::string>& kernel_setting_keys() {
   static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
                                                 "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
                                                 "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
-                                                "cuda_gather"};
+                                                "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows"};
   return keys;
 }
 
@@ -59,6 +61,10 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
                                 : KernelSettings::Choice::kAten;
   const auto tile = b.get_choice("cuda_mlp_tile", "auto", {"auto", "32", "64"});
   s.cuda_mlp_tile = tile == "auto" ? 0 : std::stoi(tile);
+  const auto per_sm = b.get_choice("cuda_mlp_blocks_per_sm", "auto", {"auto", "1", "2", "4", "8", "16"});
+  s.cuda_mlp_blocks_per_sm = per_sm == "auto" ? 0 : std::stoi(per_sm);
+  const auto head_rows = b.get_choice("cuda_mlp_head_rows", "auto", {"auto", "1", "2", "4", "8"});
+  s.cuda_mlp_head_rows = head_rows == "auto" ? 0 : std::stoi(head_rows);
   s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
   return s;
 }

@@ -19,6 +19,8 @@
 //     cuda_mlp: auto      # auto: the MLP's forward + backward in 2 + depth kernels where measured faster
 //                         # (every layer's in·out ≤ 131,072) | fused: wherever it applies | aten
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
+//     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
+//     cuda_mlp_head_rows: auto # auto (8) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 #pragma once
 
@@ -44,6 +46,8 @@ struct KernelSettings {
   enum class Choice { kAuto, kFused, kAten };
   Choice cuda_mlp = Choice::kAuto;
   int cuda_mlp_tile = 0;  // 0: auto
+  int cuda_mlp_blocks_per_sm = 0;  // 0: auto
+  int cuda_mlp_head_rows = 0;  // 0: auto
   bool cuda_mlp_prior_fused = true;
 
   // The block as key -> text, every key present (summary.json, --help-keys).

@@ -296,14 +296,17 @@ torch::Tensor& ensure2(torch::Tensor& slot, int64_t rows, int64_t cols, const to
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Tiles and k splits for one product over `chains` chains (about two blocks per SM when the chains'
-// tiles are fewer), with its partial-sum and counter buffers from scratch slot `slot`.
+// Tiles and k splits for one product over `chains` chains (about kernels.cuda_mlp_blocks_per_sm blocks
+// per SM, auto: 2, when the chains' tiles are fewer; at least 64 of k per split), with its partial-sum
+// and counter buffers from scratch slot `slot`. More blocks hide more of the global loads' latency
+// (each k step of a block is 16 deep) at the price of more partial sums; the A/B decides.
 template <typename T>
 void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
   const int n_all = g.n + (g.ones ? 1 : 0);
   g.tiles_n = ceil_div(n_all, tile);
   const int tiles = ceil_div(g.m, tile) * g.tiles_n;
-  const int want = std::max(1, std::min(2 * sms / std::max(tiles * chains, 1), g.k / 64));
+  const int per_sm = kernel_settings().cuda_mlp_blocks_per_sm != 0 ? kernel_settings().cuda_mlp_blocks_per_sm : 2;
+  const int want = std::max(1, std::min(per_sm * sms / std::max(tiles * chains, 1), g.k / 64));
   g.k_chunk = std::max(kBK, ceil_div(ceil_div(std::max(g.k, 1), want), kBK) * kBK);
   g.splits = std::max(1, ceil_div(g.k, g.k_chunk));
   if (g.splits > 1) {
@@ -362,8 +365,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   const int64_t rows = x.size(0);
   const int outs = static_cast<int>(outs_of(layers[L - 1].weight)), hdim = static_cast<int>(ins_of(layers[L - 1].weight));
   const int per_row = hdim + 2 * outs;
+  // rows per head block: kernels.cuda_mlp_head_rows (auto: kHeadRows), fewer where shared memory or n end
+  const int want_rows = kernel_settings().cuda_mlp_head_rows != 0 ? kernel_settings().cuda_mlp_head_rows : kHeadRows;
   const int head_rows = std::min<int64_t>(
-      {kHeadRows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
+      {want_rows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
   if (head_rows < 1) return {};
   const auto opts = x.options();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;

@@ -32,6 +32,7 @@ class Hmc : public Sampler {
   bool runs_at_zero_temperature() const override { return false; }  // the MH ratio divides by T
   void step() override;
   torch::Tensor step(const Closure& closure) override;
+  bool reads_closure_value() const override { return true; }
   std::map<std::string, double> diagnostics() const override;
   double acceptance_rate() const;
 

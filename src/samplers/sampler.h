@@ -66,8 +66,11 @@ class Sampler {
 
   // One update from the gradients already in `.grad`.
   virtual void step() = 0;
-  // Calls `closure` to fill `.grad`, then `step()`; returns Ũ. HMC overrides it.
+  // Calls `closure` to fill `.grad`, then `step()`; returns what the closure returned (Ũ). HMC overrides it.
   virtual torch::Tensor step(const Closure& closure);
+  // True when the step reads the value the closure returns (HMC's Metropolis test), not only `.grad`:
+  // the trainer's closure then computes Ũ = (N/n)·nll, which is otherwise one kernel a step for nothing.
+  virtual bool reads_closure_value() const { return false; }
 
   // Zeroes every gradient in place (keeps its storage).
   void zero_grad();

@@ -68,6 +68,10 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   };
 }
 
+torch::Tensor StepRunner::closure_value() {
+  return sampler_.reads_closure_value() ? batch_nll_ * scale_like(batch_nll_) : torch::Tensor();
+}
+
 const torch::Tensor& StepRunner::scale_like(const torch::Tensor& t) {
   if (!scale_t_.defined() || scale_t_.scalar_type() != t.scalar_type() || scale_t_.device() != t.device())
     scale_t_ = torch::full({}, scale_, t.options().requires_grad(false));
@@ -128,25 +132,25 @@ torch::Tensor StepRunner::gradient() {
       batch_nll_ = likelihood_backward();
     }
     sampler_.fold_prior_into_next_step(prior_fold());
-    return batch_nll_ * scale_like(batch_nll_);
+    return closure_value();
   }
   if (reduce_) {  // data mode: the ranks' likelihood gradients are summed first, then λθ added once
     sampler_.zero_grad();
     batch_nll_ = likelihood_backward();
     reduce_(batch_nll_);
     prior_.add_grad();
-    return batch_nll_ * scale_like(batch_nll_);
+    return closure_value();
   }
   // .grad := λθ, then the backward pass accumulates (N/n)·∇nll into it: the N/n scaling is the
   // incoming gradient of the backward pass rather than a multiply in the graph.
   if (seed_with_prior_ && model_backward_ && !seeds_.empty()) {  // λθ + (N/n)·∇nll in the model's own pass
     batch_nll_ = model_.nll_backward_seeded(batch_, scale_, seeds_);
-    if (batch_nll_.defined()) return batch_nll_ * scale_like(batch_nll_);
+    if (batch_nll_.defined()) return closure_value();
   }
   if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
   batch_nll_ = likelihood_backward();
   if (!seed_with_prior_) prior_.add_grad();
-  return batch_nll_ * scale_like(batch_nll_);
+  return closure_value();
 }
 
 void StepRunner::select_batch(const torch::Tensor& idx) {

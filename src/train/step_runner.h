@@ -84,7 +84,9 @@ class StepRunner {
   std::map<std::string, double> graph_counts() const;
 
  private:
-  torch::Tensor gradient();  // the closure: ∇Ũ into .grad, returns (N/n)·nll(batch)
+  torch::Tensor gradient();  // the closure: ∇Ũ into .grad, returns closure_value()
+  // (N/n)·nll(batch) where the sampler reads it (Sampler::reads_closure_value), else undefined
+  torch::Tensor closure_value();
   torch::Tensor likelihood_backward();  // (N/n)·∇nll(batch) added into .grad; returns nll (detached)
   void select_batch(const torch::Tensor& idx);
   void plan_prior_fold();                      // fold_entries_, where the fold can apply
