@@ -20,12 +20,12 @@ FLOORS = {
     "config": 7,
     "train": 8,
     "sweep": 9, "simulate": 9,
-    "cli": 10,
+    "cli": 10, "launcher": 10,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Every switch a user may need is a config key; the environment is read for the thread libraries alone,
 # in this one file (SGMCMC_NO_REEXEC, and the OpenMP / OpenBLAS variables it sets).
-ENV_FILE = "runtime/cpu.cpp"
+ENV_FILE = "runtime/spin_env.cpp"
 SGMCMC_GETENV = re.compile(r'getenv\(\s*"SGMCMC_')
 
 

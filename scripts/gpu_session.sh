@@ -130,8 +130,8 @@ stage_job() {
   echo "job rc=$?"; tail -8 "$L/job.log"; cp /tmp/job/summary.json "$L/job_summary.json" 2>/dev/null
 }
 stage_pack() {  # stripped, in parts of 15 MB (the tool brings back files of 16 MB at most)
-  strip $B/sgmcmc $B/test_* $B/bench_* 2>/dev/null
-  tar czf /tmp/bin.tgz $B/sgmcmc $B/test_* $B/bench_* 2>/dev/null
+  strip $B/sgmcmc $B/sgmcmc-main $B/test_* $B/bench_* 2>/dev/null
+  tar czf /tmp/bin.tgz $B/sgmcmc $B/sgmcmc-main $B/test_* $B/bench_* 2>/dev/null
   split -b 15M /tmp/bin.tgz "$OUT/bin.tgz.part-"; ls -la "$OUT"/bin.tgz.part-*
 }
 stage_debug() {  # the tests that crash: their output and a backtrace (cuda-gdb also debugs host code)

@@ -40,8 +40,8 @@ TEST(CliTrain, TrainsOnTinyIdxDirectory) {
                         "\"wall_seconds\"", "\"steps_per_second\""})
     EXPECT_NE(summary.find(k), std::string::npos) << k << "\n" << summary;
   EXPECT_NE(slurp(dir + "/run/config.yaml").find("epochs: 3"), std::string::npos);
-  // The binary re-executed itself with short OpenMP and OpenBLAS spins (src/cli/main.cpp), unless the
-  // user set them; summary.json records what the run had.
+  // The launcher `sgmcmc` set short OpenMP and OpenBLAS spins before it executed sgmcmc-main
+  // (src/launcher/main.cpp), unless the user set them; summary.json records what the run had.
   EXPECT_NE(summary.find("GOMP_SPINCOUNT=3000"), std::string::npos) << summary;
   EXPECT_NE(summary.find("OPENBLAS_THREAD_TIMEOUT=8"), std::string::npos) << summary;
   ASSERT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run_env --set train.epochs=2 --quiet", dir, &err,
@@ -80,4 +80,31 @@ TEST(CliTrain, ErrorsAreOneLineAndNonZero) {
   EXPECT_EQ(run_cli("list", dir, &err), 0);
   EXPECT_NE(slurp(dir + "/stdout.txt").find("sgld"), std::string::npos);
   for (const char* c : {"list", "train", "predict", "sweep"}) EXPECT_EQ(run_cli(std::string(c) + " --help", dir), 0) << c;
+}
+
+// The program proper run directly sets the same spins by re-executing itself (runtime/cpu.cpp); the
+// launcher without sgmcmc-main beside it fails with one line naming the path, status 127.
+TEST(CliTrain, LauncherAndProgramProper) {
+  auto dir = sgmcmc::test_util::temp_dir("cli_launcher");
+  sgmcmc::test_util::write_tiny_idx_dir(dir + "/data", 300, 100, 4, /*gzip=*/false);
+  std::ofstream(dir + "/tiny.yaml") << "seed: 2\n"
+                                       "data: {dir: " << dir << "/data, val_size: 50}\n"
+                                       "model: {name: mlp, hidden: [10], activation: relu}\n"
+                                       "sampler: {name: sgld, lr: 1.0e-3}\n"
+                                       "train: {epochs: 3, burn_in: 1, batch_size: 50}\n";
+  const std::string main_binary = fs::path(SGMCMC_BINARY).parent_path() / "sgmcmc-main";
+  ASSERT_TRUE(fs::exists(main_binary));
+  const std::string cmd = "env -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT -u OMP_WAIT_POLICY " + main_binary +
+                          " train " + dir + "/tiny.yaml --out " + dir + "/run --quiet 2>" + dir + "/err.txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir + "/err.txt");
+  const auto summary = slurp(dir + "/run/summary.json");
+  EXPECT_NE(summary.find("GOMP_SPINCOUNT=3000"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("OPENBLAS_THREAD_TIMEOUT=8"), std::string::npos) << summary;
+  fs::create_directories(dir + "/alone");
+  fs::copy_file(SGMCMC_BINARY, dir + "/alone/sgmcmc");
+  const int rc = std::system((dir + "/alone/sgmcmc list >/dev/null 2>" + dir + "/alone.txt").c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 127);
+  const auto err = slurp(dir + "/alone.txt");
+  EXPECT_EQ(err, "sgmcmc: cannot execute " + dir + "/alone/sgmcmc-main: No such file or directory\n");
 }

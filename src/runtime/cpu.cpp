@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include "compat.h"
+#include "runtime/spin_env.h"
 
 namespace sgmcmc {
 
@@ -31,20 +32,16 @@ namespace sgmcmc {
 // sched_yield for 2^28 cycles (a fifth of the MNIST run's samples under perf); with
 // OPENBLAS_THREAD_TIMEOUT=8 (2^8 cycles) the same run went from 184-192 to 229-268 steps/s, with BPMF
 // unchanged (458-498 vs 482-503, 2 runs each; 4, 12, 16 and 20 were within the noise of 8).
-// Both libraries read their variable once, when they are loaded, so the binary sets what the user did
-// not and re-executes itself (same pid, same arguments). GOMP_SPINCOUNT is left alone if the user set
-// OMP_WAIT_POLICY or GOMP_SPINCOUNT, OPENBLAS_THREAD_TIMEOUT if the user set it; nothing is done with
-// SGMCMC_NO_REEXEC; if exec fails the run goes on unchanged.
+// Both libraries read their variable once, when they are loaded: the launcher `sgmcmc`
+// (src/launcher/main.cpp) sets what the user did not before it executes sgmcmc-main; sgmcmc-main run
+// without them sets them and re-executes itself (same pid, same arguments). GOMP_SPINCOUNT is left
+// alone if the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, OPENBLAS_THREAD_TIMEOUT if the user set it;
+// nothing is done with SGMCMC_NO_REEXEC; if exec fails the run goes on unchanged.
 void ensure_short_openmp_spin(char** argv) {
-  if (std::getenv("SGMCMC_NO_REEXEC")) return;
-  std::vector<const char*> set;
-  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT") && setenv("GOMP_SPINCOUNT", "3000", 1) == 0)
-    set.push_back("GOMP_SPINCOUNT");
-  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT") && setenv("OPENBLAS_THREAD_TIMEOUT", "8", 1) == 0)
-    set.push_back("OPENBLAS_THREAD_TIMEOUT");
+  const auto set = set_spin_env();  // runtime/spin_env.h; the launcher `sgmcmc` has set them already
   if (set.empty()) return;
   execv("/proc/self/exe", argv);
-  for (const char* name : set) unsetenv(name);  // exec failed: carry on unchanged
+  for (const auto& name : set) unsetenv(name.c_str());  // exec failed: carry on unchanged
 }
 
 bool set_flush_denormal(bool on) {
