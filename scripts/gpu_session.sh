@@ -355,8 +355,8 @@ stage_followup() {
   local dl=${FOLLOWUP_DEADLINE:-400}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   configure_cuda || return 1
-  cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
-  stamp "built test_mlp_fused bench_step sgmcmc"
+  cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step bench_epoch sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built test_mlp_fused bench_step bench_epoch sgmcmc"
   timeout 120 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
   echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
   grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -40
@@ -385,6 +385,7 @@ print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best
     H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_prior=aten --set kernels.cuda_gather=aten" H1_TAG=_pass stage_h1
     [ -n "$best" ] && [ "$best" != auto ] && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_blocks_per_sm=$best" H1_TAG=_per_sm stage_h1; }
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 215)) "epoch" && stage_epoch  # the per-epoch reads: Gibbs on the device, one read an evaluation
   left $((dl - 200)) "peers" && PEERS_TIMEOUT=$((dl - 110 - $(date +%s) + t0)) PEERS_ARGS="--rounds 1 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,torch-compile-step-sghmc,torch-compile-default-sghmc,torch-compile-step-default-sghmc" stage_peers
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
