@@ -42,10 +42,11 @@
 #   lean   instead of build, for a 15-minute device budget: one call builds what it needs and runs, in
 #          order, the fused pass's CUDA tests, the H.1 step A/B, H.1 in full, chains, epoch, peers, 1,000
 #          chains (stage_lean below; LEAN_DEADLINE)
-#   followup  instead of build, a second short call after lean: the fused pass's test, H.1 in full with and
-#          without the prior epilogue and gather kernel, the torch.compile peers, Nsight Compute (clock
-#          control none) over sgmcmc's eager step, BlackJAX's optimized HLO (scripts/hlo_summary.py) and
-#          Nsight Compute over its steps (stage_followup below)
+#   followup  instead of build, one call of a 15-minute budget (FOLLOWUP_DEADLINE=520 there): the fused
+#          pass's test, the A/B of its split-K target and head rows, H.1 in full (defaults, prior epilogue
+#          and gather kernel on ATen, the fastest split-K target), bench_epoch, the torch.compile peers,
+#          Nsight Compute (clock control none) over sgmcmc's eager step, 1 and 100 chains, BlackJAX's
+#          optimized HLO (scripts/hlo_summary.py) and Nsight Compute over its steps (stage_followup below)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,

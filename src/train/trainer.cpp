@@ -242,6 +242,9 @@ void TrainingRun::collect_sample() {
 }
 
 void TrainingRun::evaluate(bool sample_fresh) {
+  // θ's finiteness is read with the metrics (evaluation_row), except before the ranks compare their
+  // parameters, where a NaN would read as ranks out of step rather than as a divergence
+  if (dist_.data_parallel()) guard_.check_state(step_, s_.sampler->lr());
   dist_.check_in_sync(s_.params, step_);
   if (dist_.chains_across_ranks()) {  // the predictive and R̂ / ESS over the chains of every rank
     last_ = evaluation_row(sample_fresh, predictive_.all_ranks(dist_.comm()));
