@@ -89,6 +89,29 @@ configure_cuda() {
     -DSGMCMC_BENCH=ON "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
     > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
 }
+# Configure (configure_cuda) and build only these targets; the build log's errors on failure.
+build_targets() {
+  configure_cuda || return 1
+  cmake --build $B -j"$(nproc)" --target "$@" >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
+  stamp "built $*"
+}
+# A test program with a time limit (and a gtest filter): its summary, and the context of its failures.
+run_gtest() {  # NAME TIMEOUT [FILTER]
+  timeout "$2" $B/$1 ${3:+--gtest_filter=$3} > "$L/$1.log" 2>&1
+  echo "$1 rc=$?"; gtest_summary "$L/$1.log"
+  grep -B3 -A8 "Failure" "$L/$1.log" | head -40
+}
+# H.1 with `chains: C`, kernels.cuda_mlp=V, E epochs, graph-replayed: steps per second of stepping; the
+# summary and metrics.csv (time.steps by epoch: the rate after the first epoch) kept as chains_V_C_*.
+chains_run() {  # V C EPOCHS TIMEOUT
+  local v=$1 c=$2 e=$3
+  timeout "$4" $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+    --set chains=$c --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=$e \
+    --set train.burn_in=$(( e > 4 ? 2 : 1 )) --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
+  echo "H.1 $e epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
+  cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
+  cp /tmp/chains_${v}_$c/metrics.csv "$L/chains_${v}_${c}_metrics.csv" 2>/dev/null
+}
 # Only some targets, for a call with little device time left: configure as device-build.sh does, build
 # and run the CUDA checks of the kernels in groups, the first group's results coming back first.
 stage_quick() {
@@ -228,15 +251,9 @@ stage_act() {
 # The fused MLP pass (kernels/mlp_fused.h): its CUDA test, the A/B of the H.1 and FNN-800 steps against
 # ATen's path, then App. H.1 in full with it and without (compare test error and time.*).
 stage_mlp() {
-  configure_cuda || return 1
-  cmake --build $B -j"$(nproc)" --target test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
-  stamp "built test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc"
-  timeout 180 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
-  echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
-  grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -60
-  timeout 60 $B/test_gather_rows > "$L/test_gather_rows.log" 2>&1
-  echo "test_gather_rows rc=$?"; gtest_summary "$L/test_gather_rows.log"
-  grep -B3 -A8 "Failure" "$L/test_gather_rows.log" | head -30
+  build_targets test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc || return 1
+  run_gtest test_mlp_fused 180
+  run_gtest test_gather_rows 60
   local v tag pg="fused --set kernels.cuda_mlp_prior=fused --set kernels.cuda_gather=fused"
   for g in --graph ""; do
     for v in fused "fused --set kernels.cuda_mlp_prior=fused" "$pg" aten fused "fused --set kernels.cuda_mlp_prior=fused" "$pg" aten; do
@@ -267,14 +284,7 @@ stage_chains() {
   grep -B3 -A8 "Failure" "$L/test_mlp_fused_chains.log" | head -40
   local v c
   for v in aten fused; do
-    for c in 1 100; do
-      timeout 150 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-        --set chains=$c --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=20 --set train.burn_in=2 \
-        --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
-      echo "H.1 20 epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
-      cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
-      cp /tmp/chains_${v}_$c/metrics.csv "$L/chains_${v}_${c}_metrics.csv" 2>/dev/null  # time.steps by epoch
-    done
+    for c in 1 100; do chains_run $v $c 20 150; done
   done
 }
 # The per-epoch work on the GPU: bench_epoch's ATen ops, host reads and seconds per phase (App. H.1, 100
@@ -298,15 +308,9 @@ stage_epoch() {
 stage_lean() {
   local dl=${LEAN_DEADLINE:-540}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
-  configure_cuda || return 1
-  cmake --build $B -j"$(nproc)" --target test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
-  stamp "built test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc"
-  timeout 120 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
-  echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
-  grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -40
-  timeout 60 $B/test_gather_rows > "$L/test_gather_rows.log" 2>&1
-  echo "test_gather_rows rc=$?"; gtest_summary "$L/test_gather_rows.log"
-  grep -B3 -A8 "Failure" "$L/test_gather_rows.log" | head -20
+  build_targets test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc || return 1
+  run_gtest test_mlp_fused 120
+  run_gtest test_gather_rows 60
   local v pr="--set kernels.cuda_mlp_prior=fused" ga="--set kernels.cuda_gather=fused" tag
   for v in fused "fused $pr" "fused $pr $ga" aten "aten $ga" fused "fused $pr" "fused $pr $ga" aten "aten $ga"; do
     left $((dl - 210)) "step A/B" || break
@@ -323,12 +327,7 @@ stage_lean() {
   for v in aten fused; do
     for c in 1 100; do
       left $((dl - 140)) "chains" || break 2
-      timeout 60 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-        --set chains=$c --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=20 --set train.burn_in=2 \
-        --out /tmp/chains_${v}_$c --overwrite -q > "$L/chains_${v}_$c.log" 2>&1
-      echo "H.1 20 epochs, chains=$c, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_$c/summary.json
-      cp /tmp/chains_${v}_$c/summary.json "$L/chains_${v}_${c}_summary.json" 2>/dev/null
-      cp /tmp/chains_${v}_$c/metrics.csv "$L/chains_${v}_${c}_metrics.csv" 2>/dev/null  # time.steps by epoch
+      chains_run $v $c 20 60
     done
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
@@ -338,12 +337,7 @@ stage_lean() {
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   for v in aten fused; do
     left $((dl - 30)) "1,000 chains" || break
-    timeout $((dl - $(date +%s) + t0)) $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-      --set chains=1000 --set train.graph=true --set kernels.cuda_mlp=$v --set train.epochs=3 --set train.burn_in=1 \
-      --out /tmp/chains_${v}_1000 --overwrite -q > "$L/chains_${v}_1000.log" 2>&1
-    echo "H.1 3 epochs, chains=1000, kernels.cuda_mlp=$v: rc=$?"; phase_times /tmp/chains_${v}_1000/summary.json
-    tail -3 "$L/chains_${v}_1000.log"
-    cp /tmp/chains_${v}_1000/summary.json "$L/chains_${v}_1000_summary.json" 2>/dev/null
+    chains_run $v 1000 3 $((dl - $(date +%s) + t0))
   done
 }
 # A second call after lean, on a fresh machine (FOLLOWUP_DEADLINE seconds, default 400): builds
@@ -355,12 +349,8 @@ stage_lean() {
 stage_followup() {
   local dl=${FOLLOWUP_DEADLINE:-400}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
-  configure_cuda || return 1
-  cmake --build $B -j"$(nproc)" --target test_mlp_fused bench_step bench_epoch sgmcmc >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
-  stamp "built test_mlp_fused bench_step bench_epoch sgmcmc"
-  timeout 120 $B/test_mlp_fused > "$L/test_mlp_fused.log" 2>&1
-  echo "test_mlp_fused rc=$?"; gtest_summary "$L/test_mlp_fused.log"
-  grep -B3 -A8 "Failure" "$L/test_mlp_fused.log" | head -40
+  build_targets test_mlp_fused bench_step bench_epoch sgmcmc || return 1
+  run_gtest test_mlp_fused 120
   # the split-K target of the pass's GEMMs (kernels.cuda_mlp_blocks_per_sm) and the head's rows per block
   # (kernels.cuda_mlp_head_rows), H.1 graph-replayed, two rounds
   local v best=""
@@ -399,12 +389,7 @@ print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best
   local c
   for c in 1 100; do  # the chains' steps/s after the first epoch (metrics.csv's time.steps by epoch)
     left $((dl - 60)) "chains" || break
-    timeout 40 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-      --set chains=$c --set train.graph=true --set train.epochs=10 --set train.burn_in=2 \
-      --out /tmp/chains_$c --overwrite -q > "$L/chains_$c.log" 2>&1
-    echo "H.1 10 epochs, chains=$c: rc=$?"; phase_times /tmp/chains_$c/summary.json
-    cp /tmp/chains_$c/summary.json "$L/chains_${c}_summary.json" 2>/dev/null
-    cp /tmp/chains_$c/metrics.csv "$L/chains_${c}_metrics.csv" 2>/dev/null
+    chains_run auto $c 10 40
   done
   # What XLA runs for BlackJAX's step on this GPU: its optimized HLO (fusions, GEMM custom calls)
   left $((dl - 70)) "hlo blackjax" && [ -d .whl ] && {

@@ -23,16 +23,20 @@ int run_cli(const std::string& args, const std::string& tmp, std::string* err = 
   if (err) *err = slurp(tmp + "/stderr.txt");
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
-}  // namespace
-
-TEST(CliTrain, TrainsOnTinyIdxDirectory) {
-  auto dir = sgmcmc::test_util::temp_dir("cli_train");
-  sgmcmc::test_util::write_tiny_idx_dir(dir + "/data", 300, 100, 4, /*gzip=*/true);
+// A tiny IDX data set in dir/data and a config for it, dir/tiny.yaml (4 epochs of SGLD).
+void write_tiny_run(const std::string& dir, bool gzip) {
+  sgmcmc::test_util::write_tiny_idx_dir(dir + "/data", 300, 100, 4, gzip);
   std::ofstream(dir + "/tiny.yaml") << "seed: 2\n"
                                        "data: {dir: " << dir << "/data, val_size: 50}\n"
                                        "model: {name: mlp, hidden: [10], activation: relu}\n"
                                        "sampler: {name: sgld, lr: 1.0e-3}\n"
                                        "train: {epochs: 4, burn_in: 1, batch_size: 50}\n";
+}
+}  // namespace
+
+TEST(CliTrain, TrainsOnTinyIdxDirectory) {
+  auto dir = sgmcmc::test_util::temp_dir("cli_train");
+  write_tiny_run(dir, /*gzip=*/true);
   std::string err;
   ASSERT_EQ(run_cli("train " + dir + "/tiny.yaml --out " + dir + "/run --set train.epochs=3 --quiet", dir, &err), 0) << err;
   auto summary = slurp(dir + "/run/summary.json");
@@ -86,12 +90,7 @@ TEST(CliTrain, ErrorsAreOneLineAndNonZero) {
 // launcher without sgmcmc-main beside it fails with one line naming the path, status 127.
 TEST(CliTrain, LauncherAndProgramProper) {
   auto dir = sgmcmc::test_util::temp_dir("cli_launcher");
-  sgmcmc::test_util::write_tiny_idx_dir(dir + "/data", 300, 100, 4, /*gzip=*/false);
-  std::ofstream(dir + "/tiny.yaml") << "seed: 2\n"
-                                       "data: {dir: " << dir << "/data, val_size: 50}\n"
-                                       "model: {name: mlp, hidden: [10], activation: relu}\n"
-                                       "sampler: {name: sgld, lr: 1.0e-3}\n"
-                                       "train: {epochs: 3, burn_in: 1, batch_size: 50}\n";
+  write_tiny_run(dir, /*gzip=*/false);
   const std::string main_binary = fs::path(SGMCMC_BINARY).parent_path() / "sgmcmc-main";
   ASSERT_TRUE(fs::exists(main_binary));
   const std::string cmd = "env -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT -u OMP_WAIT_POLICY " + main_binary +
