@@ -45,7 +45,7 @@
 #   followup  instead of build, one call of a 15-minute budget (FOLLOWUP_DEADLINE=520 there): the fused
 #          pass's test, the A/B of its split-K target and head rows, H.1 in full (defaults, prior epilogue
 #          and gather kernel on ATen, the fastest split-K target), bench_epoch, the torch.compile peers,
-#          Nsight Compute (clock control none) over sgmcmc's eager step, 1 and 100 chains, BlackJAX's
+#          Nsight Compute (clock control none) over sgmcmc's replayed steps, 1 and 100 chains, BlackJAX's
 #          optimized HLO (scripts/hlo_summary.py) and Nsight Compute over its steps (stage_followup below)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
