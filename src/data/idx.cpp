@@ -99,9 +99,19 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not an IDX file");
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  const std::streamoff size = in.tellg();
+  if (size >= 0) {  // one read of the whole file (byte by byte through an iterator: ~4x slower on 47 MB)
+    bytes.resize(static_cast<size_t>(size));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(bytes.data()), size);
+    if (in.gcount() != size) fail(path, "read error (the file changed while it was read?)");
+  } else {  // not seekable (a pipe)
+    in.clear();
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   if (in.bad()) fail(path, "read error");
   return bytes;
 }
