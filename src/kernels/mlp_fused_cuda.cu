@@ -491,7 +491,7 @@ torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tenso
                                       bool overwrite, MlpFusedScratch& scratch, int64_t chains) {
   if (!handled(x, targets, layers, overwrite, chains)) return {};
   if (kernel_settings().cuda_mlp == KernelSettings::Choice::kAuto) {
-    if (chains > 1) return {};  // not yet measured against ATen's batched products: `fused` only
+    if (chains > 1) return {};  // half ATen's batched products' speed at 100 and 1,000 chains (H100): `fused` only
     for (const auto& l : layers)
       if (l.weight.numel() > kAutoMaxLayer) return {};
   }

@@ -127,7 +127,7 @@ torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor
                                      bool overwrite, int64_t chains) {
   // chain c: its rows and its slice of every stacked layer (views: the grads are written through); one
   // chain of stacked [1, out, in] layers (MlpChains with chains: 1) takes this branch too
-  if (chains > 1 || (chains == 1 && !layers.empty() && layers.front().weight.dim() == 3)) {
+  if (chains > 1 || (!layers.empty() && layers.front().weight.dim() == 3)) {
     if (x.dim() != 2 || x.size(0) % chains != 0 || targets.dim() != 1 || targets.size(0) != x.size(0))
       throw std::invalid_argument("mlp_backward_reference: x must be [chains * n, in] and targets [chains * n]");
     const int64_t n = x.size(0) / chains;
@@ -138,7 +138,7 @@ torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor
         if (l.weight.dim() != 3 || l.weight.size(0) != chains || l.bias.dim() != 2 || l.bias.size(0) != chains)
           throw std::invalid_argument("mlp_backward_reference: chains need layers stacked [chains, out, in], [chains, out]");
         if (l.weight_lambda.defined()) throw std::invalid_argument("mlp_backward_reference: no precisions with chains");
-        mine.push_back({l.weight[c], l.bias[c], l.weight_grad[c], l.bias_grad[c]});
+        mine.push_back({l.weight[c], l.bias[c], l.weight_grad[c], l.bias_grad[c], {}, {}});
       }
       auto part = mlp_backward_reference(x.narrow(0, c * n, n), targets.narrow(0, c * n, n), mine, act, scale, overwrite);
       nll = nll.defined() ? nll + part : part;

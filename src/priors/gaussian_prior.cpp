@@ -228,10 +228,9 @@ void GaussianPrior::gibbs_step(at::Generator& gen) {
   const auto rate = (squared_norms_on_device().to(opts) * 0.5).add_(beta_);
   auto draw = (at::_standard_gamma(shape_dev_, gen) / rate).clamp_min_(1e-300);
   for (auto& b : lambda_buffers_) {
-    torch::Tensor values = draw;  // the buffer's groups in their order: all of them, in order, mostly
-    bool all_in_order = b.groups.size() == groups_.size();
-    for (size_t i = 0; all_in_order && i < b.groups.size(); ++i) all_in_order = b.groups[i] == i;
-    if (!all_in_order) {
+    // a buffer's groups are ascending (the constructor's order), so a buffer of every group is the draw
+    torch::Tensor values = draw;
+    if (b.groups.size() != groups_.size()) {
       if (!b.draw_index.defined() || b.draw_index.device() != draw.device())  // once (the copy waits)
         b.draw_index = torch::tensor(std::vector<int64_t>(b.groups.begin(), b.groups.end()), torch::kInt64)
                            .to(draw.device());
