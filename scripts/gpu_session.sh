@@ -47,6 +47,8 @@
 #          and gather kernel on ATen, the fastest split-K target), bench_epoch, the torch.compile peers,
 #          Nsight Compute (clock control none) over sgmcmc's replayed steps, 1 and 100 chains, BlackJAX's
 #          optimized HLO (scripts/hlo_summary.py) and Nsight Compute over its steps (stage_followup below)
+#   pipe   instead of build, one call of a 15-minute budget (PIPE_DEADLINE=330 there): the pipelined GEMM of the
+#          fused pass (kernels.cuda_mlp_gemm) against the tiled one: test, step A/B, H.1 in full, ncu, 100 chains
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -410,6 +412,54 @@ print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best
       --device cuda --threads 8 > "$L/ncu_blackjax.csv" 2> "$L/ncu_blackjax.err"
     echo "ncu blackjax rc=$?"; grep -c '"gpu__time_duration.sum"' "$L/ncu_blackjax.csv"
     python3 scripts/ncu_summary.py --kernels "$L/ncu_blackjax.csv" 1 2>&1 | head -30 | tee "$L/ncu_blackjax_summary.txt"; }
+}
+# The fused pass's pipelined GEMM (kernels.cuda_mlp_gemm=pipelined: asynchronous copies 4 steps deep,
+# 4 × 4 outputs a thread) against the tiled one, one call of a 15-minute budget on a fresh machine
+# (PIPE_DEADLINE seconds, default 330): its CUDA test (both kernels against the CPU reference), the
+# H.1 step's A/B (tiled, pipelined at 2 / 4 / 8 blocks per SM) and FNN-800's (pass tiled / pipelined
+# against ATen), H.1 in full with each kernel, Nsight Compute over pipelined steps, and 100 chains on
+# the pipelined pass against ATen's batched products.
+stage_pipe() {
+  local dl=${PIPE_DEADLINE:-330}
+  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
+  build_targets test_mlp_fused bench_step sgmcmc || return 1
+  run_gtest test_mlp_fused 90
+  local v r sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  for r in 1 2; do
+    for v in tiled_auto pipelined_auto pipelined_4 pipelined_8; do
+      left $((dl - 150)) "H.1 step A/B" || break 2
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp_gemm=${v%_*} --set kernels.cuda_mlp_blocks_per_sm=${v#*_} --threads 16 --rounds 5 \
+        --steps 500 --graph --label "mlp_h1_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
+    done
+    for v in tiled pipelined aten; do
+      left $((dl - 140)) "FNN-800 step A/B" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
+        --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v) --threads 16 --rounds 5 --steps 500 \
+        --graph --label "fnn800_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/pipe.jsonl" ] && step_table "$L/pipe.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 110)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_tiled stage_h1
+    H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=pipelined" H1_TAG=_pipelined stage_h1; }
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  left $((dl - 70)) "ncu pipelined" && {
+    timeout 50 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
+      --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+      --set kernels.cuda_mlp_gemm=pipelined --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_pipe --overwrite -q \
+      > "$L/ncu_pipe.csv" 2> "$L/ncu_pipe.err"
+    echo "ncu sgmcmc pipelined rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_pipe.csv" 2>&1 | tee "$L/ncu_pipe_summary.txt"; }
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 35)) "100 chains" && {
+    timeout 30 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
+      --set train.graph=true --set kernels.cuda_mlp=fused --set kernels.cuda_mlp_gemm=pipelined --set train.epochs=6 \
+      --set train.burn_in=2 --out /tmp/chains_pipe --overwrite -q > "$L/chains_pipe.log" 2>&1
+    echo "H.1 6 epochs, 100 chains, fused pass pipelined: rc=$?"; phase_times /tmp/chains_pipe/summary.json
+    cp /tmp/chains_pipe/metrics.csv "$L/chains_pipe_metrics.csv" 2>/dev/null; }
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles

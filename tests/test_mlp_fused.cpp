@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compat.h"
@@ -93,14 +94,18 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
                                    const Batch& batch_cpu, kernels::Activation act, torch::Dtype dt, int64_t chains) {
   const torch::Device dev = batch.inputs.device();
   kernels::MlpFusedScratch scratch;
-  for (int tile : {32, 64})
+  using Gemm = KernelSettings::MlpGemm;
+  // the tiled kernel at both tile edges and the pipelined one (32-wide tiles)
+  for (auto [tile, gemm] : {std::pair{32, Gemm::kTiled}, std::pair{64, Gemm::kTiled}, std::pair{32, Gemm::kPipelined}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) + ", blocks per SM " + std::to_string(per_sm));
-      const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (8), and 3
+      SCOPED_TRACE("tile " + std::to_string(tile) + (gemm == Gemm::kPipelined ? " pipelined" : " tiled") +
+                   ", blocks per SM " + std::to_string(per_sm));
+      const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
       k.cuda_mlp_tile = tile;
+      k.cuda_mlp_gemm = gemm;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);

@@ -22,7 +22,9 @@ constexpr int kBK = 16, kThreadsN = 16, kThreadsM = 16;
 constexpr int kThreads = kThreadsN * kThreadsM;  // 256
 constexpr int kMaxProblems = 8;
 constexpr int kHeadThreads = 256;
-constexpr int kHeadRows = 8;                // rows per head block (fewer when the output layer is wide)
+// Rows per head block: App. H.1's step on an H100 (graph-replayed, two rounds) is 64.3–64.6 µs with 1,
+// 64.8–65.1 with 2, 66.8–67.0 with 4 and 69.8–70.1 with 8: more blocks, each with a shorter serial chain.
+constexpr int kHeadRows = 1;
 constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
 // kernels.cuda_mlp: auto takes the pass for layers up to this many weights: App. H.1's 784 × 100 step is
 // 80 µs graph-replayed against ATen's 143, FNN-800's 800 × 800 one 164 against 143 (docs/performance.md).
@@ -72,19 +74,98 @@ struct GemmBatch {
   T* sum_out = nullptr;
 };
 
-template <typename T>
+template <typename T, int kN>
 __device__ void block_sum(const T* in, int n, T* out) {
-  __shared__ T part[kThreads];
+  __shared__ T part[kN];
   const int tid = threadIdx.x;
   T s = 0;
-  for (int i = tid; i < n; i += kThreads) s += in[i];
+  for (int i = tid; i < n; i += kN) s += in[i];
   part[tid] = s;
   __syncthreads();
-  for (int w = kThreads / 2; w > 0; w >>= 1) {
+  for (int w = kN / 2; w > 0; w >>= 1) {
     if (tid < w) part[tid] += part[tid + w];
     __syncthreads();
   }
   if (tid == 0) *out = part[0];
+}
+
+// The end of a block's tile, whichever kernel computed it: with split-K, this split's partial sums go to
+// the work buffer and the tile's last split to arrive adds all of them in split order (the same bits
+// from one call to the next); then the epilogue. row(i) and col(j) are the thread's output coordinates
+// within the tile; every thread of the block calls it (it synchronises).
+template <typename T, int kTM, int kTN, int kBM, typename Row, typename Col>
+__device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split, T (&acc)[kTM][kTN], Row row, Col col,
+                            int* is_last) {
+  const int tid = threadIdx.x;
+  const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBM;
+  const int n_all = g.n + (g.ones ? 1 : 0);
+  if (g.splits > 1) {
+    const int tiles = ((g.m + kBM - 1) / kBM) * g.tiles_n;
+    T* const work = g.work + chain * g.splits * static_cast<int64_t>(g.m) * n_all;
+    int* const counters = g.counters + chain * tiles;
+    T* w = work + static_cast<int64_t>(split) * g.m * n_all;
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) {
+        const int gm = m0 + row(i), gn = n0 + col(j);
+        if (gm < g.m && gn < n_all) w[static_cast<int64_t>(gm) * n_all + gn] = acc[i][j];
+      }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) *is_last = atomicAdd(counters + tile, 1) == g.splits - 1;
+    __syncthreads();
+    if (!*is_last) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) {
+        const int gm = m0 + row(i), gn = n0 + col(j);
+        if (gm < g.m && gn < n_all) {
+          T s = T(0);
+          for (int sp = 0; sp < g.splits; ++sp)
+            s += __ldcg(work + (static_cast<int64_t>(sp) * g.m + gm) * n_all + gn);
+          acc[i][j] = s;
+        }
+      }
+    if (tid == 0) counters[tile] = 0;  // ready for the next call (and graph replay)
+  }
+  T* const c_ptr = g.c + chain * g.c_bs;
+  T* const extra_ptr = g.extra == nullptr ? nullptr : g.extra + chain * g.e_bs;
+  const T* const bias_ptr = g.bias == nullptr ? nullptr : g.bias + chain * g.bias_bs;
+  const T* const y_ptr = g.y == nullptr ? nullptr : g.y + chain * g.y_bs;
+  const T* const prior_c_ptr = g.prior_c == nullptr ? nullptr : g.prior_c + chain * g.prior_c_bs;
+  const T* const prior_e_ptr = g.prior_e == nullptr ? nullptr : g.prior_e + chain * g.prior_e_bs;
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      const int gm = m0 + row(i), gn = n0 + col(j);
+      if (gm >= g.m || gn >= n_all) continue;
+      const T v = acc[i][j];
+      if (gn == g.n) {  // the ones column: Σ_k A(m, k), the bias gradient
+        T* e = extra_ptr + gm;
+        if (g.lambda_e != nullptr) *e = v + *g.lambda_e * prior_e_ptr[gm];
+        else *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
+        continue;
+      }
+      T* out = c_ptr + gm * g.c_rs + gn;
+      switch (g.epi) {
+        case Epilogue::kStore: *out = g.lambda_c != nullptr ? v + *g.lambda_c * prior_c_ptr[gm * g.c_rs + gn] : v; break;
+        case Epilogue::kAccumulate: *out = *out + v; break;
+        case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + bias_ptr[gn]); break;
+        case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, y_ptr[static_cast<int64_t>(gm) * g.n + gn]); break;
+      }
+    }
+}
+
+// The block's problem in a batch (blocks by first_block).
+template <typename T>
+__device__ const Gemm<T>& problem_of(const GemmBatch<T>& batch, int block) {
+  int pi = 0;
+  while (pi + 1 < batch.count && block >= batch.p[pi + 1].first_block) ++pi;
+  return batch.p[pi];
 }
 
 template <typename T, int kBM>
@@ -99,26 +180,17 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
   if (block >= batch.gemm_blocks) {
-    if (chain == 0) block_sum(batch.sum_in, batch.sum_n, batch.sum_out);
+    if (chain == 0) block_sum<T, kThreads>(batch.sum_in, batch.sum_n, batch.sum_out);
     return;
   }
-  int pi = 0;
-  while (pi + 1 < batch.count && block >= batch.p[pi + 1].first_block) ++pi;
-  const Gemm<T>& g = batch.p[pi];
+  const Gemm<T>& g = problem_of(batch, block);
   const int local = block - g.first_block;
   const int tile = local / g.splits, split = local % g.splits;
   // this chain's operands
   const T* const a_ptr = g.a + chain * g.a_bs;
   const T* const b_ptr = g.b + chain * g.b_bs;
-  T* const c_ptr = g.c + chain * g.c_bs;
-  T* const extra_ptr = g.extra == nullptr ? nullptr : g.extra + chain * g.e_bs;
-  const T* const bias_ptr = g.bias == nullptr ? nullptr : g.bias + chain * g.bias_bs;
-  const T* const y_ptr = g.y == nullptr ? nullptr : g.y + chain * g.y_bs;
-  const T* const prior_c_ptr = g.prior_c == nullptr ? nullptr : g.prior_c + chain * g.prior_c_bs;
-  const T* const prior_e_ptr = g.prior_e == nullptr ? nullptr : g.prior_e + chain * g.prior_e_bs;
   const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBN;
   const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
-  const int n_all = g.n + (g.ones ? 1 : 0);
   const int tx = tid % kThreadsN, ty = tid / kThreadsN;
   // Staging: consecutive threads read consecutive addresses along whichever of the operand's two
   // dimensions is contiguous.
@@ -175,60 +247,140 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
     }
     __syncthreads();
   }
-  if (g.splits > 1) {
-    // this split's partial sums; the tile's last split to arrive adds all of them in split order
-    const int tiles = ((g.m + kBM - 1) / kBM) * g.tiles_n;
-    T* const work = g.work + chain * g.splits * static_cast<int64_t>(g.m) * n_all;
-    int* const counters = g.counters + chain * tiles;
-    T* w = work + static_cast<int64_t>(split) * g.m * n_all;
-#pragma unroll
-    for (int i = 0; i < kTM; ++i)
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) {
-        const int gm = m0 + ty + i * kThreadsM, gn = n0 + tx + j * kThreadsN;
-        if (gm < g.m && gn < n_all) w[static_cast<int64_t>(gm) * n_all + gn] = acc[i][j];
-      }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) is_last = atomicAdd(counters + tile, 1) == g.splits - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-#pragma unroll
-    for (int i = 0; i < kTM; ++i)
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) {
-        const int gm = m0 + ty + i * kThreadsM, gn = n0 + tx + j * kThreadsN;
-        if (gm < g.m && gn < n_all) {
-          T s = T(0);
-          for (int sp = 0; sp < g.splits; ++sp)
-            s += __ldcg(work + (static_cast<int64_t>(sp) * g.m + gm) * n_all + gn);
-          acc[i][j] = s;
-        }
-      }
-    if (tid == 0) counters[tile] = 0;  // ready for the next call (and graph replay)
+  finish_tile<T, kTM, kTN, kBM>(
+      g, chain, tile, split, acc, [&](int i) { return ty + i * kThreadsM; }, [&](int j) { return tx + j * kThreadsN; },
+      &is_last);
+}
+
+// One element from global into shared memory without passing through registers (sm_80's asynchronous
+// copy), zero-filled when !valid (no global read then); before sm_80, a plain load and store.
+template <typename T>
+__device__ __forceinline__ void copy_async(T* smem, const T* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(sizeof(T)),
+               "r"(valid ? static_cast<int>(sizeof(T)) : 0));
+#else
+  *smem = valid ? *gmem : T(0);
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Waits until at most `kPending` of this thread's committed copy groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+#endif
+}
+
+// Four consecutive elements of shared memory (16-byte aligned) in one or two vector loads.
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
+  const double2 a = *reinterpret_cast<const double2*>(p), b = *reinterpret_cast<const double2*>(p + 2);
+  v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+
+// The same products as gemm_kernel<T, 32> (the same tiles, k splits and epilogues), built for latency:
+// the tiled kernel waits on global memory once per 16-deep k step (13 steps of a split of App. H.1's
+// first product) and reads shared memory once per FMA. Here kPipeStages k steps are in flight at once
+// as asynchronous copies (one wait per step instead of one round trip), and each of the 64 threads
+// keeps 4 × 4 outputs, reading shared memory as float4: 2 vector reads per 16 FMAs. Each output's sum
+// runs over k in the same order as the tiled kernel's, so the two agree up to the FMA's rounding.
+constexpr int kPipeThreads = 64, kPipeStages = 4, kPipeBM = 32;
+constexpr int kPipeLd = kPipeBM + 4;  // padded rows: fewer bank conflicts on the copies, float4 still aligned
+
+template <typename T>
+__global__ void __launch_bounds__(kPipeThreads) gemm_pipelined_kernel(const __grid_constant__ GemmBatch<T> batch) {
+  constexpr int kBM = kPipeBM, kTM = 4, kTN = 4, kSide = kBM / kTM;  // 8 × 8 threads
+  constexpr int kLoads = kBM * kBK / kPipeThreads;                   // elements of each operand a thread copies per step
+  static_assert(kSide * kSide == kPipeThreads && kBM * kBK % kPipeThreads == 0, "tile shape");
+  __shared__ __align__(16) T As[kPipeStages][kBK][kPipeLd];
+  __shared__ __align__(16) T Bs[kPipeStages][kBK][kPipeLd];
+  __shared__ int is_last;
+  const int tid = threadIdx.x;
+  const int block = blockIdx.x;
+  const int64_t chain = blockIdx.y;
+  if (block >= batch.gemm_blocks) {
+    if (chain == 0) block_sum<T, kPipeThreads>(batch.sum_in, batch.sum_n, batch.sum_out);
+    return;
   }
+  const Gemm<T>& g = problem_of(batch, block);
+  const int local = block - g.first_block;
+  const int tile = local / g.splits, split = local % g.splits;
+  const T* const a_ptr = g.a + chain * g.a_bs;
+  const T* const b_ptr = g.b + chain * g.b_bs;
+  const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBM;
+  const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
+  const int tx = tid % kSide, ty = tid / kSide;
+  const bool a_k_contig = g.a_cs == 1, b_k_contig = g.b_rs == 1;
+  int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
+#pragma unroll
+  for (int r = 0; r < kLoads; ++r) {
+    const int i = tid + r * kPipeThreads;
+    am[r] = a_k_contig ? i / kBK : i % kBM;
+    ak[r] = a_k_contig ? i % kBK : i / kBM;
+    bn[r] = b_k_contig ? i / kBK : i % kBM;
+    bk[r] = b_k_contig ? i % kBK : i / kBM;
+  }
+  // k step `step` of this split into stage buffer `buf`
+  auto issue = [&](int step, int buf) {
+    const int k0 = k_begin + step * kBK;
+#pragma unroll
+    for (int r = 0; r < kLoads; ++r) {
+      const int gm = m0 + am[r], gka = k0 + ak[r];
+      const bool va = gm < g.m && gka < k_end;
+      copy_async(&As[buf][ak[r]][am[r]], va ? a_ptr + gm * g.a_rs + gka * g.a_cs : a_ptr, va);
+      const int gn = n0 + bn[r], gkb = k0 + bk[r];
+      if (g.ones && gn == g.n) {
+        Bs[buf][bk[r]][bn[r]] = gkb < k_end ? T(1) : T(0);
+      } else {
+        const bool vb = gn < g.n && gkb < k_end;
+        copy_async(&Bs[buf][bk[r]][bn[r]], vb ? b_ptr + gkb * g.b_rs + gn * g.b_cs : b_ptr, vb);
+      }
+    }
+  };
+  T acc[kTM][kTN];
 #pragma unroll
   for (int i = 0; i < kTM; ++i)
 #pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      const int gm = m0 + ty + i * kThreadsM, gn = n0 + tx + j * kThreadsN;
-      if (gm >= g.m || gn >= n_all) continue;
-      const T v = acc[i][j];
-      if (gn == g.n) {  // the ones column: Σ_k A(m, k), the bias gradient
-        T* e = extra_ptr + gm;
-        if (g.lambda_e != nullptr) *e = v + *g.lambda_e * prior_e_ptr[gm];
-        else *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
-        continue;
-      }
-      T* out = c_ptr + gm * g.c_rs + gn;
-      switch (g.epi) {
-        case Epilogue::kStore: *out = g.lambda_c != nullptr ? v + *g.lambda_c * prior_c_ptr[gm * g.c_rs + gn] : v; break;
-        case Epilogue::kAccumulate: *out = *out + v; break;
-        case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + bias_ptr[gn]); break;
-        case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, y_ptr[static_cast<int64_t>(gm) * g.n + gn]); break;
-      }
+    for (int j = 0; j < kTN; ++j) acc[i][j] = T(0);
+  const int steps = k_begin < k_end ? (k_end - k_begin + kBK - 1) / kBK : 0;
+  // One commit per step, empty ones too, so that "all but kPipeStages − 2 groups done" always means
+  // "step t done".
+#pragma unroll
+  for (int t = 0; t < kPipeStages - 1; ++t) {
+    if (t < steps) issue(t, t);
+    copy_async_commit();
+  }
+  for (int t = 0; t < steps; ++t) {
+    copy_async_wait<kPipeStages - 2>();
+    // step t's copies (every thread's) have landed, and every thread is done with step t − 1's buffer,
+    // which step t + kPipeStages − 1 refills
+    __syncthreads();
+    if (t + kPipeStages - 1 < steps) issue(t + kPipeStages - 1, (t + kPipeStages - 1) % kPipeStages);
+    copy_async_commit();
+    const int buf = t % kPipeStages;
+#pragma unroll
+    for (int kk = 0; kk < kBK; ++kk) {
+      T av[kTM], bv[kTN];
+      load4(&As[buf][kk][ty * kTM], av);
+      load4(&Bs[buf][kk][tx * kTN], bv);
+#pragma unroll
+      for (int i = 0; i < kTM; ++i)
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
+  }
+  copy_async_wait<0>();  // no copy outlives the block (the last groups are empty, but by rule)
+  finish_tile<T, kTM, kTN, kBM>(
+      g, chain, tile, split, acc, [&](int i) { return ty * kTM + i; }, [&](int j) { return tx * kTN + j; }, &is_last);
 }
 
 // The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
@@ -322,6 +474,9 @@ void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t 
 // the split-K partial sums grow with the splits), so it is there for the A/B only.
 int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
 
+// kernels.cuda_mlp_gemm: the 32-wide tiles' kernel (auto: tiled until a GPU run measures pipelined).
+bool pipelined() { return kernel_settings().cuda_mlp_gemm == KernelSettings::MlpGemm::kPipelined; }
+
 template <typename T>
 void launch(GemmBatch<T>& batch, int tile, int chains, cudaStream_t stream) {
   int blocks = 0;
@@ -335,6 +490,7 @@ void launch(GemmBatch<T>& batch, int tile, int chains, cudaStream_t stream) {
   if (blocks == 0) return;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(chains));
   if (tile == 64) gemm_kernel<T, 64><<<grid, kThreads, 0, stream>>>(batch);
+  else if (pipelined()) gemm_pipelined_kernel<T><<<grid, kPipeThreads, 0, stream>>>(batch);
   else gemm_kernel<T, 32><<<grid, kThreads, 0, stream>>>(batch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
