@@ -426,7 +426,7 @@ stage_pipe() {
   run_gtest test_mlp_fused 90
   local v r sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
   for r in 1 2; do
-    for v in tiled_auto pipelined_auto pipelined_4 pipelined_8; do
+    for v in tiled_auto pipelined_auto pipelined_4 pipelined_8 pipelined_16; do
       left $((dl - 150)) "H.1 step A/B" || break 2
       timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
         --set kernels.cuda_mlp_gemm=${v%_*} --set kernels.cuda_mlp_blocks_per_sm=${v#*_} --threads 16 --rounds 5 \
