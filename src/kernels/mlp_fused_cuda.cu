@@ -287,23 +287,31 @@ __device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
   v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
 
-// The same products as gemm_kernel<T, 32> (the same tiles, k splits and epilogues), built for latency:
-// the tiled kernel waits on global memory once per 16-deep k step (13 steps of a split of App. H.1's
-// first product) and reads shared memory once per FMA. Here kPipeStages k steps are in flight at once
-// as asynchronous copies (one wait per step instead of one round trip), and each of the 64 threads
-// keeps 4 × 4 outputs, reading shared memory as float4: 2 vector reads per 16 FMAs. Each output's sum
-// runs over k in the same order as the tiled kernel's, so the two agree up to the FMA's rounding.
-constexpr int kPipeThreads = 64, kPipeStages = 4, kPipeBM = 32;
+// The same products as gemm_kernel<T, 32> (the same tiles, k splits and epilogues), built for latency.
+// The tiled kernel's blocks wait on global memory once per 16-deep k step (13 steps of a split of App.
+// H.1's first product) and issue one shared-memory read per FMA. Here the block's 256 threads keep
+// kPipeStages k steps in flight as asynchronous copies, and split each step's 16 k four ways: each
+// quarter of the block (64 threads, 8 × 8) keeps 4 × 4 outputs of the whole 32 × 32 tile over its 4 k of
+// every step (2 float4 shared reads per 16 FMAs); the quarters' partial tiles are added in shared memory,
+// in quarter order, at the end (the same bits from one call to the next). A first version with 64-thread
+// blocks, each thread over all 16 k, ran H.1's step in 114 µs against the tiled kernel's 68 on an H100:
+// one warp per scheduler cannot hide the FMA and shared-memory latencies, hence the four slices.
+constexpr int kPipeThreads = 256, kPipeStages = 4, kPipeBM = 32, kPipeSlices = 4;
 constexpr int kPipeLd = kPipeBM + 4;  // padded rows: fewer bank conflicts on the copies, float4 still aligned
 
 template <typename T>
-__global__ void __launch_bounds__(kPipeThreads) gemm_pipelined_kernel(const __grid_constant__ GemmBatch<T> batch) {
-  constexpr int kBM = kPipeBM, kTM = 4, kTN = 4, kSide = kBM / kTM;  // 8 × 8 threads
-  constexpr int kLoads = kBM * kBK / kPipeThreads;                   // elements of each operand a thread copies per step
-  static_assert(kSide * kSide == kPipeThreads && kBM * kBK % kPipeThreads == 0, "tile shape");
-  __shared__ __align__(16) T As[kPipeStages][kBK][kPipeLd];
-  __shared__ __align__(16) T Bs[kPipeStages][kBK][kPipeLd];
+__global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const __grid_constant__ GemmBatch<T> batch) {
+  constexpr int kBM = kPipeBM, kTM = 4, kTN = 4, kSide = kBM / kTM;  // 8 × 8 threads a slice
+  constexpr int kSliceThreads = kSide * kSide, kSliceK = kBK / kPipeSlices;
+  constexpr int kLoads = kBM * kBK / kPipeThreads;  // elements of each operand a thread copies per step
+  constexpr int kStage = 2 * kBK * kPipeLd;         // one stage: A's then B's [kBK][kPipeLd]
+  static_assert(kSliceThreads * kPipeSlices == kPipeThreads && kSliceK * kPipeSlices == kBK, "slices");
+  static_assert(kBM * kBK % kPipeThreads == 0 && kBM * kBM == kPipeThreads * kTN, "tile shape");
+  static_assert(kPipeSlices * kBM * kBM <= kPipeStages * kStage, "the partial tiles fit the stage buffers");
+  __shared__ __align__(16) T smem[kPipeStages * kStage];
   __shared__ int is_last;
+  auto As = [&](int buf, int k, int m) -> T& { return smem[buf * kStage + k * kPipeLd + m]; };
+  auto Bs = [&](int buf, int k, int n) -> T& { return smem[buf * kStage + (kBK + k) * kPipeLd + n]; };
   const int tid = threadIdx.x;
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
@@ -318,7 +326,7 @@ __global__ void __launch_bounds__(kPipeThreads) gemm_pipelined_kernel(const __gr
   const T* const b_ptr = g.b + chain * g.b_bs;
   const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBM;
   const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
-  const int tx = tid % kSide, ty = tid / kSide;
+  const int slice = tid / kSliceThreads, st = tid % kSliceThreads, tx = st % kSide, ty = st / kSide;
   const bool a_k_contig = g.a_cs == 1, b_k_contig = g.b_rs == 1;
   int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
 #pragma unroll
@@ -336,13 +344,13 @@ __global__ void __launch_bounds__(kPipeThreads) gemm_pipelined_kernel(const __gr
     for (int r = 0; r < kLoads; ++r) {
       const int gm = m0 + am[r], gka = k0 + ak[r];
       const bool va = gm < g.m && gka < k_end;
-      copy_async(&As[buf][ak[r]][am[r]], va ? a_ptr + gm * g.a_rs + gka * g.a_cs : a_ptr, va);
+      copy_async(&As(buf, ak[r], am[r]), va ? a_ptr + gm * g.a_rs + gka * g.a_cs : a_ptr, va);
       const int gn = n0 + bn[r], gkb = k0 + bk[r];
       if (g.ones && gn == g.n) {
-        Bs[buf][bk[r]][bn[r]] = gkb < k_end ? T(1) : T(0);
+        Bs(buf, bk[r], bn[r]) = gkb < k_end ? T(1) : T(0);
       } else {
         const bool vb = gn < g.n && gkb < k_end;
-        copy_async(&Bs[buf][bk[r]][bn[r]], vb ? b_ptr + gkb * g.b_rs + gn * g.b_cs : b_ptr, vb);
+        copy_async(&Bs(buf, bk[r], bn[r]), vb ? b_ptr + gkb * g.b_rs + gn * g.b_cs : b_ptr, vb);
       }
     }
   };
@@ -368,19 +376,37 @@ __global__ void __launch_bounds__(kPipeThreads) gemm_pipelined_kernel(const __gr
     copy_async_commit();
     const int buf = t % kPipeStages;
 #pragma unroll
-    for (int kk = 0; kk < kBK; ++kk) {
+    for (int q = 0; q < kSliceK; ++q) {
+      const int kk = slice * kSliceK + q;
       T av[kTM], bv[kTN];
-      load4(&As[buf][kk][ty * kTM], av);
-      load4(&Bs[buf][kk][tx * kTN], bv);
+      load4(&As(buf, kk, ty * kTM), av);
+      load4(&Bs(buf, kk, tx * kTN), bv);
 #pragma unroll
       for (int i = 0; i < kTM; ++i)
 #pragma unroll
         for (int j = 0; j < kTN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
   }
-  copy_async_wait<0>();  // no copy outlives the block (the last groups are empty, but by rule)
-  finish_tile<T, kTM, kTN, kBM>(
-      g, chain, tile, split, acc, [&](int i) { return ty * kTM + i; }, [&](int j) { return tx * kTN + j; }, &is_last);
+  copy_async_wait<0>();  // no copy outlives the loop (the last groups are empty, but by rule)
+  __syncthreads();       // every thread done with the stage buffers: they hold the partial tiles now
+  T* const part = smem;  // [kPipeSlices][kBM][kBM]
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) part[(slice * kBM + ty * kTM + i) * kBM + tx * kTN + j] = acc[i][j];
+  __syncthreads();
+  // thread tid: row tid / 8 of the tile, columns 4·(tid % 8) … + 3, the slices added in order
+  const int row = tid / kSide, col0 = (tid % kSide) * kTN;
+  T out[1][kTN];
+#pragma unroll
+  for (int j = 0; j < kTN; ++j) {
+    T s = part[row * kBM + col0 + j];
+#pragma unroll
+    for (int sl = 1; sl < kPipeSlices; ++sl) s += part[(sl * kBM + row) * kBM + col0 + j];
+    out[0][j] = s;
+  }
+  finish_tile<T, 1, kTN, kBM>(
+      g, chain, tile, split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
 }
 
 // The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
