@@ -427,13 +427,13 @@ stage_pipe() {
   local v r sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
   for r in 1 2; do
     for v in tiled_auto pipelined_auto pipelined_4 pipelined_8 pipelined_16; do
-      left $((dl - 150)) "H.1 step A/B" || break 2
+      left $((dl - 100)) "H.1 step A/B" || break 2
       timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
         --set kernels.cuda_mlp_gemm=${v%_*} --set kernels.cuda_mlp_blocks_per_sm=${v#*_} --threads 16 --rounds 5 \
         --steps 500 --graph --label "mlp_h1_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
     done
     for v in tiled pipelined aten; do
-      left $((dl - 140)) "FNN-800 step A/B" || break 2
+      left $((dl - 95)) "FNN-800 step A/B" || break 2
       # shellcheck disable=SC2086
       timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
         --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
@@ -443,19 +443,19 @@ stage_pipe() {
   done
   [ -f "$L/pipe.jsonl" ] && step_table "$L/pipe.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 110)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_tiled stage_h1
+  left $((dl - 60)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_tiled stage_h1
     H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=pipelined" H1_TAG=_pipelined stage_h1; }
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  left $((dl - 70)) "ncu pipelined" && {
-    timeout 50 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
+  left $((dl - 45)) "ncu pipelined" && {
+    timeout 40 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
       --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
       --set kernels.cuda_mlp_gemm=pipelined --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_pipe --overwrite -q \
       > "$L/ncu_pipe.csv" 2> "$L/ncu_pipe.err"
     echo "ncu sgmcmc pipelined rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_pipe.csv" 2>&1 | tee "$L/ncu_pipe_summary.txt"; }
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 35)) "100 chains" && {
-    timeout 30 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
+  left $((dl - 25)) "100 chains" && {
+    timeout 22 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
       --set train.graph=true --set kernels.cuda_mlp=fused --set kernels.cuda_mlp_gemm=pipelined --set train.epochs=6 \
       --set train.burn_in=2 --out /tmp/chains_pipe --overwrite -q > "$L/chains_pipe.log" 2>&1
     echo "H.1 6 epochs, 100 chains, fused pass pipelined: rc=$?"; phase_times /tmp/chains_pipe/summary.json
