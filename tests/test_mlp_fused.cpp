@@ -3,6 +3,7 @@
 // CUDA path.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -191,6 +192,22 @@ TEST(MlpFused, CudaEqualsReference) {
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 5);
       const auto act = kernels::activation_from_name(c.activation);
       expect_fused_equals_reference(*m, batch, *mc, batch_cpu, act, dt, 1);
+      {  // the trainer's loss sum: weight · nll added by the last kernel, every call; a float32 sum declined
+        KernelSettings k;
+        k.cuda_mlp = KernelSettings::Choice::kFused;
+        ScopedKernelSettings scoped(k);
+        kernels::MlpFusedScratch scratch;
+        scratch.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
+        scratch.loss_weight = 0.25;
+        const auto n1 = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0, true, scratch);
+        const auto n2 = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0, false, scratch);
+        ASSERT_TRUE(n1.defined() && n2.defined());
+        const double want = 0.25 * (n1.item<double>() + n2.item<double>());
+        EXPECT_NEAR(scratch.loss_sum.item<double>(), want, 1e-12 * std::abs(want));
+        scratch.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
+        EXPECT_FALSE(kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0, true, scratch)
+                         .defined());
+      }
       // through the model, against ATen's CUDA path
       auto params = m->parameters();
       std::vector<torch::Tensor> aten;

@@ -171,4 +171,65 @@ TEST(StepRunner, SamplerAppliesAFoldOnEveryPath) {
   }
 }
 
+// The loss sink (Model::set_loss_sink): the model's backward pass adds each step's weighted nll into
+// the LossMeter's sum itself. On the CPU the sink is off by default (the meter adds on the host), so
+// here it is turned on: both ways the meter sees the same per-example losses, added in the same order
+// as doubles (the sink's add_ widens the float nll as the host add does), so the sums agree to a
+// few ulps of double; 1e-12 relative leaves room for that and catches a missing or doubled step
+// (1/20 of the sum). Every path counts each step once: the model's (the seed and the fold), the
+// autograd fallback, a gradient reduction (sink off), and HMC, whose leapfrog calls the closure more
+// than once a step (sink off).
+TEST(StepRunner, LossSinkCountsEveryStepOnce) {
+  for (bool fold : {true, false})
+    for (bool model_backward : {true, false}) {
+      SCOPED_TRACE(std::string(fold ? "fold" : "seed") + (model_backward ? ", model backward" : ", autograd"));
+      TrainSetup host("sghmc", {{"alpha", "0.1"}}), sink("sghmc", {{"alpha", "0.1"}});
+      for (auto* t : {&host, &sink}) {
+        t->runner->use_prior_fold(fold);
+        t->runner->use_model_backward(model_backward);
+      }
+      sink.runner->use_loss_sink(true);
+      host.steps(20);
+      sink.steps(20);
+      int64_t n_host = 0, n_sink = 0;
+      const double a = host.loss->take_sum(n_host).item<double>(), b = sink.loss->take_sum(n_sink).item<double>();
+      EXPECT_EQ(n_host, 20);
+      EXPECT_EQ(n_sink, 20);
+      EXPECT_GT(a, 0);
+      EXPECT_NEAR(b, a, 1e-12 * a);
+    }
+  // a gradient reduction takes the sink back: the reduced nll (here doubled) is what counts
+  TrainSetup reduced("sghmc", {{"alpha", "0.1"}}), plain("sghmc", {{"alpha", "0.1"}});
+  reduced.runner->use_loss_sink(true);
+  reduced.runner->set_gradient_reduction([](torch::Tensor& nll) { nll = nll * 2; });
+  reduced.runner->use_loss_sink(true);  // refused while the reduction is set
+  plain.runner->set_gradient_reduction([](torch::Tensor& nll) { nll = nll * 2; });
+  reduced.steps(10);
+  plain.steps(10);
+  EXPECT_DOUBLE_EQ(reduced.loss->take_mean(), plain.loss->take_mean());
+}
+
+TEST(StepRunner, LossSinkOffForSamplersThatCallTheClosureMoreThanOnce) {
+  TrainSetup hmc("hmc", {{"leapfrog_steps", "3"}}), ref("hmc", {{"leapfrog_steps", "3"}});
+  hmc.runner->use_loss_sink(true);
+  hmc.steps(6);
+  ref.steps(6);
+  EXPECT_DOUBLE_EQ(hmc.loss->take_mean(), ref.loss->take_mean());
+}
+
+// The model's side: a sink receives weight · nll of every defined nll the backward passes return.
+TEST(StepRunner, MlpAddsIntoItsLossSink) {
+  TrainSetup t("sgld", {});
+  Batch b{t.train.inputs.narrow(0, 0, kBatch), t.train.targets.narrow(0, 0, kBatch)};
+  for (auto& p : t.model->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  auto sum = torch::zeros({}, torch::kFloat64);
+  ASSERT_TRUE(t.model->set_loss_sink(sum, 0.25));
+  const double n1 = t.model->nll_backward_overwrite(b, 4.0).item<double>();
+  const double n2 = t.model->nll_backward(b, 4.0).item<double>();
+  EXPECT_NEAR(sum.item<double>(), 0.25 * (n1 + n2), 1e-12 * (n1 + n2));
+  t.model->set_loss_sink({}, 0.25);
+  t.model->nll_backward(b, 4.0);
+  EXPECT_NEAR(sum.item<double>(), 0.25 * (n1 + n2), 1e-12 * (n1 + n2));
+}
+
 }  // namespace

@@ -72,10 +72,12 @@ struct GemmBatch {
   const T* sum_in = nullptr;
   int sum_n = 0;
   T* sum_out = nullptr;
+  double* loss_sum = nullptr;  // with sum_out: *loss_sum += loss_weight · *sum_out
+  double loss_weight = 0;
 };
 
 template <typename T, int kN>
-__device__ void block_sum(const T* in, int n, T* out) {
+__device__ void block_sum(const T* in, int n, T* out, double* loss_sum, double loss_weight) {
   __shared__ T part[kN];
   const int tid = threadIdx.x;
   T s = 0;
@@ -86,7 +88,10 @@ __device__ void block_sum(const T* in, int n, T* out) {
     if (tid < w) part[tid] += part[tid + w];
     __syncthreads();
   }
-  if (tid == 0) *out = part[0];
+  if (tid == 0) {
+    *out = part[0];
+    if (loss_sum != nullptr) *loss_sum += loss_weight * static_cast<double>(part[0]);
+  }
 }
 
 // The end of a block's tile, whichever kernel computed it: with split-K, this split's partial sums go to
@@ -180,7 +185,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
   if (block >= batch.gemm_blocks) {
-    if (chain == 0) block_sum<T, kThreads>(batch.sum_in, batch.sum_n, batch.sum_out);
+    if (chain == 0) block_sum<T, kThreads>(batch.sum_in, batch.sum_n, batch.sum_out, batch.loss_sum, batch.loss_weight);
     return;
   }
   const Gemm<T>& g = problem_of(batch, block);
@@ -316,7 +321,7 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
   if (block >= batch.gemm_blocks) {
-    if (chain == 0) block_sum<T, kPipeThreads>(batch.sum_in, batch.sum_n, batch.sum_out);
+    if (chain == 0) block_sum<T, kPipeThreads>(batch.sum_in, batch.sum_n, batch.sum_out, batch.loss_sum, batch.loss_weight);
     return;
   }
   const Gemm<T>& g = problem_of(batch, block);
@@ -623,6 +628,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   }
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
+  if (s.loss_sum.defined()) b.loss_sum = s.loss_sum.data_ptr<double>(), b.loss_weight = s.loss_weight;
   plan_and_launch(b, sms, chains, s, slot, x, stream);
   return nll;
 }
@@ -672,6 +678,9 @@ torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tenso
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                       bool overwrite, MlpFusedScratch& scratch, int64_t chains) {
   if (!handled(x, targets, layers, overwrite, chains)) return {};
+  const auto& sum = scratch.loss_sum;
+  if (sum.defined() && (sum.scalar_type() != torch::kFloat64 || sum.numel() != 1 || sum.device() != x.device()))
+    return {};
   if (kernel_settings().cuda_mlp == KernelSettings::Choice::kAuto) {
     if (chains > 1) return {};  // half ATen's batched products' speed at 100 and 1,000 chains (H100): `fused` only
     for (const auto& l : layers)

@@ -36,6 +36,7 @@ class Mlp : public Model {
   // ∇W_l := g_lᵀ h_{l−1} (the GEMM without its sum epilogue), ∇b_l := Σ_i g_l (zeroed, then summed).
   torch::Tensor nll_backward_overwrite(const Batch& batch, double scale) override;
   bool overwrites_grad() const override { return true; }
+  bool set_loss_sink(const torch::Tensor& sum, double weight) override;
   // On CUDA with kernels.cuda_mlp_prior: fused, the fused pass writes λθ + ∇ in its weight-gradient
   // epilogue (kernels/mlp_fused.h); undefined elsewhere.
   torch::Tensor nll_backward_seeded(const Batch& batch, double scale, const std::vector<PriorSeed>& seeds) override;

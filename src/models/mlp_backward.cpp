@@ -53,6 +53,12 @@ void zero_in_place(torch::Tensor& t) {
 
 torch::Tensor Mlp::nll_backward(const Batch& batch, double scale) { return backward_pass(batch, scale, false); }
 
+bool Mlp::set_loss_sink(const torch::Tensor& sum, double weight) {
+  bwd_.fused.loss_sum = sum;  // the fused pass adds into it; backward_pass's other path below
+  bwd_.fused.loss_weight = weight;
+  return true;
+}
+
 torch::Tensor Mlp::nll_backward_overwrite(const Batch& batch, double scale) {
   return backward_pass(batch, scale, true);
 }
@@ -142,6 +148,7 @@ torch::Tensor Mlp::backward_pass(const Batch& batch, double scale, bool overwrit
     activation_backward_out(d, d, h[l], act, layers_[l - 1]->bias.mutable_grad());
     g = d;
   }
+  if (buf.fused.loss_sum.defined()) buf.fused.loss_sum.add_(nll, buf.fused.loss_weight);  // set_loss_sink
   return nll;
 }
 

@@ -72,6 +72,12 @@ torch::Tensor MlpChains::nll(const Batch& batch) {
   return 0.5 * tau_ * r.pow(2).sum() + 0.5 * static_cast<double>(total) * (std::log(2 * M_PI) - std::log(tau_));
 }
 
+bool MlpChains::set_loss_sink(const torch::Tensor& sum, double weight) {
+  fused_.loss_sum = sum;  // only the fused pass returns a defined nll here, and it adds into the sum
+  fused_.loss_weight = weight;
+  return true;
+}
+
 torch::Tensor MlpChains::nll_backward(const Batch& batch, double scale) {
 #if defined(SGMCMC_WITH_CUDA)
   if (task() != Task::kClassification || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled()) return {};

@@ -34,6 +34,7 @@ class MlpChains : public Model {
   // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad.
   // Undefined (nothing written) elsewhere: the trainer then runs autograd on nll().
   torch::Tensor nll_backward(const Batch& batch, double scale) override;
+  bool set_loss_sink(const torch::Tensor& sum, double weight) override;
   std::map<std::string, double> likelihood_hyperparameters() const override;
 
   // Outputs [C, n, out] for per-chain inputs [C, n, ...].

@@ -59,6 +59,12 @@ class Model : public torch::nn::Module {
   virtual torch::Tensor nll_backward_seeded(const Batch& batch, double scale, const std::vector<PriorSeed>& seeds) {
     return {};
   }
+  // Where the trainer keeps its running loss (a 0-dim float64 tensor on the model's device) and the
+  // weight of a batch's nll in it. A model that returns true adds weight · nll into `sum` itself whenever
+  // nll_backward, nll_backward_overwrite or nll_backward_seeded returns a defined nll (the fused CUDA MLP
+  // pass in its last kernel: one kernel a step less); nll() never does. An undefined `sum` stops it.
+  // The default, false: the caller adds.
+  virtual bool set_loss_sink(const torch::Tensor& sum, double weight) { return false; }
   // Class probabilities [n, classes] (classification) or predicted means [n] (regression).
   // Posterior averaging averages these over samples.
   virtual torch::Tensor predict(const torch::Tensor& inputs) = 0;

@@ -33,6 +33,7 @@ class Hmc : public Sampler {
   void step() override;
   torch::Tensor step(const Closure& closure) override;
   bool reads_closure_value() const override { return true; }
+  bool calls_closure_once() const override { return false; }
   std::map<std::string, double> diagnostics() const override;
   double acceptance_rate() const;
 

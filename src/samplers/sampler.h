@@ -71,6 +71,9 @@ class Sampler {
   // True when the step reads the value the closure returns (HMC's Metropolis test), not only `.grad`:
   // the trainer's closure then computes Ũ = (N/n)·nll, which is otherwise one kernel a step for nothing.
   virtual bool reads_closure_value() const { return false; }
+  // False when step(closure) may call the closure more than once (HMC's leapfrog): the trainer then
+  // adds the step's loss itself rather than letting the model's backward pass add every call's.
+  virtual bool calls_closure_once() const { return true; }
 
   // Zeroes every gradient in place (keeps its storage).
   void zero_grad();

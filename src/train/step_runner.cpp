@@ -33,7 +33,7 @@ void LossMeter::add(const torch::Tensor& nll, double weight) {
 void LossMeter::load(torch::serialize::InputArchive& ar, int64_t count) {
   torch::Tensor s;
   ar.read("loss_sum", s, true);
-  sum_ = s.to(sum_.options());
+  sum_.copy_(s);  // in place: a model's loss sink and a captured step graph hold this tensor
   count_ = count;
 }
 
@@ -52,6 +52,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   if (byte_rows_enabled()) train_bytes_ = ByteRows::of(train.inputs);
   closure_ = [this] { return gradient(); };
   fold_on_ = kernel_settings().prior_fold;
+  use_loss_sink(!device.is_cpu());
   if (!graph) {
     plan_prior_fold();
     return;
@@ -68,6 +69,20 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   };
 }
 
+StepRunner::~StepRunner() { use_loss_sink(false); }
+
+void StepRunner::set_gradient_reduction(std::function<void(torch::Tensor& batch_nll)> reduce) {
+  reduce_ = std::move(reduce);
+  if (reduce_) use_loss_sink(false);
+}
+
+void StepRunner::use_loss_sink(bool on) {
+  const bool want = on && !reduce_ && sampler_.calls_closure_once();
+  if (want == sink_) return;
+  const double weight = 1.0 / loss_denominator_;
+  sink_ = want ? model_.set_loss_sink(loss_.sum_buffer(), weight) : (model_.set_loss_sink({}, weight), false);
+}
+
 torch::Tensor StepRunner::closure_value() {
   return sampler_.reads_closure_value() ? batch_nll_ * scale_like(batch_nll_) : torch::Tensor();
 }
@@ -81,7 +96,10 @@ const torch::Tensor& StepRunner::scale_like(const torch::Tensor& t) {
 torch::Tensor StepRunner::likelihood_backward() {
   if (model_backward_) {
     auto nll = model_.nll_backward(batch_, scale_);
-    if (nll.defined()) return nll;
+    if (nll.defined()) {
+      loss_in_model_ = sink_;
+      return nll;
+    }
   }
   auto nll = model_.nll(batch_);
   nll.backward(scale_like(nll));
@@ -125,9 +143,12 @@ const std::vector<kernels::PriorFold>& StepRunner::prior_fold() {
 }
 
 torch::Tensor StepRunner::gradient() {
+  loss_in_model_ = false;
   if (prior_folded()) {  // .grad := (N/n)·∇nll; the sampler's kernel adds λθ as it reads it
     batch_nll_ = model_.nll_backward_overwrite(batch_, scale_);
-    if (!batch_nll_.defined()) {
+    if (batch_nll_.defined()) {
+      loss_in_model_ = sink_;
+    } else {
       sampler_.zero_grad();
       batch_nll_ = likelihood_backward();
     }
@@ -145,7 +166,10 @@ torch::Tensor StepRunner::gradient() {
   // incoming gradient of the backward pass rather than a multiply in the graph.
   if (seed_with_prior_ && model_backward_ && !seeds_.empty()) {  // λθ + (N/n)·∇nll in the model's own pass
     batch_nll_ = model_.nll_backward_seeded(batch_, scale_, seeds_);
-    if (batch_nll_.defined()) return closure_value();
+    if (batch_nll_.defined()) {
+      loss_in_model_ = sink_;
+      return closure_value();
+    }
   }
   if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
   batch_nll_ = likelihood_backward();
@@ -166,7 +190,9 @@ void StepRunner::select_batch(const torch::Tensor& idx) {
   kernels::gather_rows_out(batch_.targets, train_.targets, idx);
 }
 
-void StepRunner::add_batch_loss() { loss_.add(batch_nll_, 1.0 / loss_denominator_); }
+void StepRunner::add_batch_loss() {
+  if (!loss_in_model_) loss_.add(batch_nll_, 1.0 / loss_denominator_);
+}
 
 void StepRunner::step(const torch::Tensor& idx) {
   if (graph_) {

@@ -46,6 +46,9 @@ class LossMeter {
   bool finite() const { return count_ == 0 || std::isfinite(sum_.item<double>()); }
 
   int64_t count() const { return count_; }
+  // The sum itself (float64, 0-dim, on the device), for a model that adds into it (Model::set_loss_sink);
+  // take_sum and load keep this very tensor.
+  const torch::Tensor& sum_buffer() const { return sum_; }
   void save(torch::serialize::OutputArchive& ar) const { ar.write("loss_sum", sum_, true); }
   void load(torch::serialize::InputArchive& ar, int64_t count);
 
@@ -59,12 +62,22 @@ class StepRunner {
   // `batch_size` is per chain; `graph`: capture the step (train.graph) with `gen` registered.
   StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prior, const Batch& train, double grad_scale,
              int64_t batch_size, LossMeter& loss, bool graph, torch::Device device, at::Generator gen);
+  ~StepRunner();  // takes its loss sink back from the model
+  StepRunner(const StepRunner&) = delete;
+  StepRunner& operator=(const StepRunner&) = delete;
 
   // One step on the training examples `idx`.
   void step(const torch::Tensor& idx);
   // Called after the backward pass, before the prior's gradient, with the minibatch nll (detached):
   // distributed.mode: data sums .grad and the nll over the ranks here (the hook of DistributedRun).
-  void set_gradient_reduction(std::function<void(torch::Tensor& batch_nll)> reduce) { reduce_ = std::move(reduce); }
+  // The model's backward pass then adds no loss of its own (use_loss_sink(false)): the reduced nll is
+  // the one that counts.
+  void set_gradient_reduction(std::function<void(torch::Tensor& batch_nll)> reduce);
+  // Whether the model's backward pass adds the batch loss into the LossMeter's sum itself
+  // (Model::set_loss_sink; the fused CUDA MLP pass in its last kernel) instead of one add op after it.
+  // On by default off the CPU (there the meter adds on the host, no op at all), where the model
+  // accepts, the sampler calls its closure once a step and no gradient reduction is set.
+  void use_loss_sink(bool on);
   // false: always autograd on Model::nll (train.backward: autograd); true (default): the model's own
   // backward pass (Model::nll_backward) where it has one.
   void use_model_backward(bool on) { model_backward_ = on; }
@@ -126,6 +139,8 @@ class StepRunner {
   torch::Tensor idx_static_;
   std::function<void()> graph_body_;
   std::function<void(torch::Tensor&)> reduce_;
+  bool sink_ = false;           // the model adds the loss (use_loss_sink)
+  bool loss_in_model_ = false;  // and did so for this step's batch_nll_
 };
 
 }  // namespace sgmcmc
