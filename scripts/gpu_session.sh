@@ -47,8 +47,8 @@
 #          and gather kernel on ATen, the fastest split-K target), bench_epoch, the torch.compile peers,
 #          Nsight Compute (clock control none) over sgmcmc's replayed steps, 1 and 100 chains, BlackJAX's
 #          optimized HLO (scripts/hlo_summary.py) and Nsight Compute over its steps (stage_followup below)
-#   pipe   instead of build, one call of a 15-minute budget (PIPE_DEADLINE=330 there): the pipelined GEMM of the
-#          fused pass (kernels.cuda_mlp_gemm) against the tiled one: test, step A/B, H.1 in full, ncu, 100 chains
+#   pipe   instead of build, one call (PIPE_DEADLINE=330, or 520 as a session's only call): the fused pass's GEMM
+#          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -186,7 +186,11 @@ stage_h1() {  # H1_GRAPHS (default "false true"), H1_SETS: more --set options, H
     local rc=$? e=$(date +%s.%N)
     echo "H.1 800 epochs, train.graph=$g ${H1_SETS:-}: rc=$rc wall $(python3 -c "print(f'{$e-$s:.2f}')") s"
     phase_times /tmp/h1_$g/summary.json
+    python3 -c "import csv, json, sys; r = list(csv.DictReader(open(sys.argv[1]))); d = json.load(open(sys.argv[2]))
+print('    test_error', d.get('test_error'), 'test_nll', d.get('test_nll'), '| last train_loss', r[-1].get('train_loss'))" \
+      /tmp/h1_$g/metrics.csv /tmp/h1_$g/summary.json 2>&1 | tail -1
     cp /tmp/h1_$g/summary.json "$L/h1${H1_TAG:-}_${g}_summary.json" 2>/dev/null
+    cp /tmp/h1_$g/metrics.csv "$L/h1${H1_TAG:-}_${g}_metrics.csv" 2>/dev/null
   done
 }
 # Nsight Compute: every kernel of a stretch of eager H.1 steps (names, GPU time), then whole graph
@@ -413,12 +417,12 @@ print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best
     echo "ncu blackjax rc=$?"; grep -c '"gpu__time_duration.sum"' "$L/ncu_blackjax.csv"
     python3 scripts/ncu_summary.py --kernels "$L/ncu_blackjax.csv" 1 2>&1 | head -30 | tee "$L/ncu_blackjax_summary.txt"; }
 }
-# The fused pass's pipelined GEMM (kernels.cuda_mlp_gemm=pipelined: asynchronous copies 4 steps deep,
-# 4 × 4 outputs a thread) against the tiled one, one call of a 15-minute budget on a fresh machine
-# (PIPE_DEADLINE seconds, default 330): its CUDA test (both kernels against the CPU reference), the
-# H.1 step's A/B (tiled, pipelined at 2 / 4 / 8 blocks per SM) and FNN-800's (pass tiled / pipelined
-# against ATen), H.1 in full with each kernel, Nsight Compute over pipelined steps, and 100 chains on
-# the pipelined pass against ATen's batched products.
+# The fused pass's GEMM choices (kernels.cuda_mlp_gemm: tiled, the default; pipelined: asynchronous copies
+# 4 steps deep in 256-thread blocks of four k slices; cublas: the two products over the inputs on cuBLAS,
+# the rest in the pass's kernels), one call on a fresh machine (PIPE_DEADLINE seconds, default 330; 520
+# when it is a session's only call): their CUDA test against the CPU reference (with the loss added in
+# the pass's last kernel), the H.1 step's A/B (two rounds), H.1 in full with each, FNN-800's step A/B,
+# Nsight Compute over the pipelined and cuBLAS steps, and 100 chains on the pipelined pass.
 stage_pipe() {
   local dl=${PIPE_DEADLINE:-330}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
@@ -426,33 +430,37 @@ stage_pipe() {
   run_gtest test_mlp_fused 90
   local v r sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
   for r in 1 2; do
-    for v in tiled_auto pipelined_auto pipelined_4 pipelined_8 pipelined_16; do
+    for v in tiled_auto pipelined_auto cublas_auto pipelined_4 pipelined_8; do
       left $((dl - 100)) "H.1 step A/B" || break 2
       timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
         --set kernels.cuda_mlp_gemm=${v%_*} --set kernels.cuda_mlp_blocks_per_sm=${v#*_} --threads 16 --rounds 5 \
         --steps 500 --graph --label "mlp_h1_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
     done
-    for v in tiled pipelined aten; do
-      left $((dl - 95)) "FNN-800 step A/B" || break 2
-      # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
-        --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
-        --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v) --threads 16 --rounds 5 --steps 500 \
-        --graph --label "fnn800_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
-    done
   done
   [ -f "$L/pipe.jsonl" ] && step_table "$L/pipe.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 60)) "H.1 in full" && { H1_GRAPHS=true H1_TAG=_tiled stage_h1
-    H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=pipelined" H1_TAG=_pipelined stage_h1; }
+  for v in tiled pipelined cublas; do  # train_loss in each summary: the same as tiled's (the loss sink)
+    left $((dl - 70)) "H.1 in full, $v" || break
+    H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=$v" H1_TAG=_$v stage_h1
+  done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  for v in tiled pipelined aten; do
+    left $((dl - 55)) "FNN-800 step A/B" || break
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
+      --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
+      --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v) --threads 16 --rounds 5 --steps 500 \
+      --graph --label "fnn800_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
+  done
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  left $((dl - 45)) "ncu pipelined" && {
+  for v in pipelined cublas; do
+    left $((dl - 40)) "ncu $v" || break
     timeout 40 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
       --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-      --set kernels.cuda_mlp_gemm=pipelined --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_pipe --overwrite -q \
-      > "$L/ncu_pipe.csv" 2> "$L/ncu_pipe.err"
-    echo "ncu sgmcmc pipelined rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_pipe.csv" 2>&1 | tee "$L/ncu_pipe_summary.txt"; }
+      --set kernels.cuda_mlp_gemm=$v --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_$v --overwrite -q \
+      > "$L/ncu_$v.csv" 2> "$L/ncu_$v.err"
+    echo "ncu sgmcmc $v rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_$v.csv" 2>&1 | tee "$L/ncu_${v}_summary.txt"
+  done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 25)) "100 chains" && {
     timeout 22 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \

@@ -96,11 +96,14 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   const torch::Device dev = batch.inputs.device();
   kernels::MlpFusedScratch scratch;
   using Gemm = KernelSettings::MlpGemm;
-  // the tiled kernel at both tile edges and the pipelined one (32-wide tiles)
-  for (auto [tile, gemm] : {std::pair{32, Gemm::kTiled}, std::pair{64, Gemm::kTiled}, std::pair{32, Gemm::kPipelined}})
+  // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (one hidden
+  // layer, one chain; elsewhere it is the tiled kernel)
+  for (auto [tile, gemm] : {std::pair{32, Gemm::kTiled}, std::pair{64, Gemm::kTiled}, std::pair{32, Gemm::kPipelined},
+                            std::pair{32, Gemm::kCublas}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) + (gemm == Gemm::kPipelined ? " pipelined" : " tiled") +
+      SCOPED_TRACE("tile " + std::to_string(tile) +
+                   (gemm == Gemm::kPipelined ? " pipelined" : gemm == Gemm::kCublas ? " cublas" : " tiled") +
                    ", blocks per SM " + std::to_string(per_sm));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
@@ -309,15 +312,19 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   const torch::Device dev(torch::kCUDA);
-  KernelSettings k;
-  k.cuda_mlp = KernelSettings::Choice::kFused;
-  k.cuda_mlp_prior_fused = true;
-  ScopedKernelSettings scoped(k);
+  // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_0 by cuBLAS, then λ_W W_0 added alone)
+  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas})
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    KernelSettings k;
+    k.cuda_mlp = KernelSettings::Choice::kFused;
+    k.cuda_mlp_prior_fused = true;
+    k.cuda_mlp_gemm = gemm;
+    ScopedKernelSettings scoped(k);
     auto all = cases(false);
     all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
     for (const auto& c : all) {
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32") +
+                   (gemm == KernelSettings::MlpGemm::kCublas ? ", cublas" : ", tiled"));
       auto [m, batch] = build(c, dt, dev, 8);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
       const auto act = kernels::activation_from_name(c.activation);

@@ -21,8 +21,9 @@
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
-//     cuda_mlp_gemm: auto # auto (tiled) | tiled | pipelined: the pass's GEMM kernel (A/B; pipelined: 4 stages of
-//                         # asynchronous copies in flight, 4 × 4 outputs a thread)
+//     cuda_mlp_gemm: auto # auto (tiled) | tiled | pipelined | cublas: the pass's GEMM kernel (A/B; pipelined: 4
+//                         # stages of asynchronous copies in flight, 4 × 4 outputs a thread; cublas: one hidden
+//                         # layer's two products over the inputs on cuBLAS, the rest in the pass's kernels)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 #pragma once
 
@@ -50,7 +51,7 @@ struct KernelSettings {
   int cuda_mlp_tile = 0;  // 0: auto
   int cuda_mlp_blocks_per_sm = 0;  // 0: auto
   int cuda_mlp_head_rows = 0;  // 0: auto
-  enum class MlpGemm { kAuto, kTiled, kPipelined };
+  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas };
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
 

@@ -30,7 +30,8 @@ constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memo
 // 80 µs graph-replayed against ATen's 143, FNN-800's 800 × 800 one 164 against 143 (docs/performance.md).
 constexpr int64_t kAutoMaxLayer = 131072;
 
-enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative };
+// kAddPrior: C(m, j) += λ_c·prior_c(m, j) alone (k = 0), after cuBLAS wrote C (the cuBLAS route below).
+enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative, kAddPrior };
 
 // C(m, j) ← epilogue(Σ_k A(m, k) B(k, j)) with A(m, k) = a[m·a_rs + k·a_cs], B(k, j) = b[k·b_rs + j·b_cs];
 // with `ones`, B has a column j = n of ones whose results go to extra[m] (the bias gradient).
@@ -161,6 +162,7 @@ __device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split
         case Epilogue::kAccumulate: *out = *out + v; break;
         case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + bias_ptr[gn]); break;
         case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, y_ptr[static_cast<int64_t>(gm) * g.n + gn]); break;
+        case Epilogue::kAddPrior: *out = *out + *g.lambda_c * prior_c_ptr[gm * g.c_rs + gn]; break;
       }
     }
 }
@@ -417,14 +419,17 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
 // The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
 // g = s·(softmax(f) − onehot(y)) (softmax_xent_row), then d = (g W) ⊙ act'(h) when d is set. Chain
 // c = blockIdx.y: its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's.
+// With pre_bias, h holds the hidden layer before its bias and activation (a cuBLAS product's output):
+// the block applies act(h + pre_bias) as it loads its rows and writes them to h_out for the backward.
 template <typename T>
 __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
-                T scale, Activation act, T* g, T* d, T* row_nll) {
+                T scale, Activation act, T* g, T* d, T* row_nll, const T* pre_bias, T* h_out) {
   const int64_t chain = blockIdx.y;
   h += chain * n * hdim, w += chain * outs * hdim, bias += chain * outs, y += chain * n;
   g += chain * n * outs, row_nll += chain * n;
   if (d != nullptr) d += chain * n * hdim;
+  if (pre_bias != nullptr) pre_bias += chain * hdim, h_out += chain * n * hdim;
   extern __shared__ __align__(16) unsigned char head_smem[];
   T* ws = reinterpret_cast<T*>(head_smem);  // [outs, hdim]
   T* hs = ws + outs * hdim;                 // [rows, hdim]
@@ -434,7 +439,12 @@ __global__ void __launch_bounds__(kHeadThreads)
   const int r0 = blockIdx.x * rows_per_block;
   const int rows = min(rows_per_block, n - r0);
   for (int i = tid; i < outs * hdim; i += kHeadThreads) ws[i] = w[i];
-  for (int i = tid; i < rows * hdim; i += kHeadThreads) hs[i] = h[static_cast<int64_t>(r0) * hdim + i];
+  for (int i = tid; i < rows * hdim; i += kHeadThreads) {
+    const int64_t at = static_cast<int64_t>(r0) * hdim + i;
+    T v = h[at];
+    if (pre_bias != nullptr) h_out[at] = v = activate_hd(act, v + pre_bias[i % hdim]);
+    hs[i] = v;
+  }
   __syncthreads();
   const int warp = tid / 32, lane = tid % 32;
   for (int p = warp; p < rows * outs; p += kHeadThreads / 32) {
@@ -507,6 +517,8 @@ int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings(
 
 // kernels.cuda_mlp_gemm: the 32-wide tiles' kernel (auto: tiled until a GPU run measures pipelined).
 bool pipelined() { return kernel_settings().cuda_mlp_gemm == KernelSettings::MlpGemm::kPipelined; }
+// kernels.cuda_mlp_gemm: cublas: one hidden layer's two large products on cuBLAS (below).
+bool cublas_route() { return kernel_settings().cuda_mlp_gemm == KernelSettings::MlpGemm::kCublas; }
 
 template <typename T>
 void launch(GemmBatch<T>& batch, int tile, int chains, cudaStream_t stream) {
@@ -565,8 +577,22 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   std::vector<const T*> h(L);
   h[0] = x.template data_ptr<T>();
   size_t slot = 0;
+  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas; one chain, one hidden layer): the two products over
+  // the inputs, h_1 before its bias and activation = x W_0ᵀ and ∇W_0 = g_1ᵀ x, on cuBLAS (ATen's mm,
+  // the same float32 arithmetic without TF32 unless train.tf32 allows it), the rest in the pass's
+  // kernels: the head applies h_1's bias and activation as it loads it, the last launch adds ∇b_0 (a
+  // product against the ones column alone) and λ_W W_0 (an epilogue alone, k = 0).
+  const bool route = cublas_route() && chains == 1 && L == 2;
+  torch::Tensor w0, w0_grad;
+  if (route) {
+    const int64_t out0 = outs_of(layers[0].weight), in0 = ins_of(layers[0].weight);
+    w0 = layers[0].weight.reshape({out0, in0}), w0_grad = layers[0].weight_grad.view({out0, in0});
+    auto& pre = ensure2(s.pre, rows, out0, opts);
+    at::mm_out(pre, x, w0.t());
+    h[1] = pre.template data_ptr<T>();
+  }
   // h_{l+1} = act(h_l W_lᵀ + b_l)
-  for (size_t l = 0; l + 1 < L; ++l) {
+  for (size_t l = route ? L - 1 : 0; l + 1 < L; ++l) {
     const auto& W = layers[l].weight;
     GemmBatch<T> b;
     Gemm<T>& g = b.p[0];
@@ -588,10 +614,15 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   if (n > 0) {
     const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
     const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
+    T* h_out = route ? ensure2(s.h[1], rows, hdim, opts).template data_ptr<T>() : nullptr;
     head_kernel<T><<<grid, kHeadThreads, smem, stream>>>(
         h[L - 1], layers[L - 1].weight.template data_ptr<T>(), layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(),
-        n, hdim, outs, head_rows, scale, act, gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>());
+        n, hdim, outs, head_rows, scale, act, gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(),
+        route ? layers[0].bias.template data_ptr<T>() : nullptr, h_out);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (route) h[1] = h_out;
+  } else if (route) {
+    h[1] = ensure2(s.h[1], rows, hdim, opts).template data_ptr<T>();
   }
   // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1
   for (size_t l = L - 1; l-- > 1;) {
@@ -608,10 +639,15 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l], g.y_bs = int64_t{n} * in;
     plan_and_launch(b, sms, chains, s, slot, x, stream);
   }
-  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch
+  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: ∇W_0 on cuBLAS first)
   GemmBatch<T> b;
   b.count = static_cast<int>(L);
-  for (size_t l = 0; l < L; ++l) {
+  if (route) {
+    const auto g1 = s.g[1].narrow(0, 0, rows);
+    if (overwrite) at::mm_out(w0_grad, g1.t(), x);
+    else w0_grad.addmm_(g1.t(), x);
+  }
+  for (size_t l = route ? 1 : 0; l < L; ++l) {
     const auto& W = layers[l].weight;
     Gemm<T>& g = b.p[l];
     const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
@@ -624,6 +660,25 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting, one chain
       g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
       g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
+    }
+  }
+  if (route) {  // ∇b_0 = Σ_i g_1,i (+ λ_b b_0): the ones column alone; then ∇W_0 += λ_W W_0
+    const int out = static_cast<int>(outs_of(layers[0].weight)), in = static_cast<int>(ins_of(layers[0].weight));
+    Gemm<T>& g = b.p[0];
+    g.m = out, g.n = 0, g.k = n, g.ones = true;
+    g.a = s.g[1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out;
+    g.b = x.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
+    g.c = layers[0].weight_grad.template data_ptr<T>(), g.c_rs = in;
+    g.extra = layers[0].bias_grad.template data_ptr<T>();
+    g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
+    if (layers[0].weight_lambda.defined()) {
+      g.prior_e = layers[0].bias.template data_ptr<T>(), g.lambda_e = layers[0].bias_lambda.template data_ptr<T>();
+      Gemm<T>& p = b.p[b.count++];
+      p.m = out, p.n = in, p.k = 0;
+      p.a = g.a, p.b = g.b;  // never read (k = 0)
+      p.c = g.c, p.c_rs = in;
+      p.epi = Epilogue::kAddPrior;
+      p.prior_c = layers[0].weight.template data_ptr<T>(), p.lambda_c = layers[0].weight_lambda.template data_ptr<T>();
     }
   }
   auto nll = at::empty({}, opts);
