@@ -167,12 +167,55 @@ __device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split
     }
 }
 
+// The batch's extra block, after its GEMM blocks, sums sum_in into sum_out (and the loss): true for it.
+template <typename T, int kN>
+__device__ bool sum_block(const GemmBatch<T>& batch, int block, int64_t chain) {
+  if (block < batch.gemm_blocks) return false;
+  if (chain == 0) block_sum<T, kN>(batch.sum_in, batch.sum_n, batch.sum_out, batch.loss_sum, batch.loss_weight);
+  return true;
+}
+
 // The block's problem in a batch (blocks by first_block).
 template <typename T>
 __device__ const Gemm<T>& problem_of(const GemmBatch<T>& batch, int block) {
   int pi = 0;
   while (pi + 1 < batch.count && block >= batch.p[pi + 1].first_block) ++pi;
   return batch.p[pi];
+}
+
+// A GEMM block's share of its problem: its kBM × kBM output tile, its k split and its chain's operands.
+template <typename T>
+struct BlockShare {
+  int tile, split, m0, n0, k_begin, k_end;
+  const T* a;
+  const T* b;
+};
+
+template <typename T, int kBM>
+__device__ BlockShare<T> share_of(const Gemm<T>& g, int block, int64_t chain) {
+  BlockShare<T> w;
+  const int local = block - g.first_block;
+  w.tile = local / g.splits, w.split = local % g.splits;
+  w.m0 = (w.tile / g.tiles_n) * kBM, w.n0 = (w.tile % g.tiles_n) * kBM;
+  w.k_begin = w.split * g.k_chunk, w.k_end = min(g.k, w.k_begin + g.k_chunk);
+  w.a = g.a + chain * g.a_bs, w.b = g.b + chain * g.b_bs;
+  return w;
+}
+
+// Which element of each operand's kBK × kBM tile a thread stages in its r-th load: consecutive threads
+// take consecutive addresses along whichever of the operand's two dimensions is contiguous.
+template <typename T, int kBM, int kThreadCount, int kLoads>
+__device__ void staging_of(const Gemm<T>& g, int tid, int (&am)[kLoads], int (&ak)[kLoads], int (&bn)[kLoads],
+                           int (&bk)[kLoads]) {
+  const bool a_k_contig = g.a_cs == 1, b_k_contig = g.b_rs == 1;
+#pragma unroll
+  for (int r = 0; r < kLoads; ++r) {
+    const int i = tid + r * kThreadCount;
+    am[r] = a_k_contig ? i / kBK : i % kBM;
+    ak[r] = a_k_contig ? i % kBK : i / kBM;
+    bn[r] = b_k_contig ? i / kBK : i % kBM;
+    bk[r] = b_k_contig ? i % kBK : i / kBM;
+  }
 }
 
 template <typename T, int kBM>
@@ -186,32 +229,16 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   const int tid = threadIdx.x;
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
-  if (block >= batch.gemm_blocks) {
-    if (chain == 0) block_sum<T, kThreads>(batch.sum_in, batch.sum_n, batch.sum_out, batch.loss_sum, batch.loss_weight);
-    return;
-  }
+  if (sum_block<T, kThreads>(batch, block, chain)) return;
   const Gemm<T>& g = problem_of(batch, block);
-  const int local = block - g.first_block;
-  const int tile = local / g.splits, split = local % g.splits;
-  // this chain's operands
-  const T* const a_ptr = g.a + chain * g.a_bs;
-  const T* const b_ptr = g.b + chain * g.b_bs;
-  const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBN;
-  const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
+  const auto w = share_of<T, kBM>(g, block, chain);
+  const T* const a_ptr = w.a;
+  const T* const b_ptr = w.b;
+  const int m0 = w.m0, n0 = w.n0, k_begin = w.k_begin, k_end = w.k_end;
   const int tx = tid % kThreadsN, ty = tid / kThreadsN;
-  // Staging: consecutive threads read consecutive addresses along whichever of the operand's two
-  // dimensions is contiguous.
-  const bool a_k_contig = g.a_cs == 1, b_k_contig = g.b_rs == 1;
   T ra[kLoads], rb[kLoads];
   int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
-#pragma unroll
-  for (int r = 0; r < kLoads; ++r) {
-    const int i = tid + r * kThreads;
-    am[r] = a_k_contig ? i / kBK : i % kBM;
-    ak[r] = a_k_contig ? i % kBK : i / kBM;
-    bn[r] = b_k_contig ? i / kBK : i % kBN;
-    bk[r] = b_k_contig ? i % kBK : i / kBN;
-  }
+  staging_of<T, kBM, kThreads>(g, tid, am, ak, bn, bk);
   auto fetch = [&](int k0) {
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
@@ -255,7 +282,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
     __syncthreads();
   }
   finish_tile<T, kTM, kTN, kBM>(
-      g, chain, tile, split, acc, [&](int i) { return ty + i * kThreadsM; }, [&](int j) { return tx + j * kThreadsN; },
+      g, chain, w.tile, w.split, acc, [&](int i) { return ty + i * kThreadsM; }, [&](int j) { return tx + j * kThreadsN; },
       &is_last);
 }
 
@@ -322,28 +349,15 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
   const int tid = threadIdx.x;
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
-  if (block >= batch.gemm_blocks) {
-    if (chain == 0) block_sum<T, kPipeThreads>(batch.sum_in, batch.sum_n, batch.sum_out, batch.loss_sum, batch.loss_weight);
-    return;
-  }
+  if (sum_block<T, kPipeThreads>(batch, block, chain)) return;
   const Gemm<T>& g = problem_of(batch, block);
-  const int local = block - g.first_block;
-  const int tile = local / g.splits, split = local % g.splits;
-  const T* const a_ptr = g.a + chain * g.a_bs;
-  const T* const b_ptr = g.b + chain * g.b_bs;
-  const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBM;
-  const int k_begin = split * g.k_chunk, k_end = min(g.k, k_begin + g.k_chunk);
+  const auto w = share_of<T, kBM>(g, block, chain);
+  const T* const a_ptr = w.a;
+  const T* const b_ptr = w.b;
+  const int m0 = w.m0, n0 = w.n0, k_begin = w.k_begin, k_end = w.k_end;
   const int slice = tid / kSliceThreads, st = tid % kSliceThreads, tx = st % kSide, ty = st / kSide;
-  const bool a_k_contig = g.a_cs == 1, b_k_contig = g.b_rs == 1;
   int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
-#pragma unroll
-  for (int r = 0; r < kLoads; ++r) {
-    const int i = tid + r * kPipeThreads;
-    am[r] = a_k_contig ? i / kBK : i % kBM;
-    ak[r] = a_k_contig ? i % kBK : i / kBM;
-    bn[r] = b_k_contig ? i / kBK : i % kBM;
-    bk[r] = b_k_contig ? i % kBK : i / kBM;
-  }
+  staging_of<T, kBM, kPipeThreads>(g, tid, am, ak, bn, bk);
   // k step `step` of this split into stage buffer `buf`
   auto issue = [&](int step, int buf) {
     const int k0 = k_begin + step * kBK;
@@ -413,7 +427,7 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
     out[0][j] = s;
   }
   finish_tile<T, 1, kTN, kBM>(
-      g, chain, tile, split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
+      g, chain, w.tile, w.split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
 }
 
 // The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
