@@ -346,6 +346,16 @@ stage_lean() {
     chains_run $v 1000 3 $((dl - $(date +%s) + t0))
   done
 }
+# Nsight Compute at the GPU's own clocks over 200 kernels of a 5-epoch H.1 run past its warm-up (graph
+# replays, each node profiled alone), kernel by kernel: ncu_TAG.csv / .err and ncu_TAG_summary.txt.
+ncu_h1() {  # TAG TIMEOUT [--set ...]
+  local tag=$1 limit=$2; shift 2
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout "$limit" "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
+    --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+    "$@" --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_$tag --overwrite -q > "$L/ncu_$tag.csv" 2> "$L/ncu_$tag.err"
+  echo "ncu sgmcmc $tag rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_$tag.csv" 2>&1 | tee "$L/ncu_${tag}_summary.txt"
+}
 # A second call after lean, on a fresh machine (FOLLOWUP_DEADLINE seconds, default 400): builds
 # test_mlp_fused, bench_step and sgmcmc; the fused pass's test; the H.1 step's A/B of the pass's split-K
 # target (kernels.cuda_mlp_blocks_per_sm); H.1 in full with the defaults, with kernels.cuda_mlp_prior /
@@ -386,11 +396,7 @@ print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best
   left $((dl - 200)) "peers" && PEERS_TIMEOUT=$((dl - 110 - $(date +%s) + t0)) PEERS_ARGS="--rounds 1 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,torch-compile-step-sghmc,torch-compile-default-sghmc,torch-compile-step-default-sghmc" stage_peers
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  left $((dl - 90)) "ncu sgmcmc" && {
-    timeout 60 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
-      --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-      --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_eager --overwrite -q > "$L/ncu_eager.csv" 2> "$L/ncu_eager.err"
-    echo "ncu sgmcmc eager rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_eager.csv" 2>&1 | tee "$L/ncu_summary.txt"; }
+  left $((dl - 90)) "ncu sgmcmc" && ncu_h1 eager 60
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local c
   for c in 1 100; do  # the chains' steps/s after the first epoch (metrics.csv's time.steps by epoch)
@@ -452,14 +458,9 @@ stage_pipe() {
       --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v) --threads 16 --rounds 5 --steps 500 \
       --graph --label "fnn800_${v}_graph" --json "$L/pipe.jsonl" 2>&1 | grep -E "rror"
   done
-  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for v in pipelined cublas; do
     left $((dl - 40)) "ncu $v" || break
-    timeout 40 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
-      --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-      --set kernels.cuda_mlp_gemm=$v --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_$v --overwrite -q \
-      > "$L/ncu_$v.csv" 2> "$L/ncu_$v.err"
-    echo "ncu sgmcmc $v rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_$v.csv" 2>&1 | tee "$L/ncu_${v}_summary.txt"
+    ncu_h1 "$v" 40 --set kernels.cuda_mlp_gemm=$v
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 25)) "100 chains" && {

@@ -232,9 +232,6 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   if (sum_block<T, kThreads>(batch, block, chain)) return;
   const Gemm<T>& g = problem_of(batch, block);
   const auto w = share_of<T, kBM>(g, block, chain);
-  const T* const a_ptr = w.a;
-  const T* const b_ptr = w.b;
-  const int m0 = w.m0, n0 = w.n0, k_begin = w.k_begin, k_end = w.k_end;
   const int tx = tid % kThreadsN, ty = tid / kThreadsN;
   T ra[kLoads], rb[kLoads];
   int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
@@ -242,12 +239,12 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   auto fetch = [&](int k0) {
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
-      const int gm = m0 + am[r], gka = k0 + ak[r];
-      ra[r] = (gm < g.m && gka < k_end) ? a_ptr[gm * g.a_rs + gka * g.a_cs] : T(0);
-      const int gn = n0 + bn[r], gkb = k0 + bk[r];
+      const int gm = w.m0 + am[r], gka = k0 + ak[r];
+      ra[r] = (gm < g.m && gka < w.k_end) ? w.a[gm * g.a_rs + gka * g.a_cs] : T(0);
+      const int gn = w.n0 + bn[r], gkb = k0 + bk[r];
       T v = T(0);
-      if (gkb < k_end) {
-        if (gn < g.n) v = b_ptr[gkb * g.b_rs + gn * g.b_cs];
+      if (gkb < w.k_end) {
+        if (gn < g.n) v = w.b[gkb * g.b_rs + gn * g.b_cs];
         else if (g.ones && gn == g.n) v = T(1);
       }
       rb[r] = v;
@@ -258,15 +255,15 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   for (int i = 0; i < kTM; ++i)
 #pragma unroll
     for (int j = 0; j < kTN; ++j) acc[i][j] = T(0);
-  if (k_begin < k_end) fetch(k_begin);
-  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
+  if (w.k_begin < w.k_end) fetch(w.k_begin);
+  for (int k0 = w.k_begin; k0 < w.k_end; k0 += kBK) {
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
       As[ak[r]][am[r]] = ra[r];
       Bs[bk[r]][bn[r]] = rb[r];
     }
     __syncthreads();
-    if (k0 + kBK < k_end) fetch(k0 + kBK);  // the next tile's loads in flight during this one's FMAs
+    if (k0 + kBK < w.k_end) fetch(k0 + kBK);  // the next tile's loads in flight during this one's FMAs
 #pragma unroll
     for (int kk = 0; kk < kBK; ++kk) {
       T av[kTM], bv[kTN];
@@ -352,26 +349,23 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
   if (sum_block<T, kPipeThreads>(batch, block, chain)) return;
   const Gemm<T>& g = problem_of(batch, block);
   const auto w = share_of<T, kBM>(g, block, chain);
-  const T* const a_ptr = w.a;
-  const T* const b_ptr = w.b;
-  const int m0 = w.m0, n0 = w.n0, k_begin = w.k_begin, k_end = w.k_end;
   const int slice = tid / kSliceThreads, st = tid % kSliceThreads, tx = st % kSide, ty = st / kSide;
   int am[kLoads], ak[kLoads], bn[kLoads], bk[kLoads];
   staging_of<T, kBM, kPipeThreads>(g, tid, am, ak, bn, bk);
   // k step `step` of this split into stage buffer `buf`
   auto issue = [&](int step, int buf) {
-    const int k0 = k_begin + step * kBK;
+    const int k0 = w.k_begin + step * kBK;
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
-      const int gm = m0 + am[r], gka = k0 + ak[r];
-      const bool va = gm < g.m && gka < k_end;
-      copy_async(&As(buf, ak[r], am[r]), va ? a_ptr + gm * g.a_rs + gka * g.a_cs : a_ptr, va);
-      const int gn = n0 + bn[r], gkb = k0 + bk[r];
+      const int gm = w.m0 + am[r], gka = k0 + ak[r];
+      const bool va = gm < g.m && gka < w.k_end;
+      copy_async(&As(buf, ak[r], am[r]), va ? w.a + gm * g.a_rs + gka * g.a_cs : w.a, va);
+      const int gn = w.n0 + bn[r], gkb = k0 + bk[r];
       if (g.ones && gn == g.n) {
-        Bs(buf, bk[r], bn[r]) = gkb < k_end ? T(1) : T(0);
+        Bs(buf, bk[r], bn[r]) = gkb < w.k_end ? T(1) : T(0);
       } else {
-        const bool vb = gn < g.n && gkb < k_end;
-        copy_async(&Bs(buf, bk[r], bn[r]), vb ? b_ptr + gkb * g.b_rs + gn * g.b_cs : b_ptr, vb);
+        const bool vb = gn < g.n && gkb < w.k_end;
+        copy_async(&Bs(buf, bk[r], bn[r]), vb ? w.b + gkb * g.b_rs + gn * g.b_cs : w.b, vb);
       }
     }
   };
@@ -380,7 +374,7 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
   for (int i = 0; i < kTM; ++i)
 #pragma unroll
     for (int j = 0; j < kTN; ++j) acc[i][j] = T(0);
-  const int steps = k_begin < k_end ? (k_end - k_begin + kBK - 1) / kBK : 0;
+  const int steps = w.k_begin < w.k_end ? (w.k_end - w.k_begin + kBK - 1) / kBK : 0;
   // One commit per step, empty ones too, so that "all but kPipeStages − 2 groups done" always means
   // "step t done".
 #pragma unroll
@@ -657,9 +651,8 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   GemmBatch<T> b;
   b.count = static_cast<int>(L);
   if (route) {
-    const auto g1 = s.g[1].narrow(0, 0, rows);
-    if (overwrite) at::mm_out(w0_grad, g1.t(), x);
-    else w0_grad.addmm_(g1.t(), x);
+    if (overwrite) at::mm_out(w0_grad, s.g[1].t(), x);
+    else w0_grad.addmm_(s.g[1].t(), x);
   }
   for (size_t l = route ? 1 : 0; l < L; ++l) {
     const auto& W = layers[l].weight;

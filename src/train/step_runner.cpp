@@ -80,7 +80,17 @@ void StepRunner::use_loss_sink(bool on) {
   const bool want = on && !reduce_ && sampler_.calls_closure_once();
   if (want == sink_) return;
   const double weight = 1.0 / loss_denominator_;
-  sink_ = want ? model_.set_loss_sink(loss_.sum_buffer(), weight) : (model_.set_loss_sink({}, weight), false);
+  if (want) {
+    sink_ = model_.set_loss_sink(loss_.sum_buffer(), weight);
+  } else {
+    model_.set_loss_sink({}, weight);
+    sink_ = false;
+  }
+}
+
+torch::Tensor StepRunner::from_model(torch::Tensor nll) {
+  if (nll.defined()) loss_in_model_ = sink_;
+  return nll;
 }
 
 torch::Tensor StepRunner::closure_value() {
@@ -95,11 +105,8 @@ const torch::Tensor& StepRunner::scale_like(const torch::Tensor& t) {
 
 torch::Tensor StepRunner::likelihood_backward() {
   if (model_backward_) {
-    auto nll = model_.nll_backward(batch_, scale_);
-    if (nll.defined()) {
-      loss_in_model_ = sink_;
-      return nll;
-    }
+    auto nll = from_model(model_.nll_backward(batch_, scale_));
+    if (nll.defined()) return nll;
   }
   auto nll = model_.nll(batch_);
   nll.backward(scale_like(nll));
@@ -145,10 +152,8 @@ const std::vector<kernels::PriorFold>& StepRunner::prior_fold() {
 torch::Tensor StepRunner::gradient() {
   loss_in_model_ = false;
   if (prior_folded()) {  // .grad := (N/n)·∇nll; the sampler's kernel adds λθ as it reads it
-    batch_nll_ = model_.nll_backward_overwrite(batch_, scale_);
-    if (batch_nll_.defined()) {
-      loss_in_model_ = sink_;
-    } else {
+    batch_nll_ = from_model(model_.nll_backward_overwrite(batch_, scale_));
+    if (!batch_nll_.defined()) {
       sampler_.zero_grad();
       batch_nll_ = likelihood_backward();
     }
@@ -165,11 +170,8 @@ torch::Tensor StepRunner::gradient() {
   // .grad := λθ, then the backward pass accumulates (N/n)·∇nll into it: the N/n scaling is the
   // incoming gradient of the backward pass rather than a multiply in the graph.
   if (seed_with_prior_ && model_backward_ && !seeds_.empty()) {  // λθ + (N/n)·∇nll in the model's own pass
-    batch_nll_ = model_.nll_backward_seeded(batch_, scale_, seeds_);
-    if (batch_nll_.defined()) {
-      loss_in_model_ = sink_;
-      return closure_value();
-    }
+    batch_nll_ = from_model(model_.nll_backward_seeded(batch_, scale_, seeds_));
+    if (batch_nll_.defined()) return closure_value();
   }
   if (seed_with_prior_) prior_.seed_grad(); else sampler_.zero_grad();
   batch_nll_ = likelihood_backward();

@@ -101,6 +101,8 @@ class StepRunner {
   // (N/n)·nll(batch) where the sampler reads it (Sampler::reads_closure_value), else undefined
   torch::Tensor closure_value();
   torch::Tensor likelihood_backward();  // (N/n)·∇nll(batch) added into .grad; returns nll (detached)
+  // A model backward pass's nll, noting that the model added it to the loss sum (where the sink is on)
+  torch::Tensor from_model(torch::Tensor nll);
   void select_batch(const torch::Tensor& idx);
   void plan_prior_fold();                      // fold_entries_, where the fold can apply
   const std::vector<kernels::PriorFold>& prior_fold();  // this step's segments, with the current λ
