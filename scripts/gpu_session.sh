@@ -49,6 +49,8 @@
 #          optimized HLO (scripts/hlo_summary.py) and Nsight Compute over its steps (stage_followup below)
 #   pipe   instead of build, one call (PIPE_DEADLINE=330, or 520 as a session's only call): the fused pass's GEMM
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
+#   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
+#          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -469,6 +471,35 @@ stage_pipe() {
       --set train.burn_in=2 --out /tmp/chains_pipe --overwrite -q > "$L/chains_pipe.log" 2>&1
     echo "H.1 6 epochs, 100 chains, fused pass pipelined: rc=$?"; phase_times /tmp/chains_pipe/summary.json
     cp /tmp/chains_pipe/metrics.csv "$L/chains_pipe_metrics.csv" 2>/dev/null; }
+}
+# The fused pass's measured auto choices (kernels.cuda_mlp_gemm auto: cublas for H.1, pipelined for the
+# deeper MLPs; kernels.cuda_mlp auto up to FNN-800's layers), one call on a fresh machine (AUTO_DEADLINE
+# seconds, default 420): the CUDA test, the step A/B of auto against tiled and ATen for H.1, FNN-400 and
+# FNN-800 (two rounds), H.1 in full with the defaults, and the peers' H.1 rows (sgmcmc, BlackJAX; carry .whl).
+stage_auto() {
+  local dl=${AUTO_DEADLINE:-420}
+  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
+  build_targets test_mlp_fused bench_step sgmcmc || return 1
+  run_gtest test_mlp_fused 90
+  local r c v sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  for r in 1 2; do
+    for c in mnist_bnn_sghmc mnist_fnn400_sgld mnist_fnn800_sgld; do
+      for v in auto tiled aten; do
+        left $((dl - 150)) "step A/B" || break 3
+        # shellcheck disable=SC2086
+        timeout 40 $B/bench_step configs/$c.yaml $([ $c = mnist_bnn_sghmc ] || echo $sg) --set data.dir="$FMNIST" \
+          --set device=cuda --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
+          --set kernels.cuda_mlp_gemm=$([ $v = tiled ] && echo tiled || echo auto) --threads 16 --rounds 5 \
+          --steps 500 --graph --label "${c}_${v}_graph" --json "$L/auto.jsonl" 2>&1 | grep -E "rror"
+      done
+    done
+  done
+  [ -f "$L/auto.jsonl" ] && step_table "$L/auto.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 130)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_auto stage_h1
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 10 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
+    --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles

@@ -17,11 +17,12 @@
 //     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
 //     cuda_gather: fused  # fused: the minibatch's images and labels in one CUDA kernel | aten
 //     cuda_mlp: auto      # auto: the MLP's forward + backward in 2 + depth kernels where measured faster
-//                         # (every layer's in·out ≤ 131,072) | fused: wherever it applies | aten
+//                         # (every layer's in·out ≤ 640,000) | fused: wherever it applies | aten
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
-//     cuda_mlp_gemm: auto # auto (tiled) | tiled | pipelined | cublas: the pass's GEMM kernel (A/B; pipelined: 4
+//     cuda_mlp_gemm: auto # auto (cublas for one chain and one hidden layer, pipelined for one chain otherwise,
+//                         # tiled for chains) | tiled | pipelined | cublas: the pass's GEMM kernel (pipelined: 4
 //                         # stages of asynchronous copies in flight, 4 × 4 outputs a thread; cublas: one hidden
 //                         # layer's two products over the inputs on cuBLAS, the rest in the pass's kernels)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten

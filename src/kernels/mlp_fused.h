@@ -25,7 +25,7 @@
 // layer whose weights fit in shared memory beside a few rows (out_{L−1}·in_{L−1} ≤ ~10,000 float32).
 // Anything else returns an undefined tensor before launching anything, and the caller takes ATen's path.
 // Checked on an H200 against the reference (MlpFused.CudaEqualsReference). kernels.cuda_mlp: auto (the
-// default) takes it for layers of up to 131,072 weights, where it measured faster; fused forces it.
+// default) takes it for layers of up to 640,000 weights, where it measured faster; fused forces it.
 // In a CUDA graph it costs its 2 + depth launches; the split counters make it safe to replay.
 //
 // Parallel chains (models/mlp_chains.h): with `chains` = C, x holds C blocks of n rows (chain-major),
@@ -73,7 +73,7 @@ bool mlp_fused_prior_enabled();
 
 // The pass above on CUDA tensors: x [n, in_0], int64 labels [n]. Writes ∇W_l, ∇b_l (overwrite) or adds
 // to them, and returns nll = Σ_i nll_i as a 0-dim tensor; an undefined tensor when the shapes, dtypes
-// or layouts are outside what it handles, or (kernels.cuda_mlp: auto) a layer has more than 131,072
+// or layouts are outside what it handles, or (kernels.cuda_mlp: auto) a layer has more than 640,000
 // weights. Defined in CUDA builds only.
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,

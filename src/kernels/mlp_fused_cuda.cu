@@ -26,9 +26,9 @@ constexpr int kHeadThreads = 256;
 // 64.8–65.1 with 2, 66.8–67.0 with 4 and 69.8–70.1 with 8: more blocks, each with a shorter serial chain.
 constexpr int kHeadRows = 1;
 constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
-// kernels.cuda_mlp: auto takes the pass for layers up to this many weights: App. H.1's 784 × 100 step is
-// 80 µs graph-replayed against ATen's 143, FNN-800's 800 × 800 one 164 against 143 (docs/performance.md).
-constexpr int64_t kAutoMaxLayer = 131072;
+// kernels.cuda_mlp: auto takes the pass for layers up to this many weights (FNN-800's 800 × 800): H.1's
+// step is 54 µs graph-replayed against ATen's 146, FNN-800's 137 against 144 (docs/performance.md).
+constexpr int64_t kAutoMaxLayer = 640000;
 
 // kAddPrior: C(m, j) += λ_c·prior_c(m, j) alone (k = 0), after cuBLAS wrote C (the cuBLAS route below).
 enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative, kAddPrior };
@@ -523,13 +523,20 @@ void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t 
 // the split-K partial sums grow with the splits), so it is there for the A/B only.
 int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
 
-// kernels.cuda_mlp_gemm: the 32-wide tiles' kernel (auto: tiled until a GPU run measures pipelined).
-bool pipelined() { return kernel_settings().cuda_mlp_gemm == KernelSettings::MlpGemm::kPipelined; }
-// kernels.cuda_mlp_gemm: cublas: one hidden layer's two large products on cuBLAS (below).
-bool cublas_route() { return kernel_settings().cuda_mlp_gemm == KernelSettings::MlpGemm::kCublas; }
+// kernels.cuda_mlp_gemm, auto: the cuBLAS route where it applies (one chain, one hidden layer: H.1's
+// step 54 µs against pipelined 61 and tiled 67, graph-replayed on an H100), the pipelined kernel for
+// one chain otherwise (FNN-800 137 µs against tiled 149 and ATen 144), the tiled kernel for chains
+// (100 chains 2.35 ms a step against pipelined 2.38; docs/performance.md).
+using MlpGemm = KernelSettings::MlpGemm;
+MlpGemm gemm_choice(int chains, size_t layers) {
+  const auto g = kernel_settings().cuda_mlp_gemm;
+  if (g != MlpGemm::kAuto) return g;
+  if (chains > 1) return MlpGemm::kTiled;
+  return layers == 2 ? MlpGemm::kCublas : MlpGemm::kPipelined;
+}
 
 template <typename T>
-void launch(GemmBatch<T>& batch, int tile, int chains, cudaStream_t stream) {
+void launch(GemmBatch<T>& batch, int tile, int chains, bool pipe, cudaStream_t stream) {
   int blocks = 0;
   for (int i = 0; i < batch.count; ++i) {
     auto& g = batch.p[i];
@@ -541,18 +548,18 @@ void launch(GemmBatch<T>& batch, int tile, int chains, cudaStream_t stream) {
   if (blocks == 0) return;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(chains));
   if (tile == 64) gemm_kernel<T, 64><<<grid, kThreads, 0, stream>>>(batch);
-  else if (pipelined()) gemm_pipelined_kernel<T><<<grid, kPipeThreads, 0, stream>>>(batch);
+  else if (pipe) gemm_pipelined_kernel<T><<<grid, kPipeThreads, 0, stream>>>(batch);
   else gemm_kernel<T, 32><<<grid, kThreads, 0, stream>>>(batch);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Plans every product of `batch` for one tile edge and launches it.
 template <typename T>
-void plan_and_launch(GemmBatch<T>& batch, int sms, int chains, MlpFusedScratch& s, size_t& slot,
+void plan_and_launch(GemmBatch<T>& batch, int sms, int chains, bool pipe, MlpFusedScratch& s, size_t& slot,
                      const torch::Tensor& like, cudaStream_t stream) {
   const int tile = tile_edge();
   for (int i = 0; i < batch.count; ++i) plan(batch.p[i], tile, sms, chains, s, slot++, like);
-  launch(batch, tile, chains, stream);
+  launch(batch, tile, chains, pipe, stream);
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() / 2; }
@@ -585,12 +592,13 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   std::vector<const T*> h(L);
   h[0] = x.template data_ptr<T>();
   size_t slot = 0;
-  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas; one chain, one hidden layer): the two products over
+  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto where it applies; one chain, one hidden layer): the two products over
   // the inputs, h_1 before its bias and activation = x W_0ᵀ and ∇W_0 = g_1ᵀ x, on cuBLAS (ATen's mm,
   // the same float32 arithmetic without TF32 unless train.tf32 allows it), the rest in the pass's
   // kernels: the head applies h_1's bias and activation as it loads it, the last launch adds ∇b_0 (a
   // product against the ones column alone) and λ_W W_0 (an epilogue alone, k = 0).
-  const bool route = cublas_route() && chains == 1 && L == 2;
+  const MlpGemm gemm = gemm_choice(chains, L);
+  const bool route = gemm == MlpGemm::kCublas && chains == 1 && L == 2, pipe = gemm == MlpGemm::kPipelined;
   torch::Tensor w0, w0_grad;
   if (route) {
     const int64_t out0 = outs_of(layers[0].weight), in0 = ins_of(layers[0].weight);
@@ -611,7 +619,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     auto& out = ensure2(s.h[l + 1], rows, g.n, opts);
     g.c = out.template data_ptr<T>(), g.c_rs = g.n, g.c_bs = int64_t{n} * g.n;
     g.epi = Epilogue::kBiasActivation, g.act = act, g.bias = layers[l].bias.template data_ptr<T>(), g.bias_bs = g.n;
-    plan_and_launch(b, sms, chains, s, slot, x, stream);
+    plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
     h[l + 1] = g.c;
   }
   // the head: f, nll_i, g_L and g_{L−1}
@@ -645,7 +653,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     auto& dl = ensure2(s.g[l], rows, in, opts);
     g.c = dl.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{n} * in;
     g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l], g.y_bs = int64_t{n} * in;
-    plan_and_launch(b, sms, chains, s, slot, x, stream);
+    plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
   }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: ∇W_0 on cuBLAS first)
   GemmBatch<T> b;
@@ -691,7 +699,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
   if (s.loss_sum.defined()) b.loss_sum = s.loss_sum.data_ptr<double>(), b.loss_weight = s.loss_weight;
-  plan_and_launch(b, sms, chains, s, slot, x, stream);
+  plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
   return nll;
 }
 
