@@ -2,12 +2,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "config/experiment_config.h"
 #include "data/tensors.h"
 #include "tiny_idx.h"
+#include "compat.h"
+#include "train/phase_clock.h"
 #include "train/trainer.h"
 
 using namespace sgmcmc;
@@ -129,6 +133,56 @@ TEST(Trainer, SgldLearnsTinyProblem) {
   EXPECT_EQ(again.train.epochs, 30);
   EXPECT_EQ(again.data.dir, dir + "/data");
 }
+
+// PhaseClock: entering the current phase changes nothing; every phase's seconds are non-negative
+// and together no more than the clock's own wall clock (read after them).
+TEST(PhaseClock, PhasesSumToNoMoreThanTheWallClock) {
+  const auto start = PhaseClock::Clock::now();
+  PhaseClock clock(start, torch::kCPU);
+  auto a = torch::randn({64, 64});
+  for (auto p : {PhaseClock::kSteps, PhaseClock::kSteps, PhaseClock::kGibbs, PhaseClock::kSteps, PhaseClock::kEval}) {
+    clock.enter(p);
+    a = torch::tanh(a.mm(a) / 64);
+  }
+  EXPECT_EQ(clock.current(), PhaseClock::kEval);
+  const auto secs = clock.seconds();
+  const double wall = std::chrono::duration<double>(PhaseClock::Clock::now() - start).count();
+  double sum = 0;
+  for (const auto& [k, v] : secs) {
+    EXPECT_GE(v, 0) << k;
+    sum += v;
+  }
+  EXPECT_EQ(secs.size(), 7u);
+  EXPECT_LE(sum, wall);
+}
+
+// On CUDA a change of phase does not wait for the device (the next phase's host work overlaps the
+// queued steps), and the queued work is still charged to the phase that queued it: 200 products of
+// 2048 × 2048 (~3.4 TFLOP: tens of ms on any GPU, against ~2 ms for the host to queue them) in
+// "steps", one reduction read back in "eval".
+TEST(PhaseClock, CudaChargesQueuedWorkToThePhaseThatQueuedIt) {
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const torch::Device dev(torch::kCUDA);
+  const auto start = PhaseClock::Clock::now();
+  PhaseClock clock(start, dev);
+  auto a = torch::randn({2048, 2048}, dev) / 2048;
+  clock.enter(PhaseClock::kSteps);
+  for (int i = 0; i < 200; ++i) a = torch::tanh(a.mm(a));
+  const auto queued = torch::ones({1}, dev) * a.sum();  // not read yet
+  const auto before = PhaseClock::Clock::now();
+  clock.enter(PhaseClock::kEval);
+  const double entering = std::chrono::duration<double>(PhaseClock::Clock::now() - before).count();
+  EXPECT_TRUE(std::isfinite(queued.item<double>()));
+  const auto secs = clock.seconds();
+  EXPECT_LT(entering, 0.1 * secs.at("time.steps")) << "enter() waited for the device";
+  const double wall = std::chrono::duration<double>(PhaseClock::Clock::now() - start).count();
+  EXPECT_GT(secs.at("time.steps"), 10 * secs.at("time.eval"));
+  double sum = 0;
+  for (const auto& [k, v] : secs) sum += v;
+  EXPECT_LE(sum, wall + 1e-3);  // the device's clock against the host's: well under a millisecond here
+  EXPECT_GE(sum, 0.9 * wall);
+}
+
 
 // Stopping mid-epoch (step 137 of 300, inside epoch 14, after burn-in) and resuming reproduces the
 // uninterrupted run exactly on CPU: same metrics rows, same summary, same final parameters.

@@ -19,7 +19,9 @@ namespace sgmcmc {
 
 class StepParamsBuffer {
  public:
-  explicit StepParamsBuffer(torch::Device device, int64_t slots = 64);
+  // 128 slots: H.1's per-epoch host work (~2–3 ms of ops on the H100 hosts) is queued while the device
+  // still runs up to 128 queued steps (~7 ms), instead of waiting for a free slot
+  explicit StepParamsBuffer(torch::Device device, int64_t slots = 128);
   ~StepParamsBuffer();
   StepParamsBuffer(const StepParamsBuffer&) = delete;
   StepParamsBuffer& operator=(const StepParamsBuffer&) = delete;

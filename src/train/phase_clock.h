@@ -3,10 +3,13 @@
 // OOD, its trace values), evaluations (metrics rows), checkpoints (the state check and the file) and the
 // finish (final.pt, the reliability diagram). summary.json reports them as time.<phase> seconds.
 //
-// On an accelerator the device is synchronised at each change of phase, so the step work still queued
-// is charged to the steps and not to the phase that happens to read a result first. Phases change only
-// at Gibbs, sample and evaluation steps, which read results back to the host anyway; between them the
-// steps run without a synchronisation.
+// On CUDA a change of phase is an event on the device's stream, not a synchronisation: the host goes on
+// queueing the next phase's work while the device still runs the steps (a synchronisation there left the
+// GPU idle while the host issued each phase's ~100 ops, ~20 µs of host time each), and each phase is
+// charged the device's time between the events that open and close it, so the step work still queued is
+// charged to the steps and not to the phase that happens to read a result first. Events are timed once
+// the device has passed them; seconds() estimates the ones it has not reached yet by the host's clock.
+// The first change (out of setup) synchronises once and anchors the device's clock to the host's.
 //
 // Each phase is also a RecordFunction user scope, "sgmcmc::phase.<name>", so that LibTorch's
 // profilers (and bench/bench_epoch.cpp, which counts ops and host reads per phase) see the phases.
@@ -41,12 +44,16 @@ class PhaseClock {
 
  private:
   void open_scope();
+  // CUDA: times the phase changes the device has passed (`marks_`, oldest first) into seconds_
+  void resolve() const;
 
+  struct Marks;  // CUDA: the phase changes' events (phase_clock.cpp)
   torch::Device device_;
   Phase current_ = kSetup;
   std::unique_ptr<at::RecordFunction> scope_;  // the current phase's profiler scope (when observed)
   Clock::time_point since_;
-  std::array<double, kPhases> seconds_{};
+  mutable std::array<double, kPhases> seconds_{};  // resolve() times changes the device has passed
+  std::unique_ptr<Marks> marks_;
 };
 
 }  // namespace sgmcmc
