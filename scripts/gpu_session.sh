@@ -51,6 +51,8 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
+#   overlap instead of build, one call (OVERLAP_DEADLINE=420): phase changes as CUDA events: the tests, H.1 in
+#          full twice, bench_epoch, peers (sgmcmc, BlackJAX; carry .whl), 100 chains
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -500,6 +502,28 @@ stage_auto() {
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 10 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
     --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+}
+# Phase changes without a synchronisation (train/phase_clock.h: CUDA events; the per-epoch host work
+# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 420): the
+# fused pass's test and PhaseClock's CUDA test, H.1 in full twice with the defaults (compare its phases
+# with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
+# Gibbs 0.24-0.27 s, another machine), bench_epoch, the peers' H.1 rows (carry .whl), 100 chains.
+stage_overlap() {
+  local dl=${OVERLAP_DEADLINE:-420}
+  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
+  build_targets test_mlp_fused test_trainer bench_epoch sgmcmc || return 1
+  run_gtest test_mlp_fused 90
+  run_gtest test_trainer 60 "PhaseClock.*"
+  local r
+  for r in 1 2; do
+    left $((dl - 150)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_overlap$r stage_h1
+  done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 130)) "epoch" && stage_epoch
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
+    --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+  left $((dl - 25)) "100 chains" && chains_run aten 100 6 20
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles
