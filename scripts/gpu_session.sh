@@ -511,14 +511,25 @@ stage_auto() {
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-420}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
-  build_targets test_mlp_fused test_trainer bench_epoch sgmcmc || return 1
+  build_targets test_mlp_fused test_trainer test_models bench_step bench_epoch sgmcmc || return 1
   run_gtest test_mlp_fused 90
   run_gtest test_trainer 60 "PhaseClock.*"
-  local r
+  run_gtest test_models 90 "Models.ActivationCudaKernelsEqualAten:Models.SoftmaxXentCuda*"
+  local r v
   for r in 1 2; do
     left $((dl - 150)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_overlap$r stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  # kernels.cuda_act (ATen's MLP path: chains, and kernels.cuda_mlp: aten), never run on a GPU before
+  for r in 1 2; do
+    for v in fused aten; do
+      left $((dl - 140)) "cuda_act A/B" || break 2
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp=aten --set kernels.cuda_act=$v --threads 16 --rounds 5 --steps 500 --graph \
+        --label "mlp_h1_aten_act_${v}_graph" --json "$L/act.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/act.jsonl" ] && step_table "$L/act.jsonl"
   left $((dl - 130)) "epoch" && stage_epoch
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
