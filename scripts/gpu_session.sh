@@ -81,19 +81,31 @@ gtest_summary() { grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[  FAILED  \]" "$1" |
 
 stage_build() {
   nvidia-smi > "$L/nvidia-smi.txt" 2>&1
-  if ! bash .devdeps/device-build.sh -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON > "$L/build.log" 2>&1; then
+  # shellcheck disable=SC2046
+  if ! bash .devdeps/device-build.sh -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON $(cutlass_flag) > "$L/build.log" 2>&1; then
     echo "build failed:"; grep -E "error|Error" "$L/build.log" | head -40; tail -20 "$L/build.log"; exit 1
   fi
   grep -E "^torch |Distributed runs|NCCL" "$L/build.log" | head -5
+}
+# CUTLASS's headers for the 3xTF32 products (kernels/gemm_tf32x3.h), from PyPI's nvidia-cutlass wheel carried
+# in .whl (here: pip download nvidia-cutlass --no-deps -d .whl): the cmake option, or nothing without it.
+cutlass_flag() {
+  local w; w=$(ls .whl/nvidia_cutlass-*.whl 2>/dev/null | head -1)
+  [ -n "$w" ] || return 0
+  [ -f /tmp/cutlass/cutlass_library/source/include/cutlass/cutlass.h ] ||
+    python3 -m zipfile -e "$w" /tmp/cutlass > /dev/null 2>&1 || return 0
+  echo "-DSGMCMC_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source/include"
 }
 # Configure build-cuda/ as device-build.sh does (for the stages that build only some targets).
 configure_cuda() {
   local prefix=/tmp/devdeps tp
   mkdir -p $prefix && for f in .devdeps/*.deb; do dpkg-deb -x "$f" $prefix; done
   tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  # shellcheck disable=SC2046
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
-    -DSGMCMC_BENCH=ON "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
+    -DSGMCMC_BENCH=ON $(cutlass_flag) "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
     > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
+  grep -E "3xTF32" "$L/build.log"
 }
 # Configure (configure_cuda) and build only these targets; the build log's errors on failure.
 build_targets() {
@@ -504,15 +516,17 @@ stage_auto() {
     --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 # Phase changes without a synchronisation (train/phase_clock.h: CUDA events; the per-epoch host work
-# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 420): the
-# fused pass's test and PhaseClock's CUDA test, H.1 in full twice with the defaults (compare its phases
+# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 420; carry
+# .whl with the nvidia-cutlass wheel): the fused pass's test (with the 3xTF32 products and their own test),
+# PhaseClock's CUDA test, the kernels.cuda_act test, H.1 in full twice with the defaults (compare its phases
 # with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
-# Gibbs 0.24-0.27 s, another machine), bench_epoch, the peers' H.1 rows (carry .whl), 100 chains.
+# Gibbs 0.24-0.27 s, another machine), the H.1 step's A/B of tf32x3 against cuBLAS and H.1 in full with it,
+# the H.1 step's A/B of kernels.cuda_act on ATen's path, bench_epoch, the peers' H.1 rows, 100 chains.
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-420}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused test_trainer test_models bench_step bench_epoch sgmcmc || return 1
-  run_gtest test_mlp_fused 90
+  run_gtest test_mlp_fused 120
   run_gtest test_trainer 60 "PhaseClock.*"
   run_gtest test_models 90 "Models.ActivationCudaKernelsEqualAten:Models.SoftmaxXentCuda*"
   local r v
@@ -520,6 +534,17 @@ stage_overlap() {
     left $((dl - 150)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_overlap$r stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
+  for r in 1 2; do
+    for v in auto tf32x3; do
+      left $((dl - 145)) "tf32x3 A/B" || break 2
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph \
+        --label "mlp_h1_${v}_graph" --json "$L/tf32x3.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/tf32x3.jsonl" ] && step_table "$L/tf32x3.jsonl"
+  left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
   # kernels.cuda_act (ATen's MLP path: chains, and kernels.cuda_mlp: aten), never run on a GPU before
   for r in 1 2; do
     for v in fused aten; do

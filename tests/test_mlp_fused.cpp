@@ -10,6 +10,7 @@
 
 #include "compat.h"
 #include "core/kernel_settings.h"
+#include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_fused.h"
 #include "models/mlp.h"
 #include "models/mlp_chains.h"
@@ -97,13 +98,17 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   kernels::MlpFusedScratch scratch;
   using Gemm = KernelSettings::MlpGemm;
   // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (one hidden
-  // layer, one chain; elsewhere it is the tiled kernel)
+  // layer, one chain or several; elsewhere it is the tiled kernel), with its products as 3xTF32 (App.
+  // H.1's shape: the others' widths are no multiples of 4, and take cuBLAS)
   for (auto [tile, gemm] : {std::pair{32, Gemm::kTiled}, std::pair{64, Gemm::kTiled}, std::pair{32, Gemm::kPipelined},
-                            std::pair{32, Gemm::kCublas}})
+                            std::pair{32, Gemm::kCublas}, std::pair{32, Gemm::kTf32x3}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
       SCOPED_TRACE("tile " + std::to_string(tile) +
-                   (gemm == Gemm::kPipelined ? " pipelined" : gemm == Gemm::kCublas ? " cublas" : " tiled") +
+                   (gemm == Gemm::kPipelined ? " pipelined"
+                    : gemm == Gemm::kCublas  ? " cublas"
+                    : gemm == Gemm::kTf32x3  ? " tf32x3"
+                                             : " tiled") +
                    ", blocks per SM " + std::to_string(per_sm));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
@@ -314,7 +319,7 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   const torch::Device dev(torch::kCUDA);
   // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_0 by cuBLAS, then λ_W W_0 added alone)
-  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas})
+  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kTf32x3})
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
     KernelSettings k;
     k.cuda_mlp = KernelSettings::Choice::kFused;
@@ -325,7 +330,9 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
     all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
     for (const auto& c : all) {
       SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32") +
-                   (gemm == KernelSettings::MlpGemm::kCublas ? ", cublas" : ", tiled"));
+                   (gemm == KernelSettings::MlpGemm::kCublas   ? ", cublas"
+                    : gemm == KernelSettings::MlpGemm::kTf32x3 ? ", tf32x3"
+                                                               : ", tiled"));
       auto [m, batch] = build(c, dt, dev, 8);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
       const auto act = kernels::activation_from_name(c.activation);
@@ -455,6 +462,69 @@ TEST(MlpFused, CudaChainsEqualsReference) {
       }
     }
   }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
+// 3xTF32 products (kernels/gemm_tf32x3.h) against float64, within the header's bound
+// (k·2^-24 + 2^-20)·Σ_k |a_ik||b_kj|, plus 2^-23·(|c| + |result|) for the accumulating add: App. H.1's
+// two products (x·W_0ᵀ: row × column-major; g_1ᵀ·x: column × row-major) and a row × row one, overwriting
+// and accumulating, split-K chosen, 1 and 3; the two for 3 chains at once (batched). One pass of TF32 (10-bit mantissas, ~2^-11 a product) is
+// ~10× over that bound at k = 784, so the test tells 3xTF32 from TF32. Shapes it does not take return
+// false and leave c as it was.
+TEST(GemmTf32x3, CudaWithinItsBound) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  if (!kernels::gemm_tf32x3_built()) GTEST_SKIP() << "a build without CUTLASS (-DSGMCMC_CUTLASS_DIR)";
+  const torch::Device dev(torch::kCUDA);
+  torch::manual_seed(11);
+  const auto opts = torch::TensorOptions().device(dev);
+  const auto x = torch::randn({500, 784}, opts), w = torch::randn({100, 784}, opts), g = torch::randn({500, 100}, opts);
+  const auto w_rows = torch::randn({784, 100}, opts);
+  const std::vector<std::pair<torch::Tensor, torch::Tensor>> products = {{x, w.t()}, {g.t(), x}, {x, w_rows}};
+  for (size_t p = 0; p < products.size(); ++p)
+    for (bool accumulate : {false, true})
+      for (int split : {0, 1, 3}) {
+        SCOPED_TRACE("product " + std::to_string(p) + (accumulate ? ", accumulating" : "") + ", split " +
+                     std::to_string(split));
+        const auto& [a, b] = products[p];
+        const auto c0 = torch::randn({a.size(0), b.size(1)}, opts);
+        auto c = c0.clone();
+        ASSERT_TRUE(kernels::gemm_tf32x3(a, b, c, accumulate, split));
+        const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64);
+        auto want = a64.mm(b64);
+        const double k = static_cast<double>(a.size(1));
+        auto bound = (k * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().mm(b64.abs());
+        if (accumulate) {
+          want += c0.to(torch::kFloat64);
+          bound += std::ldexp(1.0, -23) * (c0.to(torch::kFloat64).abs() + want.abs());
+        }
+        const auto excess = ((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>();
+        EXPECT_LE(excess, 0.0);
+      }
+  // chains: App. H.1's two products for 3 chains at once, against each chain's float64 product
+  const auto xs = torch::randn({3, 500, 784}, opts), ws = torch::randn({3, 100, 784}, opts),
+             gs = torch::randn({3, 500, 100}, opts);
+  for (const auto& [a, b] : std::vector<std::pair<torch::Tensor, torch::Tensor>>{{xs, ws.transpose(1, 2)},
+                                                                                 {gs.transpose(1, 2), xs}})
+    for (bool accumulate : {false, true}) {
+      SCOPED_TRACE(std::string("chains") + (accumulate ? ", accumulating" : ""));
+      const auto c0 = torch::randn({3, a.size(1), b.size(2)}, opts);
+      auto c = c0.clone();
+      ASSERT_TRUE(kernels::gemm_tf32x3_batched(a, b, c, accumulate));
+      const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64);
+      auto want = a64.bmm(b64);
+      auto bound = (static_cast<double>(a.size(2)) * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().bmm(b64.abs());
+      if (accumulate) {
+        want += c0.to(torch::kFloat64);
+        bound += std::ldexp(1.0, -23) * (c0.to(torch::kFloat64).abs() + want.abs());
+      }
+      EXPECT_LE(((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>(), 0.0);
+    }
+  auto odd = torch::randn({500, 50}, opts), c = torch::zeros({500, 100}, opts);  // k = 50: not a multiple of 4
+  EXPECT_FALSE(kernels::gemm_tf32x3(odd, torch::randn({50, 100}, opts), c, false));
+  EXPECT_TRUE(torch::equal(c, torch::zeros_like(c)));
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

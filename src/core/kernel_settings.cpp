@@ -35,7 +35,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_mlp_gemm", cuda_mlp_gemm == MlpGemm::kAuto        ? "auto"
                             : cuda_mlp_gemm == MlpGemm::kTiled     ? "tiled"
                             : cuda_mlp_gemm == MlpGemm::kPipelined ? "pipelined"
-                                                                   : "cublas"},
+                            : cuda_mlp_gemm == MlpGemm::kCublas    ? "cublas"
+                                                                   : "tf32x3"},
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"}};
 }
 
@@ -70,11 +71,12 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_mlp_blocks_per_sm = per_sm == "auto" ? 0 : std::stoi(per_sm);
   const auto head_rows = b.get_choice("cuda_mlp_head_rows", "auto", {"auto", "1", "2", "4", "8"});
   s.cuda_mlp_head_rows = head_rows == "auto" ? 0 : std::stoi(head_rows);
-  const auto gemm = b.get_choice("cuda_mlp_gemm", "auto", {"auto", "tiled", "pipelined", "cublas"});
+  const auto gemm = b.get_choice("cuda_mlp_gemm", "auto", {"auto", "tiled", "pipelined", "cublas", "tf32x3"});
   s.cuda_mlp_gemm = gemm == "auto"        ? KernelSettings::MlpGemm::kAuto
                     : gemm == "tiled"     ? KernelSettings::MlpGemm::kTiled
                     : gemm == "pipelined" ? KernelSettings::MlpGemm::kPipelined
-                                          : KernelSettings::MlpGemm::kCublas;
+                    : gemm == "cublas"    ? KernelSettings::MlpGemm::kCublas
+                                          : KernelSettings::MlpGemm::kTf32x3;
   s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
   return s;
 }

@@ -22,9 +22,11 @@
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
 //     cuda_mlp_gemm: auto # auto (cublas for one chain and one hidden layer, pipelined for one chain otherwise,
-//                         # tiled for chains) | tiled | pipelined | cublas: the pass's GEMM kernel (pipelined: 4
+//                         # tiled for chains) | tiled | pipelined | cublas | tf32x3: the pass's GEMM kernel (pipelined: 4
 //                         # stages of asynchronous copies in flight, 4 × 4 outputs a thread; cublas: one hidden
-//                         # layer's two products over the inputs on cuBLAS, the rest in the pass's kernels)
+//                         # layer's two products over the inputs on cuBLAS, the rest in the pass's kernels;
+//                         # tf32x3: those two on tensor cores as 3xTF32, kernels/gemm_tf32x3.h, not yet
+//                         # run on a GPU)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 #pragma once
 
@@ -52,7 +54,7 @@ struct KernelSettings {
   int cuda_mlp_tile = 0;  // 0: auto
   int cuda_mlp_blocks_per_sm = 0;  // 0: auto
   int cuda_mlp_head_rows = 0;  // 0: auto
-  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas };
+  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kTf32x3 };
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
 

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "core/kernel_settings.h"
 #include "kernels/activation_hd.h"
 #include "kernels/mlp_fused.h"
+#include "kernels/gemm_tf32x3.h"
 #include "kernels/softmax_xent_row.h"
 
 namespace sgmcmc::kernels {
@@ -592,19 +594,39 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   std::vector<const T*> h(L);
   h[0] = x.template data_ptr<T>();
   size_t slot = 0;
-  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto where it applies; one chain, one hidden layer): the two products over
-  // the inputs, h_1 before its bias and activation = x W_0ᵀ and ∇W_0 = g_1ᵀ x, on cuBLAS (ATen's mm,
-  // the same float32 arithmetic without TF32 unless train.tf32 allows it), the rest in the pass's
-  // kernels: the head applies h_1's bias and activation as it loads it, the last launch adds ∇b_0 (a
-  // product against the ones column alone) and λ_W W_0 (an epilogue alone, k = 0).
+  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto for one chain; one hidden layer): the two
+  // products over the inputs, h_1 before its bias and activation = x W_0ᵀ and ∇W_0 = g_1ᵀ x, on cuBLAS
+  // (ATen's mm, or bmm for chains: the same float32 arithmetic without TF32 unless train.tf32 allows it),
+  // the rest in the pass's kernels: the head applies h_1's bias and activation as it loads it, the last
+  // launch adds ∇b_0 (a product against the ones column alone) and λ_W W_0 (an epilogue alone, k = 0).
+  // kernels.cuda_mlp_gemm: tf32x3 takes the two products as 3xTF32 on tensor cores where that applies
+  // (a build with CUTLASS, float32, widths in multiples of 4; kernels/gemm_tf32x3.h), cuBLAS otherwise.
   const MlpGemm gemm = gemm_choice(chains, L);
-  const bool route = gemm == MlpGemm::kCublas && chains == 1 && L == 2, pipe = gemm == MlpGemm::kPipelined;
-  torch::Tensor w0, w0_grad;
+  const bool tf32x3 = gemm == MlpGemm::kTf32x3 && std::is_same_v<T, float>;
+  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kTf32x3) && L == 2,
+             pipe = gemm == MlpGemm::kPipelined;
+  // c = a·b (accumulate: c += a·b): [m, k]·[k, n] for one chain, [C, m, k]·[C, k, n] for chains
+  const auto product = [&](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
+    if (c.dim() == 2) {
+      if (tf32x3 && gemm_tf32x3(a, b, c, accumulate)) return;
+      if (accumulate) c.addmm_(a, b);
+      else at::mm_out(c, a, b);
+    } else {
+      if (tf32x3 && gemm_tf32x3_batched(a, b, c, accumulate)) return;
+      if (accumulate) c.baddbmm_(a, b);
+      else at::bmm_out(c, a, b);
+    }
+  };
+  // one chain's [rows, w] as [rows, w], chains' as [C, n, w]
+  const auto per_chain = [&](const torch::Tensor& t) { return chains == 1 ? t : t.view({chains, n, t.size(-1)}); };
+  torch::Tensor w0_t, w0_grad;
   if (route) {
     const int64_t out0 = outs_of(layers[0].weight), in0 = ins_of(layers[0].weight);
-    w0 = layers[0].weight.reshape({out0, in0}), w0_grad = layers[0].weight_grad.view({out0, in0});
+    w0_t = chains == 1 ? layers[0].weight.reshape({out0, in0}).t() : layers[0].weight.transpose(1, 2);
+    w0_grad = chains == 1 ? layers[0].weight_grad.view({out0, in0}) : layers[0].weight_grad;
     auto& pre = ensure2(s.pre, rows, out0, opts);
-    at::mm_out(pre, x, w0.t());
+    auto pre_c = per_chain(pre);
+    product(per_chain(x), w0_t, pre_c, false);
     h[1] = pre.template data_ptr<T>();
   }
   // h_{l+1} = act(h_l W_lᵀ + b_l)
@@ -658,10 +680,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: ∇W_0 on cuBLAS first)
   GemmBatch<T> b;
   b.count = static_cast<int>(L);
-  if (route) {
-    if (overwrite) at::mm_out(w0_grad, s.g[1].t(), x);
-    else w0_grad.addmm_(s.g[1].t(), x);
-  }
+  if (route) product(per_chain(s.g[1]).transpose(-2, -1), per_chain(x), w0_grad, !overwrite);
   for (size_t l = route ? 1 : 0; l < L; ++l) {
     const auto& W = layers[l].weight;
     Gemm<T>& g = b.p[l];
@@ -681,10 +700,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     const int out = static_cast<int>(outs_of(layers[0].weight)), in = static_cast<int>(ins_of(layers[0].weight));
     Gemm<T>& g = b.p[0];
     g.m = out, g.n = 0, g.k = n, g.ones = true;
-    g.a = s.g[1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out;
+    g.a = s.g[1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
     g.b = x.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
-    g.c = layers[0].weight_grad.template data_ptr<T>(), g.c_rs = in;
-    g.extra = layers[0].bias_grad.template data_ptr<T>();
+    g.c = layers[0].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
+    g.extra = layers[0].bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
     if (layers[0].weight_lambda.defined()) {
       g.prior_e = layers[0].bias.template data_ptr<T>(), g.lambda_e = layers[0].bias_lambda.template data_ptr<T>();
