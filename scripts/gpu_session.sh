@@ -51,8 +51,9 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   overlap instead of build, one call (OVERLAP_DEADLINE=420): phase changes as CUDA events: the tests, H.1 in
-#          full twice, bench_epoch, peers (sgmcmc, BlackJAX; carry .whl), 100 chains
+#   overlap instead of build, one call (OVERLAP_DEADLINE=420; carry .whl with nvidia-cutlass): phase changes as
+#          CUDA events and the 3xTF32 products: the tests, H.1 in full twice, tf32x3's A/B and H.1 in full, 100
+#          chains (ATen, cublas, tf32x3), kernels.cuda_act's A/B, bench_epoch, peers (sgmcmc, BlackJAX)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -521,7 +522,8 @@ stage_auto() {
 # PhaseClock's CUDA test, the kernels.cuda_act test, H.1 in full twice with the defaults (compare its phases
 # with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
 # Gibbs 0.24-0.27 s, another machine), the H.1 step's A/B of tf32x3 against cuBLAS and H.1 in full with it,
-# the H.1 step's A/B of kernels.cuda_act on ATen's path, bench_epoch, the peers' H.1 rows, 100 chains.
+# 100 chains on ATen, the cuBLAS route and tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path,
+# bench_epoch, the peers' H.1 rows.
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-420}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
@@ -545,6 +547,20 @@ stage_overlap() {
   done
   [ -f "$L/tf32x3.jsonl" ] && step_table "$L/tf32x3.jsonl"
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
+  # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
+  for v in aten cublas tf32x3; do
+    left $((dl - 120)) "100 chains, $v" || break
+    timeout 25 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
+      --set train.graph=true --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
+      --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v) --set train.epochs=6 --set train.burn_in=1 \
+      --out /tmp/chains100_$v --overwrite -q > "$L/chains100_$v.log" 2>&1
+    echo "H.1 6 epochs, 100 chains, $v: rc=$?"; tail -2 "$L/chains100_$v.log" | grep -i error
+    cp /tmp/chains100_$v/metrics.csv "$L/chains100_${v}_metrics.csv" 2>/dev/null
+    python3 -c "import csv, sys; r = list(csv.DictReader(open(sys.argv[1]))); t = [float(x['time.steps']) for x in r]
+print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])], 'test_error', r[-1]['test_error'])" \
+      /tmp/chains100_$v/metrics.csv 2>&1 | tail -1
+  done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # kernels.cuda_act (ATen's MLP path: chains, and kernels.cuda_mlp: aten), never run on a GPU before
   for r in 1 2; do
     for v in fused aten; do
@@ -559,7 +575,6 @@ stage_overlap() {
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
     --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
-  left $((dl - 25)) "100 chains" && chains_run aten 100 6 20
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles
