@@ -1,5 +1,6 @@
 #include "train/run_setup.h"
 
+#include <future>
 #include <stdexcept>
 
 #include "compat.h"
@@ -74,7 +75,13 @@ DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace&
   dm.device = torch::Device(place.device.empty() ? config.device : place.device);
   if (dm.device.is_cuda() && !compat::cuda_available())
     throw std::invalid_argument(config.source + ": device: cuda requested but no CUDA device is available");
+  // The device's context (and its allocator's first block) is created on another thread while this one
+  // reads and decodes the data: both take a few hundred milliseconds of a GPU run's start-up.
+  std::future<void> device_ready;
+  if (dm.device.is_cuda())
+    device_ready = std::async(std::launch::async, [d = dm.device] { (void)torch::empty({1}, torch::TensorOptions().device(d)); });
   Dataset cpu = load_dataset(config.data, config.seed);
+  if (device_ready.valid()) device_ready.get();
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
   dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, place.chain_seed.value_or(config.seed), config.chains); });
   if (place.chain_seed && *place.chain_seed != config.seed && config.model.get_string("name", "") == "torchscript")
