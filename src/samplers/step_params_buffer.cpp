@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/copy_async.h"
+
 #if defined(SGMCMC_WITH_CUDA)
 #include <ATen/cuda/CUDAEvent.h>
 #endif
@@ -47,7 +49,7 @@ void StepParamsBuffer::write(kernels::FusedRule rule, const kernels::FusedScalar
   done.synchronize();  // the slot's previous copy (slots steps ago) has read it
   auto slot = ring_->host[j];
   kernels::write_step_params(rule, s, noise, dtype, slot.data_ptr());
-  device_.copy_(slot, /*non_blocking=*/true);
+  kernels::copy_async(device_, slot);
   done.record();  // on the current stream, after the copy
 #endif
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/copy_async.h"
 #include "kernels/gather_rows.h"
 
 namespace sgmcmc {
@@ -198,7 +199,7 @@ void StepRunner::add_batch_loss() {
 
 void StepRunner::step(const torch::Tensor& idx) {
   if (graph_) {
-    idx_static_.copy_(idx);
+    kernels::copy_async(idx_static_, idx);
     sampler_.step(closure_);  // kPrepare: the host's part of the step only
     graph_->run(graph_body_, sampler_.prepared_rules());
   } else {
