@@ -13,6 +13,7 @@
 
 #include "compat.h"
 #include "config/experiment_config.h"
+#include "kernels/copy_async.h"
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
 #include "tiny_idx.h"
@@ -240,4 +241,21 @@ TEST(Graph, AutoResolvesByDeviceSamplerAndMode) {
   // On the CPU a run under auto is eager: make_run_setup leaves graph off.
   auto setup = make_run_setup(graph_config(dir + "/data", "{name: sghmc, lr: 1.0e-3}", {}));
   EXPECT_FALSE(setup.plan.graph);
+}
+
+// kernels::copy_async (a replayed step's per-step copies): the same values as copy_, on the CPU (its
+// fallback) and on CUDA from a pinned host buffer, from device memory and (the fallback) from pageable
+// host memory.
+TEST(Graph, CopyAsyncEqualsCopy) {
+  const auto src = torch::arange(1000, torch::kInt64);
+  auto dst = torch::zeros_like(src);
+  kernels::copy_async(dst, src);
+  EXPECT_TRUE(torch::equal(dst, src));
+  if (!compat::cuda_available()) GTEST_SKIP() << "the CUDA cases need a GPU";
+  const torch::Device dev(torch::kCUDA);
+  for (const auto& from : {src.pin_memory(), src.to(dev), src.clone()}) {
+    auto d = torch::zeros({1000}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+    kernels::copy_async(d, from);
+    EXPECT_TRUE(torch::equal(d.cpu(), src)) << from.device() << (from.is_cpu() && from.is_pinned() ? " pinned" : "");
+  }
 }
