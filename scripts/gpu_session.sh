@@ -527,8 +527,9 @@ stage_auto() {
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-420}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
-  build_targets test_mlp_fused test_trainer test_graph test_models bench_step bench_epoch sgmcmc || return 1
+  build_targets test_mlp_fused test_trainer test_graph test_fused test_models bench_step bench_epoch sgmcmc || return 1
   run_gtest test_mlp_fused 120
+  run_gtest test_fused 60 "Fused.Cuda*"
   run_gtest test_trainer 60 "PhaseClock.*"
   run_gtest test_graph 120 "Graph.CopyAsyncEqualsCopy:Graph.CudaReplayReproducesEagerRun"
   run_gtest test_models 90 "Models.ActivationCudaKernelsEqualAten:Models.SoftmaxXentCuda*"

@@ -367,11 +367,18 @@ TEST(Fused, CudaEqualsReferenceWithSameNoise) {
     std::vector<torch::Tensor> st_buf;
     for (auto& t : st) st_buf.push_back(t.clone());
     kernels::fused_update(c.rule, th, st, g, s, {}, &gen);
-    // the graph-safe launch (scalars read from a device buffer) with the same generator state: bit for bit
+    // the graph-safe launch (scalars and the noise's key and offset read from a device buffer, the latter
+    // drawn on the host from the same generator state): bit for bit, and the generator advanced as far
     compat::set_generator_state(gen, gen_state);
     auto host = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
-    kernels::write_step_params(c.rule, s, {}, torch::kFloat32, host.data_ptr());
+    kernels::NoiseStream noise;
+#if defined(SGMCMC_WITH_CUDA)
+    noise = kernels::cuda_noise_stream(gen, n);
+#endif
+    const auto after_eager = compat::generator_state(gen);
+    kernels::write_step_params(c.rule, s, noise, torch::kFloat32, host.data_ptr());
     kernels::fused_update_from(c.rule, th_buf, st_buf, g, host.to(dev), &gen);
+    EXPECT_TRUE(torch::equal(compat::generator_state(gen), after_eager)) << c.name << ": the launch drew nothing more";
     EXPECT_TRUE(torch::equal(th_buf, th)) << c.name << ": from the buffer";
     for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::equal(st_buf[j], st[j])) << c.name << ": from the buffer, state " << j;
     EXPECT_TRUE(torch::allclose(th, th_ref, 1e-5, 1e-6)) << c.name << " max |Δ| " << (th - th_ref).abs().max().item<double>();

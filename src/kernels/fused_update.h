@@ -111,14 +111,21 @@ torch::Tensor philox_normal(int64_t numel, NoiseStream stream, torch::TensorOpti
 // host folds them (with the CPU noise stream) into a small byte buffer on θ's device,
 // `write_step_params`, before each step; `fused_update_from` launches a kernel that reads that buffer
 // when it runs. Same arithmetic as fused_update with the same scalars and stream, bit for bit
-// (tests/test_fused.cpp). On CUDA the buffer's stream field is unused (the noise comes from the
-// generator's Philox state, which graphs advance per replay).
+// (tests/test_fused.cpp). On CUDA the buffer's stream is the generator's Philox key and offset, drawn on
+// the host by cuda_noise_stream: the numbers fused_update would draw from that generator state, read by
+// the replayed kernel, so the captured step uses no generator (whose state LibTorch would otherwise
+// write into the graph with two kernels before every replay).
 int64_t step_params_bytes();  // the buffer size for either dtype
 void write_step_params(FusedRule rule, const FusedScalars& s, NoiseStream noise, torch::ScalarType dtype,
                        void* dst);
 void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                        const torch::Tensor& grad, const torch::Tensor& step_params,
                        at::Generator* generator = nullptr);
+#if defined(SGMCMC_WITH_CUDA)
+// The Philox key and offset a CUDA fused update of `numel` elements would draw from `generator`,
+// advancing it the same way (not during a graph capture).
+NoiseStream cuda_noise_stream(at::Generator& generator, int64_t numel);
+#endif
 
 // True if the fused kernels handle tensors of this dtype and device in this build.
 bool fused_supported(const torch::Tensor& t);

@@ -4,7 +4,9 @@
 // registers with one 16-byte load and store per array (fused_block4); the tail block, and misaligned
 // views, take the element loop. The key and offset come from the CUDA generator's Philox state through
 // PhiloxCudaState, which a CUDA graph capture records as a pointer to the live offset, so a replayed
-// graph draws fresh noise each time.
+// graph draws fresh noise each time. fused_update_from's launch (a replayed step) reads the key and
+// offset from its step parameters instead, which the host drew from the generator (cuda_noise_stream):
+// the same numbers as an eager step's, and no generator state for the graph to refresh before a replay.
 //
 // Tested on an H100 (PyTorch 2.11 / CUDA 13): Fused.CudaEqualsReferenceWithSameNoise passes. The
 // element loop alone moves 61 % (SGLD) to 52 % (Santa) of the copy bandwidth over 100M parameters:
@@ -31,12 +33,19 @@ namespace {
 // `kp`, when not null, points to the step's coefficients in device memory (fused_update_from: a
 // captured launch keeps its arguments, so the scalars of a replayed step must be read when it runs);
 // otherwise `kv` holds them.
+// `np`, when not null, points to the step's noise stream in device memory (fused_update_from: the host
+// drew it from the generator, cuda_noise_stream); otherwise the generator's Philox state is `philox`.
 template <FusedRule R, typename T, bool kVec>
 __global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, FusedCoefs<T> kv,
-                             const FusedCoefs<T>* kp, at::PhiloxCudaState philox) {
+                             const FusedCoefs<T>* kp, const NoiseStream* np, at::PhiloxCudaState philox) {
   const FusedCoefs<T> k = kp ? *kp : kv;
-  const auto seeds = at::cuda::philox::unpack(philox);
-  const uint64_t key = std::get<0>(seeds), offset = std::get<1>(seeds);
+  uint64_t key, offset;
+  if (np) {
+    key = np->key, offset = np->offset;
+  } else {
+    const auto seeds = at::cuda::philox::unpack(philox);
+    key = std::get<0>(seeds), offset = std::get<1>(seeds);
+  }
   const int64_t blocks = (n + 3) / 4;
   for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks;
        b += static_cast<int64_t>(blockDim.x) * gridDim.x) {
@@ -60,6 +69,7 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
   const auto k = make_coefs<T>(rule, s);
   // StepParams<T> starts with its FusedCoefs<T> (fused_elementwise.h).
   const auto* kp = step_params ? &static_cast<const StepParams<T>*>(step_params)->k : nullptr;
+  const auto* np = step_params ? &static_cast<const StepParams<T>*>(step_params)->noise : nullptr;
   const int64_t n = theta.numel();
   T* th = theta.data_ptr<T>();
   T* sp[4] = {nullptr, nullptr, nullptr, nullptr};
@@ -70,9 +80,9 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
 #define SGMCMC_FUSED_LAUNCH(R)                                                                                   \
   case R:                                                                                                        \
     if (vec)                                                                                                     \
-      fused_kernel<R, T, true><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, philox); \
+      fused_kernel<R, T, true><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, np, philox); \
     else                                                                                                         \
-      fused_kernel<R, T, false><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, philox); \
+      fused_kernel<R, T, false><<<grid, threads, 0, stream>>>(th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, np, philox); \
     break;
   switch (rule) {
     SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)
@@ -90,6 +100,17 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
 
 }  // namespace
 
+// The offset only has to differ between calls (it is the high half of our counter); a call advances
+// it by its Philox blocks, rounded up to a multiple of 4 as PyTorch's own kernels do.
+static uint64_t philox_increment(int64_t numel) { return static_cast<uint64_t>((((numel + 3) / 4 + 3) / 4) * 4); }
+
+NoiseStream cuda_noise_stream(at::Generator& generator, int64_t numel) {
+  auto* gen = at::check_generator<at::CUDAGeneratorImpl>(generator);
+  std::lock_guard<std::mutex> lock(gen->mutex_);
+  const auto [seed, offset] = gen->philox_engine_inputs(philox_increment(numel));
+  return {seed, offset};
+}
+
 void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                        const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator,
                        const void* step_params) {
@@ -103,11 +124,9 @@ void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<t
       generator ? c10::optional<at::Generator>(*generator) : c10::optional<at::Generator>(),
       at::cuda::detail::getDefaultCUDAGenerator());
   at::PhiloxCudaState philox;
-  {
+  if (step_params == nullptr) {  // fused_update_from's launch reads the stream the host wrote instead
     std::lock_guard<std::mutex> lock(gen->mutex_);
-    // The offset only has to differ between calls (it is the high half of our counter); advance it
-    // by the call's Philox blocks, rounded up to a multiple of 4 as PyTorch's own kernels do.
-    philox = gen->philox_cuda_state(static_cast<uint64_t>(((blocks + 3) / 4) * 4));
+    philox = gen->philox_cuda_state(philox_increment(n));
   }
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   if (theta.scalar_type() == torch::kFloat64) {

@@ -245,7 +245,12 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
         for (const auto* b : state) st.push_back(b->group[g]);
         if (mode_ == StepMode::kPrepare) {
           if (fold) throw std::logic_error("Sampler: a prior fold in a prepared step (kPrepare)");
-          step_buffers_[g]->write(*rule, s, stream, fg->data().scalar_type());
+          auto noise = stream;
+#if defined(SGMCMC_WITH_CUDA)
+          // the replayed kernel reads the generator's key and offset from the step's parameters
+          if (fg->data().is_cuda()) noise = kernels::cuda_noise_stream(generator_, fg->numel());
+#endif
+          step_buffers_[g]->write(*rule, s, noise, fg->data().scalar_type());
           prepared_[g] = {*rule, std::move(st), true};
         } else {
           auto theta = fg->data();
