@@ -524,6 +524,22 @@ stage_auto() {
 # Gibbs 0.24-0.27 s, another machine), the H.1 step's A/B of tf32x3 against cuBLAS and H.1 in full with it,
 # 100 chains on ATen, the cuBLAS route and tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path,
 # bench_epoch, the peers' H.1 rows.
+# The H.1 step's A/B (bench_step, graph-replayed, two rounds of 5 × 500 steps): --set KEY=VALUE for each VALUE,
+# after EXTRA (more --set options), into JSON; stops at the stage's DEADLINE (its `left`).
+h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
+  local until=$1 json=$2 extra=$3 key=$4 r v
+  shift 4
+  for r in 1 2; do
+    for v in "$@"; do
+      left "$until" "step A/B of $key" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda $extra \
+        --set "$key=$v" --threads 16 --rounds 5 --steps 500 --graph --label "mlp_h1_${key##*.}_${v}_graph" \
+        --json "$json" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$json" ] && step_table "$json"
+}
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-420}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
@@ -539,15 +555,7 @@ stage_overlap() {
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
-  for r in 1 2; do
-    for v in auto tf32x3; do
-      left $((dl - 145)) "tf32x3 A/B" || break 2
-      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph \
-        --label "mlp_h1_${v}_graph" --json "$L/tf32x3.jsonl" 2>&1 | grep -E "rror"
-    done
-  done
-  [ -f "$L/tf32x3.jsonl" ] && step_table "$L/tf32x3.jsonl"
+  h1_step_ab $((dl - 145)) "$L/tf32x3.jsonl" "" kernels.cuda_mlp_gemm auto tf32x3
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
   for v in aten cublas tf32x3; do
@@ -564,15 +572,7 @@ print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # kernels.cuda_act (ATen's MLP path: chains, and kernels.cuda_mlp: aten), never run on a GPU before
-  for r in 1 2; do
-    for v in fused aten; do
-      left $((dl - 140)) "cuda_act A/B" || break 2
-      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-        --set kernels.cuda_mlp=aten --set kernels.cuda_act=$v --threads 16 --rounds 5 --steps 500 --graph \
-        --label "mlp_h1_aten_act_${v}_graph" --json "$L/act.jsonl" 2>&1 | grep -E "rror"
-    done
-  done
-  [ -f "$L/act.jsonl" ] && step_table "$L/act.jsonl"
+  h1_step_ab $((dl - 140)) "$L/act.jsonl" "--set kernels.cuda_mlp=aten" kernels.cuda_act fused aten
   left $((dl - 130)) "epoch" && stage_epoch
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
