@@ -51,7 +51,7 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   overlap instead of build, one call (OVERLAP_DEADLINE=420; carry .whl with nvidia-cutlass): phase changes as
+#   overlap instead of build, one call (OVERLAP_DEADLINE=480, timeout 520; carry .whl with nvidia-cutlass): phase changes as
 #          CUDA events and the 3xTF32 products: the tests, H.1 in full twice, tf32x3's A/B and H.1 in full, 100
 #          chains (ATen, cublas, tf32x3), kernels.cuda_act's A/B, bench_epoch, peers (sgmcmc, BlackJAX)
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
@@ -514,10 +514,10 @@ stage_auto() {
   left $((dl - 130)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_auto stage_h1
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 10 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
-    --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+    --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 # Phase changes without a synchronisation (train/phase_clock.h: CUDA events; the per-epoch host work
-# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 420; carry
+# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 480; carry
 # .whl with the nvidia-cutlass wheel): the fused pass's test (with the 3xTF32 products and their own test),
 # PhaseClock's CUDA test, the kernels.cuda_act test, H.1 in full twice with the defaults (compare its phases
 # with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
@@ -541,7 +541,7 @@ h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
   [ -f "$json" ] && step_table "$json"
 }
 stage_overlap() {
-  local dl=${OVERLAP_DEADLINE:-420}
+  local dl=${OVERLAP_DEADLINE:-480}
   left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused test_trainer test_graph test_fused test_models bench_step bench_epoch sgmcmc || return 1
   run_gtest test_mlp_fused 120
@@ -576,7 +576,7 @@ print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])
   left $((dl - 130)) "epoch" && stage_epoch
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
-    --rounds 3 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+    --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles
