@@ -557,6 +557,8 @@ stage_overlap() {
   # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
   h1_step_ab $((dl - 145)) "$L/tf32x3.jsonl" "" kernels.cuda_mlp_gemm auto tf32x3
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
+  # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
+  left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
   for v in aten cublas tf32x3; do
     left $((dl - 120)) "100 chains, $v" || break
