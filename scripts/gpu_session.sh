@@ -77,6 +77,8 @@ STAGES=("$@")
 [ ${#STAGES[@]} -eq 0 ] && STAGES=(build pack tests ctest job)
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+# Whether the call is still short of DEADLINE seconds; otherwise says that WHAT is skipped.
+left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }  # DEADLINE WHAT
 
 gtest_summary() { grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[  FAILED  \]" "$1" | sort -u | head -30; }
 
@@ -330,7 +332,6 @@ stage_epoch() {
 # pass, bench_epoch, the peers (PEERS_ARGS), then 1,000 chains.
 stage_lean() {
   local dl=${LEAN_DEADLINE:-540}
-  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused test_gather_rows bench_step bench_epoch sgmcmc || return 1
   run_gtest test_mlp_fused 120
   run_gtest test_gather_rows 60
@@ -381,7 +382,6 @@ ncu_h1() {  # TAG TIMEOUT [--set ...]
 # of the BlackJAX row's steps (carry .whl), kernel by kernel.
 stage_followup() {
   local dl=${FOLLOWUP_DEADLINE:-400}
-  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused bench_step bench_epoch sgmcmc || return 1
   run_gtest test_mlp_fused 120
   # the split-K target of the pass's GEMMs (kernels.cuda_mlp_blocks_per_sm) and the head's rows per block
@@ -448,7 +448,6 @@ print(max(b, key=b.get))" "$L/per_sm.jsonl"); echo "fastest blocks per SM: $best
 # Nsight Compute over the pipelined and cuBLAS steps, and 100 chains on the pipelined pass.
 stage_pipe() {
   local dl=${PIPE_DEADLINE:-330}
-  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused bench_step sgmcmc || return 1
   run_gtest test_mlp_fused 90
   local v r sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
@@ -493,7 +492,6 @@ stage_pipe() {
 # FNN-800 (two rounds), H.1 in full with the defaults, and the peers' H.1 rows (sgmcmc, BlackJAX; carry .whl).
 stage_auto() {
   local dl=${AUTO_DEADLINE:-420}
-  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused bench_step sgmcmc || return 1
   run_gtest test_mlp_fused 90
   local r c v sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
@@ -525,7 +523,7 @@ stage_auto() {
 # 100 chains on ATen, the cuBLAS route and tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path,
 # bench_epoch, the peers' H.1 rows.
 # The H.1 step's A/B (bench_step, graph-replayed, two rounds of 5 × 500 steps): --set KEY=VALUE for each VALUE,
-# after EXTRA (more --set options), into JSON; stops at the stage's DEADLINE (its `left`).
+# after EXTRA (more --set options), into JSON; stops at DEADLINE.
 h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
   local until=$1 json=$2 extra=$3 key=$4 r v
   shift 4
@@ -542,7 +540,6 @@ h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
 }
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-480}
-  left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { stamp "skipped: $2 (past $1 s)"; return 1; }; }
   build_targets test_mlp_fused test_trainer test_graph test_fused test_models bench_step bench_epoch sgmcmc || return 1
   run_gtest test_mlp_fused 120
   run_gtest test_fused 60 "Fused.Cuda*"

@@ -377,7 +377,7 @@ TEST(Fused, CudaEqualsReferenceWithSameNoise) {
 #endif
     const auto after_eager = compat::generator_state(gen);
     kernels::write_step_params(c.rule, s, noise, torch::kFloat32, host.data_ptr());
-    kernels::fused_update_from(c.rule, th_buf, st_buf, g, host.to(dev), &gen);
+    kernels::fused_update_from(c.rule, th_buf, st_buf, g, host.to(dev));
     EXPECT_TRUE(torch::equal(compat::generator_state(gen), after_eager)) << c.name << ": the launch drew nothing more";
     EXPECT_TRUE(torch::equal(th_buf, th)) << c.name << ": from the buffer";
     for (int j = 0; j < c.state; ++j) EXPECT_TRUE(torch::equal(st_buf[j], st[j])) << c.name << ": from the buffer, state " << j;

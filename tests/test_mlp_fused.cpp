@@ -483,6 +483,19 @@ TEST(GemmTf32x3, CudaWithinItsBound) {
   const auto x = torch::randn({500, 784}, opts), w = torch::randn({100, 784}, opts), g = torch::randn({500, 100}, opts);
   const auto w_rows = torch::randn({784, 100}, opts);
   const std::vector<std::pair<torch::Tensor, torch::Tensor>> products = {{x, w.t()}, {g.t(), x}, {x, w_rows}};
+  // max over the elements of |c − (c0 +) a·b| − bound, a·b and the bound in float64 (2-D or per chain)
+  const auto bound_excess = [](const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c0,
+                               const torch::Tensor& c, bool accumulate) {
+    const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64), c064 = c0.to(torch::kFloat64);
+    auto want = a64.matmul(b64);
+    const double k = static_cast<double>(a.size(-1));
+    auto bound = (k * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().matmul(b64.abs());
+    if (accumulate) {
+      want += c064;
+      bound += std::ldexp(1.0, -23) * (c064.abs() + want.abs());
+    }
+    return ((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>();
+  };
   for (size_t p = 0; p < products.size(); ++p)
     for (bool accumulate : {false, true})
       for (int split : {0, 1, 3}) {
@@ -492,16 +505,7 @@ TEST(GemmTf32x3, CudaWithinItsBound) {
         const auto c0 = torch::randn({a.size(0), b.size(1)}, opts);
         auto c = c0.clone();
         ASSERT_TRUE(kernels::gemm_tf32x3(a, b, c, accumulate, split));
-        const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64);
-        auto want = a64.mm(b64);
-        const double k = static_cast<double>(a.size(1));
-        auto bound = (k * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().mm(b64.abs());
-        if (accumulate) {
-          want += c0.to(torch::kFloat64);
-          bound += std::ldexp(1.0, -23) * (c0.to(torch::kFloat64).abs() + want.abs());
-        }
-        const auto excess = ((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>();
-        EXPECT_LE(excess, 0.0);
+        EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
       }
   // chains: App. H.1's two products for 3 chains at once, against each chain's float64 product
   const auto xs = torch::randn({3, 500, 784}, opts), ws = torch::randn({3, 100, 784}, opts),
@@ -513,14 +517,7 @@ TEST(GemmTf32x3, CudaWithinItsBound) {
       const auto c0 = torch::randn({3, a.size(1), b.size(2)}, opts);
       auto c = c0.clone();
       ASSERT_TRUE(kernels::gemm_tf32x3_batched(a, b, c, accumulate));
-      const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64);
-      auto want = a64.bmm(b64);
-      auto bound = (static_cast<double>(a.size(2)) * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().bmm(b64.abs());
-      if (accumulate) {
-        want += c0.to(torch::kFloat64);
-        bound += std::ldexp(1.0, -23) * (c0.to(torch::kFloat64).abs() + want.abs());
-      }
-      EXPECT_LE(((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>(), 0.0);
+      EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
     }
   auto odd = torch::randn({500, 50}, opts), c = torch::zeros({500, 100}, opts);  // k = 50: not a multiple of 4
   EXPECT_FALSE(kernels::gemm_tf32x3(odd, torch::randn({50, 100}, opts), c, false));

@@ -19,7 +19,8 @@ namespace sgmcmc::kernels {
 
 #if defined(SGMCMC_WITH_CUDA)
 // fused_update_cuda.cu
-// `coefs`: a device pointer to the StepParams<T> the kernel reads instead of folding `s` (graph-safe).
+// `step_params`: a device pointer to the StepParams<T> the kernel reads instead of folding `s` and drawing
+// from `generator` (graph-safe); null: `s` and the generator's Philox state.
 void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                        const torch::Tensor& grad, const FusedScalars& s, at::Generator* generator,
                        const void* step_params);
@@ -246,7 +247,7 @@ void write_step_params(FusedRule rule, const FusedScalars& s, NoiseStream noise,
 }
 
 void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
-                       const torch::Tensor& grad, const torch::Tensor& step_params, at::Generator* generator) {
+                       const torch::Tensor& grad, const torch::Tensor& step_params) {
   if (!step_params.defined() || step_params.scalar_type() != torch::kUInt8 || !step_params.is_contiguous() ||
       step_params.numel() < step_params_bytes() || step_params.device() != theta.device())
     throw std::invalid_argument("fused_update_from: step_params must be a contiguous uint8 tensor of " +
@@ -256,7 +257,7 @@ void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<t
   if (theta.numel() == 0) return;
   if (theta.device().is_cuda()) {
 #if defined(SGMCMC_WITH_CUDA)
-    fused_update_cuda(rule, theta, state, grad, FusedScalars{}, generator, step_params.data_ptr());
+    fused_update_cuda(rule, theta, state, grad, FusedScalars{}, nullptr, step_params.data_ptr());
     return;
 #endif
   }

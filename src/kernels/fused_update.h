@@ -6,8 +6,8 @@
 //
 // Noise: element i gets the i-th normal of the stream (key, offset) (kernels/philox.h). On the CPU
 // the sampler draws a fresh 64-bit key from its generator per group and step (offset 0); on CUDA the
-// key and offset come from the device generator's Philox state, so a captured CUDA graph draws new
-// noise on every replay.
+// key and offset come from the device generator's Philox state (fused_update), or are drawn from it on
+// the host and read from the step's parameters (fused_update_from, whose replays thus draw new noise).
 #pragma once
 
 #include <torch/torch.h>
@@ -119,8 +119,7 @@ int64_t step_params_bytes();  // the buffer size for either dtype
 void write_step_params(FusedRule rule, const FusedScalars& s, NoiseStream noise, torch::ScalarType dtype,
                        void* dst);
 void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
-                       const torch::Tensor& grad, const torch::Tensor& step_params,
-                       at::Generator* generator = nullptr);
+                       const torch::Tensor& grad, const torch::Tensor& step_params);
 #if defined(SGMCMC_WITH_CUDA)
 // The Philox key and offset a CUDA fused update of `numel` elements would draw from `generator`,
 // advancing it the same way (not during a graph capture).

@@ -120,11 +120,11 @@ void fused_update_cuda(FusedRule rule, torch::Tensor& theta, const std::vector<t
   const int threads = 256;
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t grid = std::min<int64_t>((blocks + threads - 1) / threads, static_cast<int64_t>(sms) * 32);
-  auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
-      generator ? c10::optional<at::Generator>(*generator) : c10::optional<at::Generator>(),
-      at::cuda::detail::getDefaultCUDAGenerator());
   at::PhiloxCudaState philox;
   if (step_params == nullptr) {  // fused_update_from's launch reads the stream the host wrote instead
+    auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
+        generator ? c10::optional<at::Generator>(*generator) : c10::optional<at::Generator>(),
+        at::cuda::detail::getDefaultCUDAGenerator());
     std::lock_guard<std::mutex> lock(gen->mutex_);
     philox = gen->philox_cuda_state(philox_increment(n));
   }

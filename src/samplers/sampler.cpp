@@ -147,7 +147,7 @@ void Sampler::launch_prepared() {
       throw std::logic_error("Sampler::launch_prepared: no step was prepared");
     auto theta = flat_[g]->data();
     kernels::fused_update_from(prepared_[g].rule, theta, prepared_[g].state, flat_[g]->grad(),
-                               step_buffers_[g]->device_buffer(), &generator_);
+                               step_buffers_[g]->device_buffer());
   }
 }
 
