@@ -52,8 +52,9 @@
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
 #   overlap instead of build, one call (OVERLAP_DEADLINE=480, timeout 520; carry .whl with nvidia-cutlass): phase changes as
-#          CUDA events and the 3xTF32 products: the tests, H.1 in full twice, tf32x3's A/B and H.1 in full, 100
-#          chains (ATen, cublas, tf32x3), kernels.cuda_act's A/B, bench_epoch, peers (sgmcmc, BlackJAX)
+#          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch) and the 3xTF32 products: the
+#          tests, H.1 in full twice with the defaults and twice with train.graph_epoch, tf32x3's A/B and H.1 in
+#          full, 100 chains (ATen, cublas, tf32x3), kernels.cuda_act's A/B, bench_epoch (both), peers
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -319,10 +320,11 @@ stage_epoch() {
     configure_cuda || return 1
     cmake --build $B -j"$(nproc)" --target bench_epoch >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
   fi
+  # shellcheck disable=SC2086
   timeout 120 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
     --set train.graph=true --set train.epochs=100 --set train.burn_in=2 --set output.dir=/tmp/bench_epoch \
-    --threads 8 --json "$L/epoch.json" > "$L/epoch.log" 2>&1
-  echo "bench_epoch rc=$?"; tail -10 "$L/epoch.log"
+    ${EPOCH_SETS:-} --threads 8 --json "$L/epoch${EPOCH_TAG:-}.json" > "$L/epoch${EPOCH_TAG:-}.log" 2>&1
+  echo "bench_epoch ${EPOCH_SETS:-} rc=$?"; tail -10 "$L/epoch${EPOCH_TAG:-}.log"
 }
 # One call for a 15-minute device budget, in order of what the open issues need first; a part is
 # skipped once LEAN_DEADLINE seconds (default 540) have passed since the script began: build the
@@ -519,7 +521,8 @@ stage_auto() {
 # .whl with the nvidia-cutlass wheel): the fused pass's test (with the 3xTF32 products and their own test),
 # PhaseClock's CUDA test, the kernels.cuda_act test, H.1 in full twice with the defaults (compare its phases
 # with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
-# Gibbs 0.24-0.27 s, another machine), the H.1 step's A/B of tf32x3 against cuBLAS and H.1 in full with it,
+# Gibbs 0.24-0.27 s, another machine) interleaved with H.1 in full under train.graph_epoch (the sample's,
+# the evaluation's and the Gibbs step's device work replayed as CUDA graphs), the H.1 step's A/B of tf32x3 against cuBLAS and H.1 in full with it,
 # 100 chains on ATen, the cuBLAS route and tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path,
 # bench_epoch, the peers' H.1 rows.
 # The H.1 step's A/B (bench_step, graph-replayed, two rounds of 5 × 500 steps): --set KEY=VALUE for each VALUE,
@@ -544,11 +547,14 @@ stage_overlap() {
   run_gtest test_mlp_fused 120
   run_gtest test_fused 60 "Fused.Cuda*"
   run_gtest test_trainer 60 "PhaseClock.*"
-  run_gtest test_graph 120 "Graph.CopyAsyncEqualsCopy:Graph.CudaReplayReproducesEagerRun"
+  run_gtest test_graph 150 "Graph.CopyAsyncEqualsCopy:Graph.CudaReplayReproducesEagerRun:Graph.CudaEpochGraphsReproduceEagerPhases"
   run_gtest test_models 90 "Models.ActivationCudaKernelsEqualAten:Models.SoftmaxXentCuda*"
   local r v
+  # the defaults, then the per-epoch phases replayed as CUDA graphs (train.graph_epoch), interleaved
   for r in 1 2; do
     left $((dl - 150)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_overlap$r stage_h1
+    left $((dl - 150)) "H.1 in full, graph_epoch" && H1_GRAPHS=true H1_SETS="--set train.graph_epoch=true" \
+      H1_TAG=_graph_epoch$r stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
@@ -573,6 +579,7 @@ print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])
   # kernels.cuda_act (ATen's MLP path: chains, and kernels.cuda_mlp: aten), never run on a GPU before
   h1_step_ab $((dl - 140)) "$L/act.jsonl" "--set kernels.cuda_mlp=aten" kernels.cuda_act fused aten
   left $((dl - 130)) "epoch" && stage_epoch
+  left $((dl - 125)) "epoch, graph_epoch" && EPOCH_SETS="--set train.graph_epoch=true" EPOCH_TAG=_graph_epoch stage_epoch
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers

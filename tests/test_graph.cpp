@@ -8,6 +8,8 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
 #include "tiny_idx.h"
+#include "train/phase_graph.h"
 #include "train/run_setup.h"
 #include "train/step_graph.h"
 #include "train/trainer.h"
@@ -209,6 +212,114 @@ TEST(Graph, CudaReplayReproducesEagerRun) {
   auto captured = run_training(graph_config(dir + "/data", sampler, {"device=cuda", "train.graph=true"}), a);
   EXPECT_NEAR(eager.values.at("test_nll"), captured.values.at("test_nll"), 1e-3);
   EXPECT_NEAR(eager.values.at("test_error"), captured.values.at("test_error"), 0.01);
+}
+
+// PhaseGraph's sequencing per key: a warm-up, a capture, replays, each key on its own; a key beyond
+// max_keys takes the place of the least recently used one (whose counts stay in the totals); every call
+// returns the body's output (on the CPU, computed again each call); with capture off, no graph at all.
+TEST(Graph, PhaseGraphCapturesPerKeyAndEvictsTheLeastRecent) {
+  PhaseGraph<int> graph(torch::kCPU, /*capture=*/true, at::Generator(), /*warmup=*/1, /*max_keys=*/2);
+  int calls = 0;
+  auto body = [&] { return ++calls; };
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(graph.run({1}, body), calls);
+  EXPECT_EQ(graph.captures(), 1);
+  EXPECT_EQ(graph.replays(), 3);  // the capture's own replay, then two
+  for (int t = 0; t < 2; ++t) graph.run({2}, body);
+  EXPECT_EQ(graph.captures(), 2);
+  EXPECT_EQ(graph.replays(), 4);
+  graph.run({1}, body);  // key 2 is now the least recent
+  graph.run({3}, body);  // evicts key 2: a warm-up
+  graph.run({2}, body);  // evicts key 1; warm-up again
+  graph.run({2}, body);  // captured again
+  EXPECT_EQ(graph.captures(), 3);
+  EXPECT_EQ(graph.replays(), 6);
+  EXPECT_EQ(calls, 10);
+  PhaseGraph<int> off(torch::kCPU, /*capture=*/false);
+  EXPECT_EQ(off.run({1}, body), 11);
+  EXPECT_EQ(off.run({1}, body), 12);
+  EXPECT_EQ(off.captures(), 0);
+  EXPECT_EQ(off.replays(), 0);
+}
+
+// train.graph_epoch: the samples' and evaluations' device work through PhaseGraph. On the CPU the
+// bodies run at every call, so the runs agree bit for bit, row for row (the split of each phase into
+// its device work and its host part is the code that a CUDA replay runs). The CUDA test below replays
+// real graphs, the Gibbs steps' draws on the device among them.
+TEST(Graph, TrainerEpochGraphsEqualEagerPhases) {
+  auto dir = test_util::temp_dir("graph_epoch");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions a;
+  a.quiet = true;
+  a.overwrite = true;
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  const std::vector<std::string> sets = {"train.epochs=8", "train.eval_every=1"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), sets.begin(), sets.end());
+    return graph_config(dir + "/data", sampler, extra);
+  };
+  a.out_dir = dir + "/eager";
+  auto eager = run_training(with({"train.graph_epoch=false"}), a);
+  a.out_dir = dir + "/phases";
+  auto phases = run_training(with({"train.graph_epoch=true"}), a);
+  const auto rows = [](const std::string& run) {  // metrics.csv without its clock columns
+    std::vector<std::vector<std::string>> out;
+    std::ifstream in(run + "/metrics.csv");
+    std::string line;
+    std::vector<std::string> header;
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells;
+      std::istringstream l(line);
+      std::string c;
+      while (std::getline(l, c, ',')) cells.push_back(c);
+      if (header.empty()) header = cells;
+      std::vector<std::string> kept;
+      for (size_t i = 0; i < cells.size() && i < header.size(); ++i)
+        if (header[i] != "wall_seconds" && header[i] != "steps_per_second" && header[i] != "time.steps")
+          kept.push_back(cells[i]);
+      out.push_back(kept);
+    }
+    return out;
+  };
+  const auto re = rows(dir + "/eager"), rp = rows(dir + "/phases");
+  ASSERT_EQ(re.size(), 9u);  // the header and 8 evaluations
+  EXPECT_EQ(re, rp);
+  for (const char* k : {"test_error", "test_nll", "test_ece", "val_nll", "sample_test_error", "samples", "rhat_test_loglik"})
+    EXPECT_EQ(eager.values.at(k), phases.values.at(k)) << k;
+  EXPECT_EQ(eager.values.count("graph_epoch_replays"), 0u);
+  // 6 samples (from epoch 3): the first defines the sums (its own key), the next warms up, one capture,
+  // three replays; 8 evaluations: the two before any sample under one key (a warm-up, a capture)
+  EXPECT_GE(phases.values.at("graph_epoch_captures"), 2);
+  EXPECT_GE(phases.values.at("graph_epoch_replays"), 5);
+  EXPECT_LT(phases.values.at("test_error"), 0.5);
+}
+
+// On CUDA, real graphs: the run with its samples and evaluations replayed against the same run with
+// them eager (both with the step replayed). The same kernels on the same inputs: the metrics agree
+// to the last bits that the calibration bins' atomic adds leave free.
+TEST(Graph, CudaEpochGraphsReproduceEagerPhases) {
+  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
+    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
+  auto dir = test_util::temp_dir("graph_epoch_cuda");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions a;
+  a.quiet = true;
+  a.overwrite = true;
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  auto config = [&](const std::string& phases) {
+    return graph_config(dir + "/data", sampler,
+                        {"device=cuda", "train.graph=true", "train.epochs=12", "train.eval_every=1", phases});
+  };
+  a.out_dir = dir + "/eager";
+  auto eager = run_training(config("train.graph_epoch=false"), a);
+  a.out_dir = dir + "/phases";
+  auto phases = run_training(config("train.graph_epoch=true"), a);
+  for (const char* k : {"test_error", "test_nll", "test_brier", "test_entropy", "test_mi", "val_nll", "val_error",
+                        "sample_test_error", "sample_test_nll", "samples", "rhat_test_loglik", "ess_test_loglik"})
+    EXPECT_NEAR(eager.values.at(k), phases.values.at(k), 1e-12 * (1 + std::abs(eager.values.at(k)))) << k;
+  for (const char* k : {"test_ece", "test_mce"}) EXPECT_NEAR(eager.values.at(k), phases.values.at(k), 1e-9) << k;
+  // replayed, not eager: 10 samples and 12 evaluations leave several replays of each graph
+  EXPECT_GE(phases.values.at("graph_epoch_captures"), 2);
+  EXPECT_GE(phases.values.at("graph_epoch_replays"), 8);
 }
 
 // train.graph: auto (the default) captures exactly CUDA runs of a capturable sampler and a built-in

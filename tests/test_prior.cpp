@@ -182,7 +182,8 @@ TEST(GammaSampler, MomentsMatchAcrossShapes) {
 // on the parameters' device, and the host's λ is read only when asked for. On the CPU the device is the
 // host, so the draws must be the host path's bit for bit (the same ops on the same generator), the λ
 // tensors the kernels read (seeds()) must hold them before the host asks, and set_precisions must
-// win over a draw not yet read. Two buffers (float32 and float64 groups, interleaved) take the
+// win over a draw not yet read; gibbs_step in its two halves (what a captured Gibbs step runs) is the
+// same step. Two buffers (float32 and float64 groups, interleaved) take the
 // buffers' index path.
 TEST(Prior, DrawOnDeviceEqualsTheHostDraw) {
   auto gen = compat::make_generator(torch::kCPU, 31);
@@ -190,13 +191,18 @@ TEST(Prior, DrawOnDeviceEqualsTheHostDraw) {
   auto b1 = at::randn({5}, gen, torch::kFloat64) * 0.7;
   auto w2 = at::randn({3, 2}, gen, torch::kFloat32) * 1.3;
   auto make = [&] { return GaussianPrior({{"w1", {w1}}, {"b1", {b1}}, {"w2", {w2}}}, 1.0, true, 2.0, 3.0); };
-  GaussianPrior host = make(), device = make();
+  GaussianPrior host = make(), device = make(), halves = make();
   device.set_draw_on_device(true);
+  halves.set_draw_on_device(true);
   EXPECT_TRUE(device.draw_on_device());
   auto gh = compat::make_generator(torch::kCPU, 41), gd = compat::make_generator(torch::kCPU, 41);
+  auto g2 = compat::make_generator(torch::kCPU, 41);
   for (int i = 0; i < 5; ++i) {
     host.gibbs_step(gh);
     device.gibbs_step(gd);
+    // the step in the two halves a captured Gibbs step runs (train.graph_epoch): the same draw
+    halves.draw_pending(halves.gibbs_draw_on_device(g2));
+    EXPECT_EQ(halves.precisions(), host.precisions()) << "step " << i;
     const auto seeds = device.seeds();  // {w1, λ_w1}, {b1, λ_b1}, {w2, λ_w2}: views of the buffers
     ASSERT_EQ(seeds.size(), 3u);
     for (size_t g = 0; g < 3; ++g) {

@@ -331,6 +331,47 @@ TEST(PredictiveMetrics, BatchEqualsOneCallPerPredictive) {
   EXPECT_FALSE(reg.has_pointwise_nll(j1));
 }
 
+// compute() in halves, as a captured evaluation runs it: pack() queues every value on the device,
+// unpack() turns them into metrics, also in a batch moved since (a phase graph keeps its batch) and
+// again after its inputs changed in place and the batch packed them anew (a replay's refresh).
+TEST(PredictiveMetrics, PackedBatchUnpacksAfterAMoveAndARefresh) {
+  auto gen = compat::make_generator(torch::kCPU, 6);
+  auto p = at::rand({40, 3}, gen, torch::kFloat64).softmax(1);
+  const auto y = at::randint(0, 3, {40}, gen, torch::TensorOptions().dtype(torch::kInt64));
+  const auto ent = at::rand({40}, gen, torch::kFloat64);
+  const auto loss = torch::tensor(2.5, torch::kFloat64);
+  MetricsBatch batch(true);
+  const size_t i = batch.add({p, ent, {}}, y), s = batch.add_scalar(loss);
+  auto packed = batch.pack();
+  MetricsBatch moved = std::move(batch);
+  moved.unpack(HostReads::to_host(packed));
+  EXPECT_EQ(moved.scalar(s), 2.5);
+  for (const auto& [k, v] : predictive_metrics({p, ent, {}}, y, true)) EXPECT_EQ(moved.metrics(i).at(k), v) << k;
+  p.copy_(at::rand({40, 3}, gen, torch::kFloat64).softmax(1));
+  loss.fill_(7.0);
+  packed = moved.pack();
+  moved.unpack(HostReads::to_host(packed));
+  EXPECT_EQ(moved.scalar(s), 7.0);
+  for (const auto& [k, v] : predictive_metrics({p, ent, {}}, y, true)) EXPECT_EQ(moved.metrics(i).at(k), v) << k;
+}
+
+// The summary with the sample count on the device is the host count's, bit for bit on the CPU.
+TEST(PosteriorPredictive, SummaryWithADeviceCountEqualsTheHostCount) {
+  auto gen = compat::make_generator(torch::kCPU, 8);
+  PosteriorPredictive pp;
+  const auto y = at::randint(0, 4, {30}, gen, torch::TensorOptions().dtype(torch::kInt64));
+  for (int s = 0; s < 3; ++s) {
+    pp.add("test", at::rand({2, 30, 4}, gen, torch::kFloat64).softmax(2), y, 1.0);
+    pp.end_sample();
+  }
+  const auto host = pp.summary("test");
+  const auto device = pp.summary("test", torch::tensor(3.0, torch::kFloat64));
+  EXPECT_TRUE(torch::equal(host.mean, device.mean));
+  EXPECT_TRUE(torch::equal(host.expected_entropy, device.expected_entropy));
+  EXPECT_FALSE(pp.summary("val", torch::tensor(3.0, torch::kFloat64)).mean.defined());
+  EXPECT_EQ(pp.buffers().size(), 4u);  // sum, lse, ent, sq of the one split
+}
+
 TEST(ConvergenceTrace, DiagnosticsFromFourSamplesAndRoundTrip) {
   ConvergenceTrace t;
   auto gen = compat::make_generator(torch::kCPU, 7);

@@ -55,6 +55,8 @@ const std::map<std::string, std::string>& meanings() {
       {"train.tf32", "TF32 matrix products on CUDA"},
       {"train.flush_denormal", "CPU: denormal floats flushed to zero (true; false keeps IEEE gradual underflow)"},
       {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
+      {"train.graph_epoch", "capture a classification run's per-epoch phases (a sample's predictions, an evaluation's "
+                            "metrics) as CUDA graphs (default false)"},
       {"train.backward", "auto: the model's own backward pass where it has one | autograd"},
       {"train.require_healthy", "exit 4 when the final predictive is worse than the trivial one (false: warn)"},
       {"output.dir", "run directory (--out overrides)"},

@@ -190,8 +190,8 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
                                              "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "threads",
-                                             "fused", "tf32", "flush_denormal", "graph", "backward",
-                                             "require_healthy"};
+                                             "fused", "tf32", "flush_denormal", "graph", "graph_epoch",
+                                             "backward", "require_healthy"};
 const std::vector<std::string> kOutputKeys = {"dir",        "save_samples",  "max_samples", "max_sample_mb",
                                               "checkpoint", "checkpoint_every_seconds", "progress"};
 
@@ -365,6 +365,7 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.flush_denormal = t.get_bool("flush_denormal", true);
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
+  train.graph_epoch = t.get_bool("graph_epoch", false);
   train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});
   train.require_healthy = t.get_bool("require_healthy", true);
 }

@@ -79,6 +79,9 @@ struct TrainConfig {
   bool graph = false;              // capture the whole step once and replay it (CUDA graph; see StepGraph)
   bool graph_auto = true;          // train.graph: auto (the default): decided by make_run_setup
                                    // (resolve_train_graph); true / false set `graph` and clear this
+  // The per-epoch phases of a classification run, a sample's predictions and an evaluation's metrics,
+  // captured as CUDA graphs and replayed (train/phase_graph.h); the same values either way.
+  bool graph_epoch = false;
   // A run whose final predictive is worse than the trivial one exits with code 4 (train/health.h);
   // false: it warns and exits 0 (smoke tests of a pipeline, equivalence tests of a few steps).
   bool require_healthy = true;

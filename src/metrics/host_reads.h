@@ -30,10 +30,15 @@ class HostReads {
   }
   size_t size() const { return size_; }
   // Every queued value, in order of add(), as doubles (one copy to the host).
-  std::vector<double> read() const {
-    if (values_.empty()) return {};
+  std::vector<double> read() const { return to_host(packed()); }
+  // The device half of read(): every queued value in one float64 vector on their device (undefined
+  // when nothing is queued), what a captured phase leaves for to_host() after each replay.
+  torch::Tensor packed() const { return values_.empty() ? torch::Tensor() : torch::cat(values_); }
+  // The host half: `packed`'s values as doubles (one copy to the host; empty for an undefined tensor).
+  static std::vector<double> to_host(const torch::Tensor& packed) {
+    if (!packed.defined()) return {};
     RECORD_USER_SCOPE("sgmcmc::host_read");  // counted by bench/bench_epoch.cpp
-    const auto host = torch::cat(values_).cpu().contiguous();
+    const auto host = packed.cpu().contiguous();
     const double* p = host.data_ptr<double>();
     return std::vector<double>(p, p + host.numel());
   }

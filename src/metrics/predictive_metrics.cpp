@@ -41,25 +41,28 @@ size_t MetricsBatch::add(const PredictiveSummary& predictive, const torch::Tenso
   return requests_.size() - 1;
 }
 
-void MetricsBatch::compute() {
+torch::Tensor MetricsBatch::pack() {
   torch::NoGradGuard no_grad;
-  results_.assign(requests_.size(), {});
   HostReads reads;
-  std::vector<size_t> scalar_at;
-  for (const auto& t : scalars_) scalar_at.push_back(reads.add(t));
-  std::function<void(const std::vector<double>&)> finish;
+  scalar_at_.clear();
+  for (const auto& t : scalars_) scalar_at_.push_back(reads.add(t));
+  finish_ = nullptr;
   bool any = false;
   for (const auto& r : requests_) any = any || r.n > 0;
-  if (any) finish = classification_ ? queue_classification(reads) : queue_regression(reads);
-  const auto v = reads.read();
+  if (any) finish_ = classification_ ? queue_classification(reads) : queue_regression(reads);
+  return reads.packed();
+}
+
+void MetricsBatch::unpack(const std::vector<double>& v) {
+  results_.assign(requests_.size(), {});
   scalar_values_.clear();
-  for (size_t at : scalar_at) scalar_values_.push_back(v[at]);
-  if (finish) finish(v);
+  for (size_t at : scalar_at_) scalar_values_.push_back(v.at(at));
+  if (finish_) finish_(*this, v);
 }
 
 // Per point: the error indicator, log p̄(y), the Brier term and H(p̄), summed per predictive; the
 // calibration bins of every predictive in one index_add (bin b of predictive k at k·15 + b).
-std::function<void(const std::vector<double>&)> MetricsBatch::queue_classification(HostReads& reads) {
+MetricsBatch::Finish MetricsBatch::queue_classification(HostReads& reads) {
   std::vector<size_t> active;
   std::vector<torch::Tensor> probs, targets;
   std::vector<int64_t> sizes;
@@ -103,11 +106,11 @@ std::function<void(const std::vector<double>&)> MetricsBatch::queue_classificati
     at.push_back(a);
     offset += r.n;
   }
-  return [this, active, at, gap_sum, mce](const std::vector<double>& v) {
+  return [active, at, gap_sum, mce](MetricsBatch& b, const std::vector<double>& v) {
     for (size_t k = 0; k < active.size(); ++k) {
       const At& a = at[k];
-      const double n = static_cast<double>(requests_[active[k]].n);
-      auto& m = results_[active[k]];
+      const double n = static_cast<double>(b.requests_[active[k]].n);
+      auto& m = b.results_[active[k]];
       m["error"] = v[a.sums] / n;
       m["nll"] = a.has_nll ? v[a.nll] / n : -v[a.sums + 1] / n;
       m["brier"] = v[a.sums + 2] / n;
@@ -121,7 +124,7 @@ std::function<void(const std::vector<double>&)> MetricsBatch::queue_classificati
 
 // Per point: (f − y)², whether y lies in the central 50 % and 90 % intervals, and the predictive sd
 // (the intervals' mean width is 2z · mean sd), summed per predictive.
-std::function<void(const std::vector<double>&)> MetricsBatch::queue_regression(HostReads& reads) {
+MetricsBatch::Finish MetricsBatch::queue_regression(HostReads& reads) {
   std::vector<size_t> active;
   std::vector<torch::Tensor> means, targets, sds;
   for (size_t i = 0; i < requests_.size(); ++i) {
@@ -146,12 +149,12 @@ std::function<void(const std::vector<double>&)> MetricsBatch::queue_regression(H
     nll.push_back(r.pointwise_nll.defined() ? reads.add(r.pointwise_nll.to(torch::kFloat64).sum()) : SIZE_MAX);
     offset += r.n;
   }
-  return [this, active, sums, nll](const std::vector<double>& v) {
-    const double tau = tau_;
+  return [active, sums, nll](MetricsBatch& b, const std::vector<double>& v) {
+    const double tau = b.tau_;
     for (size_t k = 0; k < active.size(); ++k) {
-      const double n = static_cast<double>(requests_[active[k]].n);
+      const double n = static_cast<double>(b.requests_[active[k]].n);
       const size_t s = sums[k];
-      auto& m = results_[active[k]];
+      auto& m = b.results_[active[k]];
       const double mean_r2 = v[s] / n;
       m["rmse"] = std::sqrt(mean_r2);
       m["nll"] = nll[k] != SIZE_MAX ? v[nll[k]] / n

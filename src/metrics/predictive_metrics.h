@@ -58,7 +58,13 @@ class MetricsBatch {
   }
 
   // Computes everything queued (one host read); then metrics() and scalar() answer.
-  void compute();
+  void compute() { unpack(HostReads::to_host(pack())); }
+  // compute() in its two halves. pack(): every per-point term, sum and queued scalar as one float64
+  // vector on the device, with no host read (what a CUDA graph of an evaluation captures: its host
+  // bookkeeping, here, is the same at every replay); unpack(): those values, read to the host, into
+  // metrics() and scalar(). A batch may be unpacked again after its packed vector is refreshed.
+  torch::Tensor pack();
+  void unpack(const std::vector<double>& values);
   const std::map<std::string, double>& metrics(size_t i) const { return results_.at(i); }
   double scalar(size_t i) const { return scalar_values_.at(i); }
   bool has_pointwise_nll(size_t i) const { return requests_.at(i).pointwise_nll.defined(); }
@@ -69,9 +75,11 @@ class MetricsBatch {
     torch::Tensor targets, pointwise_nll;
     int64_t n = 0;
   };
-  // Queue the per-predictive sums into `reads`; finish(v) then turns the values into metrics.
-  std::function<void(const std::vector<double>&)> queue_classification(HostReads& reads);
-  std::function<void(const std::vector<double>&)> queue_regression(HostReads& reads);
+  // Queue the per-predictive sums into `reads`; finish(batch, v) then turns the values into the
+  // batch's metrics (the batch as an argument: it may have moved since).
+  using Finish = std::function<void(MetricsBatch&, const std::vector<double>&)>;
+  Finish queue_classification(HostReads& reads);
+  Finish queue_regression(HostReads& reads);
 
   bool classification_;
   double tau_;
@@ -81,6 +89,8 @@ class MetricsBatch {
   std::vector<torch::Tensor> scalars_;
   std::vector<std::map<std::string, double>> results_;
   std::vector<double> scalar_values_;
+  std::vector<size_t> scalar_at_;  // pack(): where each queued scalar lies in the values
+  Finish finish_;
 };
 
 // The metrics above (predictions clipped to [lo, hi] when `clip`). Empty for an undefined or empty mean.

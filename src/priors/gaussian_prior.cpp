@@ -210,21 +210,29 @@ void GaussianPrior::set_from_draw(const std::vector<double>& shape, const torch:
   sync_device_lambda();
 }
 
-void GaussianPrior::gibbs_step(at::Generator& gen) {
-  if (!learn_ || groups_.empty()) return;
+std::vector<double> GaussianPrior::conditional_shapes() const {
   std::vector<double> shape;
   for (const auto& g : groups_) shape.push_back(alpha_ + 0.5 * static_cast<double>(g.numel()));
-  if (!draw_on_device_) {
-    set_from_draw(shape, squared_norms() * 0.5 + beta_, gen);
-    return;
-  }
+  return shape;
+}
+
+void GaussianPrior::gibbs_step(at::Generator& gen) {
+  if (!learn_ || groups_.empty()) return;
+  if (draw_on_device_)
+    draw_pending(gibbs_draw_on_device(gen));
+  else
+    set_from_draw(conditional_shapes(), squared_norms() * 0.5 + beta_, gen);
+}
+
+torch::Tensor GaussianPrior::gibbs_draw_on_device(at::Generator& gen) {
+  if (!learn_ || groups_.empty()) return {};
   // Every op below is queued on the device: the rate β + ‖θ‖²/2 > 0 by construction (the host path's
   // check in sample_gamma would be a read), a non-finite θ gives a NaN λ that the divergence guard's
   // check of θ catches at the next evaluation, as it would catch the θ itself.
   torch::NoGradGuard no_grad;
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(gen.device());
   if (!shape_dev_.defined() || shape_dev_.device() != opts.device())
-    shape_dev_ = torch::tensor(shape, torch::kFloat64).to(opts);  // once: a host-to-device copy waits
+    shape_dev_ = torch::tensor(conditional_shapes(), torch::kFloat64).to(opts);  // once: a host-to-device copy waits
   const auto rate = (squared_norms_on_device().to(opts) * 0.5).add_(beta_);
   auto draw = (at::_standard_gamma(shape_dev_, gen) / rate).clamp_min_(1e-300);
   for (auto& b : lambda_buffers_) {
@@ -238,7 +246,7 @@ void GaussianPrior::gibbs_step(at::Generator& gen) {
     }
     b.values.copy_(values.to(b.values.scalar_type()), /*non_blocking=*/true);
   }
-  pending_ = draw;
+  return draw;
 }
 
 void GaussianPrior::refresh_host() const {

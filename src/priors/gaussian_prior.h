@@ -48,6 +48,11 @@ class GaussianPrior {
   // read from the device when next asked for, typically after the evaluation's own read, when the
   // device has nothing queued. The same arithmetic on the same generator as the host path.
   void gibbs_step(at::Generator& gen);
+  // gibbs_step's device path in two halves, for a captured Gibbs step (train.graph_epoch): the device
+  // work, the draw into the λ buffers (returns the draw; undefined when nothing is learned), and the
+  // host's note of a draw it has not read (the captured draw, refreshed by each replay).
+  torch::Tensor gibbs_draw_on_device(at::Generator& gen);
+  void draw_pending(const torch::Tensor& draw) { pending_ = draw; }
   void set_draw_on_device(bool on) { draw_on_device_ = on; }
   bool draw_on_device() const { return draw_on_device_; }
   // The initial λ's (prior.init): "precision" keeps the constructor's value; "prior_draw" draws each
@@ -82,6 +87,7 @@ class GaussianPrior {
   bool seed_grad_cpu() const;
   void sync_device_lambda();  // lambda_dev_ := lambda_
   // ‖θ_g‖² per group as float64 [groups] on the parameters' device (the first group's), no host read
+  std::vector<double> conditional_shapes() const;  // α + n_g/2 per group: the Gamma conditionals' shapes
   torch::Tensor squared_norms_on_device() const;
   torch::Tensor squared_norms() const;  // the same on the CPU (one host transfer)
   void refresh_host() const;  // lambda_ := the device draw not yet read (pending_), if any

@@ -129,6 +129,11 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   v["chains"] = static_cast<double>(model_.chains());
   v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)
   for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
+  if (cfg_.train.graph_epoch) {  // the samples', evaluations' and Gibbs steps' graphs
+    v["graph_epoch_captures"] =
+        static_cast<double>(sample_graph_.captures() + eval_graph_.captures() + gibbs_graph_.captures());
+    v["graph_epoch_replays"] = static_cast<double>(sample_graph_.replays() + eval_graph_.replays() + gibbs_graph_.replays());
+  }
   for (const auto& [k, x] : phases) v[k] = x;
   if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
     for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
@@ -156,7 +161,8 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   for (const auto& [k, x] : status.items()) j[k] = x;
   // Counts as JSON integers, the rest as numbers (non-finite ones are written as null).
   static const std::set<std::string> counts = {"samples", "steps", "chains", "threads", "world_size", "chains_all_ranks",
-                                               "graph_warmup_steps", "graph_captures", "graph_replays"};
+                                               "graph_warmup_steps", "graph_captures", "graph_replays",
+                                               "graph_epoch_captures", "graph_epoch_replays"};
   for (const auto& [k, x] : summary.values) {
     if (counts.count(k) && std::isfinite(x)) j[k] = static_cast<int64_t>(x);
     else j[k] = x;

@@ -41,7 +41,7 @@ void DivergenceGuard::check_step_loss(int64_t step, const torch::Tensor& batch_n
 }
 
 torch::Tensor DivergenceGuard::state_sum(int64_t step) const {
-  if (step == checked_step_) return {};
+  if (!state_due(step)) return {};
   torch::NoGradGuard no_grad;
   // Σ 0·θ over every parameter: 0 when all are finite, NaN when any is NaN or ±∞ (0·∞ = NaN), and
   // never an overflow (every term is 0 or NaN). The parameters go in flat chunks of up to 2^24

@@ -39,6 +39,8 @@ class DivergenceGuard {
   // MetricsBatch: one read, one sync): the device scalar Σ 0·θ (NaN when any parameter is not finite;
   // undefined when `step` is already checked), then its value.
   torch::Tensor state_sum(int64_t step) const;
+  // Whether state_sum(step) has anything to check (θ was not yet found finite at this step).
+  bool state_due(int64_t step) const { return step != checked_step_; }
   void resolve_state(int64_t step, double lr, double state_sum);
   // A checkpoint of `step` was written: the last good one.
   void checkpoint_written(int64_t step) { last_checkpoint_ = step; }

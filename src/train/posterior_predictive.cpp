@@ -1,6 +1,7 @@
 #include "train/posterior_predictive.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "metrics/predictive_metrics.h"
 
@@ -40,6 +41,16 @@ PredictiveSummary PosteriorPredictive::summary(const std::string& split) const {
   return p;
 }
 
+PredictiveSummary PosteriorPredictive::summary(const std::string& split, const torch::Tensor& count) const {
+  auto it = sums_.find(split);
+  if (it == sums_.end() || count_ == 0) return {};
+  const Sums& s = it->second;
+  if (s.sq.defined()) throw std::logic_error("PosteriorPredictive::summary: a device count for regression sums");
+  PredictiveSummary p{s.sum / count, {}, {}};
+  if (s.complete && s.ent.defined()) p.expected_entropy = s.ent / count;
+  return p;
+}
+
 PosteriorPredictive PosteriorPredictive::all_ranks(Communicator& comm) const {
   if (!comm.distributed()) return *this;
   const double w = comm.world_size();
@@ -60,6 +71,13 @@ PosteriorPredictive PosteriorPredictive::all_ranks(Communicator& comm) const {
     if (s.sq.defined()) m.sq = parts[i++] / w;
     if (s.lse.defined()) m.lse = torch::logsumexp(torch::stack(comm.all_gather(s.lse)), 0) - std::log(w);
   }
+  return out;
+}
+
+std::vector<torch::Tensor> PosteriorPredictive::buffers() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& [split, s] : sums_)
+    for (const auto& t : {s.sum, s.lse, s.ent, s.sq}) out.push_back(t);
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -37,9 +38,17 @@ class PosteriorPredictive {
   torch::Tensor log_density_sum(const std::string& split) const;  // undefined without mixture densities
   // The mean with its expected entropy (classification) or predictive variance (regression).
   PredictiveSummary summary(const std::string& split) const;
+  // The same with the sample count a 0-dim float64 tensor on the sums' device: the divisions read it
+  // there, so a captured evaluation replays them right as the count grows (the host's count would
+  // be a constant of the graph). Classification only (a regression's variance has a host term).
+  PredictiveSummary summary(const std::string& split, const torch::Tensor& count) const;
   // The predictive over the chains of every rank (distributed.mode: chains; a collective: every
   // rank calls it with the same splits and count): sums averaged over ranks, lse by log-mean-exp.
   PosteriorPredictive all_ranks(Communicator& comm) const;
+
+  // Every running sum's tensor, split by split (the inputs of a captured sample or evaluation:
+  // train/phase_graph.h keys a graph by their addresses).
+  std::vector<torch::Tensor> buffers() const;
 
   // Checkpoint entries "avg_", "lse_", "ent_", "sq_", "noise_<split>" (the count is the caller's: the
   // run's counters). A checkpoint of an earlier version without the last three resumes without

@@ -75,7 +75,7 @@ void StepGraph::run(const std::function<void()>& body, const std::vector<int>& k
         body();
       } else {
         auto graph = std::make_unique<at::cuda::CUDAGraph>();
-        compat::register_graph_generator(*graph, generator_);
+        if (generator_.defined()) compat::register_graph_generator(*graph, generator_);
         graph->capture_begin();
         body();
         graph->capture_end();

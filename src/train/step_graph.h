@@ -8,8 +8,8 @@
 //
 //  CUDA: the first `warmup` calls run `body` eagerly on a side stream (cuBLAS handles, the autograd
 //  engine and the caching allocator settle, as PyTorch's graph capture requires); the next call
-//  captures `body` into an at::cuda::CUDAGraph (the sampler's generator registered, so each replay
-//  draws at fresh Philox offsets) and replays it; every later call replays it: one graph launch per
+//  captures `body` into an at::cuda::CUDAGraph (the generator, when one is given, registered, so each
+//  replay draws at fresh Philox offsets) and replays it; every later call replays it: one graph launch per
 //  step and no host synchronisation.
 //  CPU: `body` is called every time (nothing to capture); warm-up, capture and recapture are counted
 //  the same way, so the host/device split of a step is exercised by the CPU tests.

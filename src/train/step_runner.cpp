@@ -12,11 +12,9 @@
 
 namespace sgmcmc {
 
-torch::Tensor LossMeter::take_sum(int64_t& steps) {
+torch::Tensor LossMeter::drain_sum() {
   auto sum = sum_.clone();
   sum_.zero_();
-  steps = count_;
-  count_ = 0;
   return sum;
 }
 

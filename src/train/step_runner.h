@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -35,7 +36,14 @@ class LossMeter {
   // The sum since the last call as a device scalar (to be read back with an evaluation's other
   // values), `steps` the steps it covers; then a reset, in place: a captured step graph adds to this
   // very buffer.
-  torch::Tensor take_sum(int64_t& steps);
+  torch::Tensor take_sum(int64_t& steps) {
+    steps = take_steps();
+    return drain_sum();
+  }
+  // take_sum's two halves: the sum as a copy, the buffer reset in place (device ops only: what a
+  // captured evaluation replays), and the steps it covers (the host's counter, reset).
+  torch::Tensor drain_sum();
+  int64_t take_steps() { return std::exchange(count_, 0); }
   // The same as a mean, read at once (NaN when no step was taken).
   double take_mean() {
     int64_t steps = 0;

@@ -116,7 +116,13 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
              }),
       health_(eval_.classification(), trivial_test_metrics(eval_, data_, tau_of(model_)), cfg_.sampler_name()),
-      noise_probe_(cfg_.seed, s_.plan.grad_scale(), s_.plan.batch_size) {
+      noise_probe_(cfg_.seed, s_.plan.grad_scale(), s_.plan.batch_size),
+      // classification only: a regression's sums and metrics take τ, a host scalar that each Gibbs step
+      // changes; OOD scores are ranked on the host; a distributed run's collectives are not captured
+      sample_graph_(s_.dm.device, cfg_.train.graph_epoch && eval_.classification() && data_.ood.size() == 0 && !dist_.active()),
+      eval_graph_(s_.dm.device, sample_graph_.capture()),
+      gibbs_graph_(s_.dm.device, cfg_.train.graph_epoch && !dist_.active(), s_.gen_dev),
+      sample_count_(torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(s_.dm.device))) {
   steps_.use_model_backward(cfg_.train.backward == "auto");
   save_every_ = sample_file_stride();
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
@@ -216,7 +222,15 @@ void TrainingRun::step() {
 }
 
 void TrainingRun::gibbs_step() {
-  s_.prior->gibbs_step(s_.prior->draw_on_device() ? s_.gen_dev : s_.gen_cpu);
+  GaussianPrior& prior = *s_.prior;
+  if (prior.draw_on_device()) {  // into the λ buffers with no sync; the host reads the draw when it needs λ
+    std::vector<int64_t> key;
+    if (gibbs_graph_.capture())
+      for (const auto& p : s_.params) key.push_back(address_key(p));
+    prior.draw_pending(gibbs_graph_.run(key, [&] { return prior.gibbs_draw_on_device(s_.gen_dev); }));
+  } else {
+    prior.gibbs_step(s_.gen_cpu);
+  }
   model_.gibbs_step_likelihood(data_.train, s_.gen_dev);
 }
 
@@ -226,19 +240,41 @@ void TrainingRun::collect_sample() {
   // anything is written.
   if (!s_.plan.eval_due(step_)) guard_.check_state(step_, s_.sampler->lr());
   const double tau = tau_of(model_);
-  // float64 once here, where the trace, the sums and the entropies would each widen the predictions
-  const auto predict = [&](const Batch& split) { return eval_.predict_chains(model_, split).to(torch::kFloat64); };
-  auto test = predict(data_.test);
-  trace_.record(chain_log_likelihood(test, data_.test.targets, eval_.classification(), tau),
-                model_.trace_values(ConvergenceTrace::kWeights));
-  current_test_ = predictive_.add("test", test, data_.test.targets, tau);
-  if (data_.val.size() > 0) predictive_.add("val", predict(data_.val), data_.val.targets, tau);
-  if (data_.ood.size() > 0) predictive_.add("ood", predict(data_.ood), data_.ood.targets, tau);
+  const SampleOut& out = sample_graph_.run(phase_key(predictive_), [&] { return sample_device(tau); });
+  trace_.record(out.test_loglik, out.weights);
+  current_test_ = out.current_test;
   predictive_.end_sample();
   if (save_every_ > 0 && predictive_.count() % save_every_ == 0 && dist_.writes_parameters()) {
     guard_.check_state(step_, s_.sampler->lr());
     dir_.save_sample(model_, predictive_.count(), state_scalars());
   }
+}
+
+// A sample's device work: its predictions on test (and validation, OOD) into the running sums, the
+// trace's values. The first sample defines the sums; later ones add into them in place.
+TrainingRun::SampleOut TrainingRun::sample_device(double tau) {
+  // float64 once here, where the trace, the sums and the entropies would each widen the predictions
+  const auto predict = [&](const Batch& split) { return eval_.predict_chains(model_, split).to(torch::kFloat64); };
+  SampleOut out;
+  auto test = predict(data_.test);
+  out.test_loglik = chain_log_likelihood(test, data_.test.targets, eval_.classification(), tau);
+  out.weights = model_.trace_values(ConvergenceTrace::kWeights);
+  out.current_test = predictive_.add("test", test, data_.test.targets, tau);
+  if (data_.val.size() > 0) predictive_.add("val", predict(data_.val), data_.val.targets, tau);
+  if (data_.ood.size() > 0) predictive_.add("ood", predict(data_.ood), data_.ood.targets, tau);
+  return out;
+}
+
+std::vector<int64_t> TrainingRun::phase_key(const PosteriorPredictive& predictive) const {
+  std::vector<int64_t> key;
+  if (!sample_graph_.capture()) return key;
+  for (const auto& p : s_.params) key.push_back(address_key(p));
+  for (const Batch* split : {&data_.test, &data_.val}) {
+    key.push_back(address_key(split->inputs));
+    key.push_back(address_key(split->targets));
+  }
+  for (const auto& t : predictive.buffers()) key.push_back(address_key(t));
+  return key;
 }
 
 void TrainingRun::evaluate(bool sample_fresh) {
@@ -315,46 +351,24 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive
   row["wall_seconds"] = wall_before_ + seconds_since(start_);
   row["lr"] = s_.sampler->lr();
   const double tau = tau_of(model_);
-  // every metric of the row and the training loss: one device pass, one host read (MetricsBatch)
-  MetricsBatch batch = eval_.batch(tau);
-  int64_t loss_steps = 0;
-  const size_t loss = batch.add_scalar(loss_.take_sum(loss_steps));
+  const int64_t loss_steps = loss_.take_steps();
   const int64_t samples = predictive.count();
-  // Without samples, the current iterate's chains are its members (a deep ensemble for an optimizer
-  // with chains: K); their spread is needed for an ensemble's metrics and for OOD detection.
-  PredictiveSummary now;
-  if (samples == 0 && (model_.chains() > 1 || data_.ood.size() > 0)) {
-    now = members_of(eval_, model_, data_.test);
-    current_test_ = now.mean;
-  } else if (!sample_fresh) {
-    current_test_ = eval_.predict(model_, data_.test);
-  }
-  if (!now.mean.defined()) now.mean = current_test_;
-  const size_t current = eval_.queue(batch, PredictiveSummary{current_test_, {}, {}}, data_.test, tau);
-  std::vector<std::pair<std::string, size_t>> queued = {{"sample_test_", current}};
-  if (samples > 0) {
-    for (const std::string split : {"test", "val"})
-      if (predictive.has(split))
-        queued.emplace_back(split + "_", eval_.queue(batch, predictive.summary(split),
-                                                     split == "test" ? data_.test : data_.val, tau,
-                                                     predictive.log_density_sum(split), samples));
-  }
-  if (samples == 0 && !s_.sampler->is_sampler()) {
-    queued.emplace_back("test_", model_.chains() > 1 ? eval_.queue(batch, now, data_.test, tau) : current);
-    if (data_.val.size() > 0)
-      queued.emplace_back("val_", eval_.queue(batch,
-                                              model_.chains() > 1 ? members_of(eval_, model_, data_.val)
-                                                                  : PredictiveSummary{eval_.predict(model_, data_.val), {}, {}},
-                                              data_.val, tau));
-  }
-  // the divergence guard's check of θ in the same read (before the row is logged or anything saved)
-  const torch::Tensor state = guard_.state_sum(step_);
-  const size_t state_at = state.defined() ? batch.add_scalar(state) : 0;
-  batch.compute();
-  if (state.defined()) guard_.resolve_state(step_, s_.sampler->lr(), batch.scalar(state_at));
-  row["train_loss"] = loss_steps > 0 ? batch.scalar(loss) / static_cast<double>(loss_steps) : NAN;
-  for (const auto& [prefix, i] : queued) add_prefixed(row, prefix, eval_.result(batch, i));
-  for (const auto& [k, v] : ood_row(samples, now, predictive)) row[k] = v;
+  const bool check_state = guard_.state_due(step_);
+  // every metric of the row and the training loss: one device pass, one host read (MetricsBatch)
+  if (samples > 0) sample_count_.fill_(static_cast<double>(samples));
+  auto device_part = [&] { return evaluation_device(sample_fresh, predictive, tau, check_state); };
+  EvalOut other;  // the predictive of every rank (chains mode) is not the one a graph would read
+  std::vector<int64_t> key = phase_key(predictive);
+  if (eval_graph_.capture())  // the body's branches, and the current sample's prediction where it is an input
+    key.insert(key.end(), {samples > 0, sample_fresh, check_state, address_key(loss_.sum_buffer()),
+                           address_key(sample_fresh ? current_test_ : torch::Tensor())});
+  EvalOut& e = &predictive == &predictive_ ? eval_graph_.run(key, device_part) : (other = device_part());
+  e.batch.unpack(HostReads::to_host(e.packed));
+  current_test_ = e.current_test;
+  if (e.state) guard_.resolve_state(step_, s_.sampler->lr(), e.batch.scalar(e.state_at));
+  row["train_loss"] = loss_steps > 0 ? e.batch.scalar(e.loss_at) / static_cast<double>(loss_steps) : NAN;
+  for (const auto& [prefix, i] : e.queued) add_prefixed(row, prefix, eval_.result(e.batch, i));
+  for (const auto& [k, v] : ood_row(samples, e.now, predictive)) row[k] = v;
   row["samples"] = static_cast<double>(samples);
   for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
   for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
@@ -365,6 +379,49 @@ Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive
   // them, without the per-epoch work or the first epoch's graph capture (bench/peers/sgmcmc_row.py)
   row["time.steps"] = phases_.seconds().at("time.steps");
   return row;
+}
+
+// An evaluation's device work: every predictive's metrics and the row's device scalars queued in one
+// batch and packed (no host read). The averaged predictives divide by sample_count_, on the device.
+TrainingRun::EvalOut TrainingRun::evaluation_device(bool sample_fresh, const PosteriorPredictive& predictive, double tau,
+                                                    bool check_state) {
+  EvalOut e;
+  e.batch = eval_.batch(tau);
+  e.loss_at = e.batch.add_scalar(loss_.drain_sum());
+  const int64_t samples = predictive.count();
+  // Without samples, the current iterate's chains are its members (a deep ensemble for an optimizer
+  // with chains: K); their spread is needed for an ensemble's metrics and for OOD detection.
+  if (samples == 0 && (model_.chains() > 1 || data_.ood.size() > 0)) {
+    e.now = members_of(eval_, model_, data_.test);
+    e.current_test = e.now.mean;
+  } else {
+    e.current_test = sample_fresh ? current_test_ : eval_.predict(model_, data_.test);
+  }
+  if (!e.now.mean.defined()) e.now.mean = e.current_test;
+  const size_t current = eval_.queue(e.batch, PredictiveSummary{e.current_test, {}, {}}, data_.test, tau);
+  e.queued = {{"sample_test_", current}};
+  if (samples > 0) {
+    for (const std::string split : {"test", "val"})
+      if (predictive.has(split))
+        e.queued.emplace_back(split + "_", eval_.queue(e.batch,
+                                                       eval_.classification() ? predictive.summary(split, sample_count_)
+                                                                              : predictive.summary(split),
+                                                       split == "test" ? data_.test : data_.val, tau,
+                                                       predictive.log_density_sum(split), samples));
+  }
+  if (samples == 0 && !s_.sampler->is_sampler()) {
+    e.queued.emplace_back("test_", model_.chains() > 1 ? eval_.queue(e.batch, e.now, data_.test, tau) : current);
+    if (data_.val.size() > 0)
+      e.queued.emplace_back("val_", eval_.queue(e.batch,
+                                                model_.chains() > 1 ? members_of(eval_, model_, data_.val)
+                                                                    : PredictiveSummary{eval_.predict(model_, data_.val), {}, {}},
+                                                data_.val, tau));
+  }
+  // the divergence guard's check of θ in the same read (before the row is logged or anything saved)
+  e.state = check_state;
+  if (check_state) e.state_at = e.batch.add_scalar(guard_.state_sum(step_));
+  e.packed = e.batch.pack();
+  return e;
 }
 
 // OOD detection (data.ood) by the averaged predictive once there are samples, else by the current

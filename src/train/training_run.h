@@ -19,6 +19,7 @@
 #include "train/metrics_log.h"
 #include "train/minibatches.h"
 #include "train/phase_clock.h"
+#include "train/phase_graph.h"
 #include "train/posterior_predictive.h"
 #include "train/run_directory.h"
 #include "train/run_setup.h"
@@ -104,6 +105,30 @@ class TrainingRun {
   double wall_before_ = 0;
   Metrics last_;                // the latest evaluation row
   torch::Tensor current_test_;  // the current sample's test prediction, when computed at a sample
+
+  // The device halves of collect_sample and evaluation_row (train.graph_epoch captures them; the
+  // host halves read their outputs).
+  struct SampleOut {
+    torch::Tensor test_loglik, weights;  // the trace's values
+    torch::Tensor current_test;          // the chain mean on test
+  };
+  struct EvalOut {
+    MetricsBatch batch = MetricsBatch(true);
+    torch::Tensor packed;                // batch.pack(): every value, to be read to the host
+    size_t loss_at = 0, state_at = 0;
+    bool state = false;                  // θ's finiteness in the batch (DivergenceGuard)
+    std::vector<std::pair<std::string, size_t>> queued;  // (metric prefix, batch index)
+    torch::Tensor current_test;          // the current iterate's test prediction, as used
+    PredictiveSummary now;               // the current iterate's members on test (ood_row)
+  };
+  SampleOut sample_device(double tau);
+  EvalOut evaluation_device(bool sample_fresh, const PosteriorPredictive& predictive, double tau, bool check_state);
+  // The inputs' addresses of a captured phase (train/phase_graph.h): θ, the splits, the sums.
+  std::vector<int64_t> phase_key(const PosteriorPredictive& predictive) const;
+  PhaseGraph<SampleOut> sample_graph_;
+  PhaseGraph<EvalOut> eval_graph_;
+  PhaseGraph<torch::Tensor> gibbs_graph_;  // the prior's draw on the device (GaussianPrior::draw_on_device)
+  torch::Tensor sample_count_;  // the predictive's sample count on the device (float64, 0-dim)
   std::map<std::string, double> convergence_all_ranks_;  // chains mode: R̂ / ESS over every rank's chains
 };
 
