@@ -54,7 +54,8 @@
 #   overlap instead of build, one call (OVERLAP_DEADLINE=480, timeout 520; carry .whl with nvidia-cutlass): phase changes as
 #          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch) and the 3xTF32 products: the
 #          tests, H.1 in full twice with the defaults and twice with train.graph_epoch, tf32x3's A/B and H.1 in
-#          full, 100 chains (ATen, cublas, tf32x3), kernels.cuda_act's A/B, bench_epoch (both), peers
+#          full, FNN-800's step on the cuBLAS route and tf32x3, 100 chains (ATen, cublas, tf32x3),
+#          kernels.cuda_act's A/B, bench_epoch (both), peers
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
 #   cpufloors  the step-against-floor bench on this host's CPU (bench/floors.sh on build-cuda's bench_step,
@@ -562,6 +563,18 @@ stage_overlap() {
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
   # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
   left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
+  # FNN-800 (two hidden layers) on the cuBLAS route and as 3xTF32, against auto (pipelined)
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  for r in 1 2; do
+    for v in auto cublas tf32x3; do
+      left $((dl - 130)) "FNN-800 step A/B" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph --label "fnn800_gemm_${v}_graph" \
+        --json "$L/fnn800_gemm.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/fnn800_gemm.jsonl" ] && step_table "$L/fnn800_gemm.jsonl"
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
   for v in aten cublas tf32x3; do
     left $((dl - 120)) "100 chains, $v" || break

@@ -97,9 +97,9 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   const torch::Device dev = batch.inputs.device();
   kernels::MlpFusedScratch scratch;
   using Gemm = KernelSettings::MlpGemm;
-  // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (one hidden
-  // layer, one chain or several; elsewhere it is the tiled kernel), with its products as 3xTF32 (App.
-  // H.1's shape: the others' widths are no multiples of 4, and take cuBLAS)
+  // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (up to 4
+  // layers, one chain or several; the tiled kernel without a hidden layer), with its products as 3xTF32
+  // (App. H.1's and FNN-800's shapes; a width that is no multiple of 4 takes cuBLAS for that product)
   for (auto [tile, gemm] : {std::pair{32, Gemm::kTiled}, std::pair{64, Gemm::kTiled}, std::pair{32, Gemm::kPipelined},
                             std::pair{32, Gemm::kCublas}, std::pair{32, Gemm::kTf32x3}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding

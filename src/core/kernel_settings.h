@@ -23,10 +23,10 @@
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
 //     cuda_mlp_gemm: auto # auto (cublas for one chain and one hidden layer, pipelined for one chain otherwise,
 //                         # tiled for chains) | tiled | pipelined | cublas | tf32x3: the pass's GEMM kernel (pipelined: 4
-//                         # stages of asynchronous copies in flight, 4 × 4 outputs a thread; cublas: one hidden
-//                         # layer's two products over the inputs on cuBLAS, the rest in the pass's kernels;
-//                         # tf32x3: those two on tensor cores as 3xTF32, kernels/gemm_tf32x3.h, not yet
-//                         # run on a GPU)
+//                         # stages of asynchronous copies in flight, 4 × 4 outputs a thread; cublas: the
+//                         # hidden layers' products on cuBLAS, the rest in the pass's kernels (up to 4
+//                         # layers; measured for one hidden layer only); tf32x3: those products on tensor
+//                         # cores as 3xTF32, kernels/gemm_tf32x3.h, not yet run on a GPU)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 #pragma once
 

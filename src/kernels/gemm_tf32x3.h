@@ -8,7 +8,7 @@
 // rate, so the three passes still cost less than one SIMT product; what bounds the small products of
 // App. H.1 is the launch and the tile count, which split-K (serial, in the kernel) evens out.
 //
-// Used by the fused MLP pass's cuBLAS route for its two products over the inputs
+// Used by the fused MLP pass's cuBLAS route for the hidden layers' products
 // (kernels.cuda_mlp_gemm: tf32x3). Built only with CUTLASS's headers (-DSGMCMC_CUTLASS_DIR=…, PyPI's
 // nvidia-cutlass wheel: cutlass_library/source/include); without them gemm_tf32x3 returns false and
 // the caller takes cuBLAS.

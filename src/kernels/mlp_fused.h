@@ -19,7 +19,9 @@
 // split of a tile to arrive (an atomic count, reset to 0 for the next call and CUDA graph replays) adds
 // them in split order and applies the epilogue. Every sum runs in a fixed order, so a call's results are
 // deterministic; they are not ATen's summation order (the tests' tolerances are float rounding).
-// TF32 is never used: the products are float32 FMAs.
+// TF32 is never used: the products are float32 FMAs. kernels.cuda_mlp_gemm picks the kernel: this tiled
+// one, a pipelined one, or the cuBLAS route (the hidden layers' products on cuBLAS, or as 3xTF32 on tensor
+// cores: kernels/gemm_tf32x3.h; the rest in the pass's kernels; mlp_fused_cuda.cu says which does what).
 //
 // Handled: a categorical likelihood, float32 or float64, contiguous tensors, depth ≤ 8, and an output
 // layer whose weights fit in shared memory beside a few rows (out_{L−1}·in_{L−1} ≤ ~10,000 float32).
@@ -58,7 +60,7 @@ struct MlpLayerTensors {
 struct MlpFusedScratch {
   std::vector<torch::Tensor> h, g, work, counters;
   torch::Tensor row_nll;
-  torch::Tensor pre;  // the cuBLAS route's h_1 before its bias and activation
+  torch::Tensor pre;  // the cuBLAS route's last hidden layer before its bias and activation
   // Optional: a 0-dim float64 tensor on the pass's device into which the pass's last kernel also adds
   // loss_weight · nll (the trainer's running loss: one kernel a step less than adding it afterwards).
   // A sum of another dtype, shape or device makes the pass decline (an undefined result).

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/kernel_settings.h"
+#include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
 #include "kernels/mlp_fused.h"
 #include "kernels/gemm_tf32x3.h"
@@ -525,7 +526,7 @@ void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t 
 // the split-K partial sums grow with the splits), so it is there for the A/B only.
 int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
 
-// kernels.cuda_mlp_gemm, auto: the cuBLAS route where it applies (one chain, one hidden layer: H.1's
+// kernels.cuda_mlp_gemm, auto: the cuBLAS route for one chain and one hidden layer (H.1's
 // step 54 µs against pipelined 61 and tiled 67, graph-replayed on an H100), the pipelined kernel for
 // one chain otherwise (FNN-800 137 µs against tiled 149 and ATen 144), the tiled kernel for chains
 // (100 chains 2.35 ms a step against pipelined 2.38; docs/performance.md).
@@ -570,6 +571,30 @@ bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() 
 int64_t outs_of(const torch::Tensor& W) { return W.size(W.dim() - 2); }
 int64_t ins_of(const torch::Tensor& W) { return W.size(W.dim() - 1); }
 
+// out ← act(out + b) in place over [rows, w], b one chain's [w] (or [1, w]) or the chains' [C, w]
+// (rows chain-major): kernels.cuda_act's one kernel for one chain where it is on, else ATen's ops.
+void bias_activate(torch::Tensor& out, const torch::Tensor& b, Activation act, int chains) {
+  if (chains == 1 && activation_cuda_enabled()) return bias_activation_cuda(out, b.reshape({-1}), act);
+  out.view({chains, -1, out.size(1)}).add_(b.reshape({chains, 1, -1}));
+  switch (act) {
+    case Activation::kSigmoid: out.sigmoid_(); break;
+    case Activation::kRelu: out.relu_(); break;
+    case Activation::kTanh: out.tanh_(); break;
+    case Activation::kNone: break;
+  }
+}
+
+// g ← g ⊙ act'(y) in place, y the activated values: ATen's backward ops, the formulas of
+// kernels/activation_cuda.h (and of the tiled kernel's kDerivative epilogue).
+void times_derivative(torch::Tensor& g, const torch::Tensor& y, Activation act) {
+  switch (act) {
+    case Activation::kSigmoid: at::sigmoid_backward_out(g, g, y); break;
+    case Activation::kRelu: at::threshold_backward_out(g, g, y, 0); break;
+    case Activation::kTanh: at::tanh_backward_out(g, g, y); break;
+    case Activation::kNone: break;
+  }
+}
+
 // Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
 // along dim 0; each kernel runs every chain at once (blockIdx.y), each chain's rows against its own
 // layers. Scratch rows are chain-major too.
@@ -594,16 +619,21 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   std::vector<const T*> h(L);
   h[0] = x.template data_ptr<T>();
   size_t slot = 0;
-  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto for one chain; one hidden layer): the two
-  // products over the inputs, h_1 before its bias and activation = x W_0ᵀ and ∇W_0 = g_1ᵀ x, on cuBLAS
-  // (ATen's mm, or bmm for chains: the same float32 arithmetic without TF32 unless train.tf32 allows it),
-  // the rest in the pass's kernels: the head applies h_1's bias and activation as it loads it, the last
-  // launch adds ∇b_0 (a product against the ones column alone) and λ_W W_0 (an epilogue alone, k = 0).
-  // kernels.cuda_mlp_gemm: tf32x3 takes the two products as 3xTF32 on tensor cores where that applies
-  // (a build with CUTLASS, float32, widths in multiples of 4; kernels/gemm_tf32x3.h), cuBLAS otherwise.
+  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto for one chain and one hidden layer): every
+  // product of the hidden layers on cuBLAS (ATen's mm, or bmm for chains: the same float32 arithmetic
+  // without TF32 unless train.tf32 allows it), h_{l+1} = x W_lᵀ (the inputs' layer) or h_l W_lᵀ, then
+  // g_l = g_{l+1} W_l and ∇W_l = g_{l+1}ᵀ h_l; the rest in the pass's kernels and ATen's elementwise ops:
+  // a middle layer's bias and activation after its product (kernels.cuda_act's one kernel, or ATen's
+  // two), the last hidden layer's in the head as it loads it, a middle layer's act' after its product
+  // (ATen's backward op), and the last launch adds each hidden layer's ∇b_l (a product against the ones
+  // column alone) and λ_W W_l (an epilogue alone, k = 0) beside the output layer's gradients.
+  // kernels.cuda_mlp_gemm: tf32x3 takes the products as 3xTF32 on tensor cores where that applies (a
+  // build with CUTLASS, float32, widths in multiples of 4; kernels/gemm_tf32x3.h), cuBLAS otherwise.
+  // Up to 4 layers (the last launch's problems: 2L − 1 of kMaxProblems).
   const MlpGemm gemm = gemm_choice(chains, L);
   const bool tf32x3 = gemm == MlpGemm::kTf32x3 && std::is_same_v<T, float>;
-  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kTf32x3) && L == 2,
+  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kTf32x3) && L >= 2 &&
+                     2 * static_cast<int>(L) - 1 <= kMaxProblems,
              pipe = gemm == MlpGemm::kPipelined;
   // c = a·b (accumulate: c += a·b): [m, k]·[k, n] for one chain, [C, m, k]·[C, k, n] for chains
   const auto product = [&](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
@@ -619,15 +649,20 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   };
   // one chain's [rows, w] as [rows, w], chains' as [C, n, w]
   const auto per_chain = [&](const torch::Tensor& t) { return chains == 1 ? t : t.view({chains, n, t.size(-1)}); };
-  torch::Tensor w0_t, w0_grad;
-  if (route) {
-    const int64_t out0 = outs_of(layers[0].weight), in0 = ins_of(layers[0].weight);
-    w0_t = chains == 1 ? layers[0].weight.reshape({out0, in0}).t() : layers[0].weight.transpose(1, 2);
-    w0_grad = chains == 1 ? layers[0].weight_grad.view({out0, in0}) : layers[0].weight_grad;
-    auto& pre = ensure2(s.pre, rows, out0, opts);
-    auto pre_c = per_chain(pre);
-    product(per_chain(x), w0_t, pre_c, false);
-    h[1] = pre.template data_ptr<T>();
+  // layer l's W [out, in] (chains: [C, out, in]) and ∇W, and h_l as a tensor (h_0 = x)
+  const auto weight_of = [&](const torch::Tensor& W) {
+    return chains == 1 ? W.view({outs_of(W), ins_of(W)}) : W;
+  };
+  const auto h_of = [&](size_t l) -> const torch::Tensor& { return l == 0 ? x : s.h[l]; };
+  if (route) {  // h_{l+1} for every hidden layer; the last one's pre-activation goes to the head
+    for (size_t l = 0; l + 1 < L; ++l) {
+      const bool last = l + 2 == L;
+      auto& dst = ensure2(last ? s.pre : s.h[l + 1], rows, outs_of(layers[l].weight), opts);
+      auto dst_c = per_chain(dst);
+      product(per_chain(h_of(l)), weight_of(layers[l].weight).transpose(-2, -1), dst_c, false);
+      if (!last) bias_activate(dst, layers[l].bias, act, chains);
+      h[l + 1] = dst.template data_ptr<T>();
+    }
   }
   // h_{l+1} = act(h_l W_lᵀ + b_l)
   for (size_t l = route ? L - 1 : 0; l + 1 < L; ++l) {
@@ -652,19 +687,26 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   if (n > 0) {
     const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
     const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
-    T* h_out = route ? ensure2(s.h[1], rows, hdim, opts).template data_ptr<T>() : nullptr;
+    T* h_out = route ? ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>() : nullptr;
     head_kernel<T><<<grid, kHeadThreads, smem, stream>>>(
         h[L - 1], layers[L - 1].weight.template data_ptr<T>(), layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(),
         n, hdim, outs, head_rows, scale, act, gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(),
-        route ? layers[0].bias.template data_ptr<T>() : nullptr, h_out);
+        route ? layers[L - 2].bias.template data_ptr<T>() : nullptr, h_out);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (route) h[1] = h_out;
+    if (route) h[L - 1] = h_out;
   } else if (route) {
-    h[1] = ensure2(s.h[1], rows, hdim, opts).template data_ptr<T>();
+    h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();
   }
   // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1
   for (size_t l = L - 1; l-- > 1;) {
     const auto& W = layers[l].weight;
+    if (route) {  // the product on cuBLAS, then act'(h_l) in place
+      auto& dl = ensure2(s.g[l], rows, ins_of(W), opts);
+      auto dl_c = per_chain(dl);
+      product(per_chain(s.g[l + 1]), weight_of(W), dl_c, false);
+      times_derivative(dl, s.h[l], act);
+      continue;
+    }
     GemmBatch<T> b;
     Gemm<T>& g = b.p[0];
     b.count = 1;
@@ -677,11 +719,16 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l], g.y_bs = int64_t{n} * in;
     plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
   }
-  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: ∇W_0 on cuBLAS first)
+  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: the hidden layers' ∇W_l
+  // on cuBLAS first)
   GemmBatch<T> b;
   b.count = static_cast<int>(L);
-  if (route) product(per_chain(s.g[1]).transpose(-2, -1), per_chain(x), w0_grad, !overwrite);
-  for (size_t l = route ? 1 : 0; l < L; ++l) {
+  if (route)
+    for (size_t l = 0; l + 1 < L; ++l) {
+      auto gw = weight_of(layers[l].weight_grad);
+      product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite);
+    }
+  for (size_t l = route ? L - 1 : 0; l < L; ++l) {
     const auto& W = layers[l].weight;
     Gemm<T>& g = b.p[l];
     const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
@@ -696,23 +743,25 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
       g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
     }
   }
-  if (route) {  // ∇b_0 = Σ_i g_1,i (+ λ_b b_0): the ones column alone; then ∇W_0 += λ_W W_0
-    const int out = static_cast<int>(outs_of(layers[0].weight)), in = static_cast<int>(ins_of(layers[0].weight));
-    Gemm<T>& g = b.p[0];
+  // the route's hidden layers: ∇b_l = Σ_i g_{l+1,i} (+ λ_b b_l), the ones column alone; then ∇W_l += λ_W W_l
+  for (size_t l = 0; route && l + 1 < L; ++l) {
+    const MlpLayerTensors& layer = layers[l];
+    const int out = static_cast<int>(outs_of(layer.weight)), in = static_cast<int>(ins_of(layer.weight));
+    Gemm<T>& g = b.p[l];
     g.m = out, g.n = 0, g.k = n, g.ones = true;
-    g.a = s.g[1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
-    g.b = x.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
-    g.c = layers[0].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
-    g.extra = layers[0].bias_grad.template data_ptr<T>(), g.e_bs = out;
+    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
+    g.b = h[l], g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
+    g.c = layer.weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
+    g.extra = layer.bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    if (layers[0].weight_lambda.defined()) {
-      g.prior_e = layers[0].bias.template data_ptr<T>(), g.lambda_e = layers[0].bias_lambda.template data_ptr<T>();
+    if (layer.weight_lambda.defined()) {
+      g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
       Gemm<T>& p = b.p[b.count++];
       p.m = out, p.n = in, p.k = 0;
       p.a = g.a, p.b = g.b;  // never read (k = 0)
       p.c = g.c, p.c_rs = in;
       p.epi = Epilogue::kAddPrior;
-      p.prior_c = layers[0].weight.template data_ptr<T>(), p.lambda_c = layers[0].weight_lambda.template data_ptr<T>();
+      p.prior_c = layer.weight.template data_ptr<T>(), p.lambda_c = layer.weight_lambda.template data_ptr<T>();
     }
   }
   auto nll = at::empty({}, opts);
