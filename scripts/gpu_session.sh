@@ -54,7 +54,7 @@
 #   overlap instead of build, one call (OVERLAP_DEADLINE=480, timeout 520; carry .whl with nvidia-cutlass): phase changes as
 #          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch) and the 3xTF32 products: the
 #          tests, H.1 in full twice with the defaults and twice with train.graph_epoch, tf32x3's A/B and H.1 in
-#          full, FNN-800's step on the cuBLAS route and tf32x3, 100 chains (ATen, cublas, tf32x3),
+#          full, kernels.cuda_mlp_streams' A/B, FNN-800's step on the cuBLAS route and tf32x3, 100 chains,
 #          kernels.cuda_act's A/B, bench_epoch (both), peers
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
@@ -561,6 +561,9 @@ stage_overlap() {
   # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
   h1_step_ab $((dl - 145)) "$L/tf32x3.jsonl" "" kernels.cuda_mlp_gemm auto tf32x3
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
+  # the route's launches on a second stream beside its ∇W products (kernels.cuda_mlp_streams), cuBLAS and tf32x3
+  h1_step_ab $((dl - 140)) "$L/streams.jsonl" "" kernels.cuda_mlp_streams 1 2
+  h1_step_ab $((dl - 140)) "$L/streams_tf32x3.jsonl" "--set kernels.cuda_mlp_gemm=tf32x3" kernels.cuda_mlp_streams 1 2
   # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
   left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
   # FNN-800 (two hidden layers) on the cuBLAS route and as 3xTF32, against auto (pipelined)

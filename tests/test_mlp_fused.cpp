@@ -100,8 +100,15 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (up to 4
   // layers, one chain or several; the tiled kernel without a hidden layer), with its products as 3xTF32
   // (App. H.1's and FNN-800's shapes; a width that is no multiple of 4 takes cuBLAS for that product)
-  for (auto [tile, gemm] : {std::pair{32, Gemm::kTiled}, std::pair{64, Gemm::kTiled}, std::pair{32, Gemm::kPipelined},
-                            std::pair{32, Gemm::kCublas}, std::pair{32, Gemm::kTf32x3}})
+  // (and the route's launches on two streams: kernels.cuda_mlp_streams 2)
+  struct Variant {
+    int tile;
+    Gemm gemm;
+    int streams;
+  };
+  for (auto [tile, gemm, streams] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
+                                     Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
+                                     Variant{32, Gemm::kTf32x3, 2}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
       SCOPED_TRACE("tile " + std::to_string(tile) +
@@ -109,12 +116,13 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
                     : gemm == Gemm::kCublas  ? " cublas"
                     : gemm == Gemm::kTf32x3  ? " tf32x3"
                                              : " tiled") +
-                   ", blocks per SM " + std::to_string(per_sm));
+                   ", streams " + std::to_string(streams) + ", blocks per SM " + std::to_string(per_sm));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
       k.cuda_mlp_tile = tile;
       k.cuda_mlp_gemm = gemm;
+      k.cuda_mlp_streams = streams;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);
@@ -318,13 +326,17 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   const torch::Device dev(torch::kCUDA);
-  // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_0 by cuBLAS, then λ_W W_0 added alone)
+  // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_l by cuBLAS, then λ_W W_l added alone; on
+  // two streams λ_W W_l stored first, beside the forward pass, and the products added onto it)
   for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kTf32x3})
+  for (int streams : {1, 2})
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    if (streams == 2 && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only
     KernelSettings k;
     k.cuda_mlp = KernelSettings::Choice::kFused;
     k.cuda_mlp_prior_fused = true;
     k.cuda_mlp_gemm = gemm;
+    k.cuda_mlp_streams = streams;
     ScopedKernelSettings scoped(k);
     auto all = cases(false);
     all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
@@ -332,7 +344,8 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
       SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32") +
                    (gemm == KernelSettings::MlpGemm::kCublas   ? ", cublas"
                     : gemm == KernelSettings::MlpGemm::kTf32x3 ? ", tf32x3"
-                                                               : ", tiled"));
+                                                               : ", tiled") +
+                   ", streams " + std::to_string(streams));
       auto [m, batch] = build(c, dt, dev, 8);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
       const auto act = kernels::activation_from_name(c.activation);

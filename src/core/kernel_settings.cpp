@@ -37,7 +37,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
                             : cuda_mlp_gemm == MlpGemm::kPipelined ? "pipelined"
                             : cuda_mlp_gemm == MlpGemm::kCublas    ? "cublas"
                                                                    : "tf32x3"},
-          {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"}};
+          {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"},
+          {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)}};
 }
 
 const std::vector<std::string>& kernel_setting_keys() {
@@ -45,7 +46,7 @@ const std::vector<std::string>& kernel_setting_keys() {
                                                 "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
                                                 "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
                                                 "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows",
-                                                "cuda_mlp_gemm"};
+                                                "cuda_mlp_gemm", "cuda_mlp_streams"};
   return keys;
 }
 
@@ -78,6 +79,8 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
                     : gemm == "cublas"    ? KernelSettings::MlpGemm::kCublas
                                           : KernelSettings::MlpGemm::kTf32x3;
   s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
+  const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
+  s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);
   return s;
 }
 

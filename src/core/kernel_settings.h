@@ -28,6 +28,8 @@
 //                         # layers; measured for one hidden layer only); tf32x3: those products on tensor
 //                         # cores as 3xTF32, kernels/gemm_tf32x3.h, not yet run on a GPU)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
+//     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
+//                         # layers' ∇W products on a second stream beside them (A/B; not yet run on a GPU)
 #pragma once
 
 #include <map>
@@ -57,6 +59,7 @@ struct KernelSettings {
   enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kTf32x3 };
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
+  int cuda_mlp_streams = 0;  // 0: auto (1)
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

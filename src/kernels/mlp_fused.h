@@ -40,6 +40,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "kernels/matmul.h"  // Activation
@@ -66,6 +67,7 @@ struct MlpFusedScratch {
   // A sum of another dtype, shape or device makes the pass decline (an undefined result).
   torch::Tensor loss_sum;
   double loss_weight = 1.0;
+  std::shared_ptr<void> side;  // kernels.cuda_mlp_streams: 2 — the second stream and its events (CUDA)
 };
 
 // False with kernels.cuda_mlp: aten (core/kernel_settings.h).

@@ -4,8 +4,12 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/macros/Macros.h>
 
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "core/kernel_settings.h"
@@ -571,6 +575,19 @@ bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() 
 int64_t outs_of(const torch::Tensor& W) { return W.size(W.dim() - 2); }
 int64_t ins_of(const torch::Tensor& W) { return W.size(W.dim() - 1); }
 
+// kernels.cuda_mlp_streams: 2 — the cuBLAS route's second stream and the events that fork work onto it
+// and join it back, kept in the scratch from one call to the next (a captured step replays them).
+struct SideStream {
+  explicit SideStream(c10::DeviceIndex device) : stream(c10::cuda::getStreamFromPool(false, device)) {}
+  c10::cuda::CUDAStream stream;
+  at::cuda::CUDAEvent fork_prior, prior_done, fork_tail, tail_done;
+};
+
+void fork_to(at::cuda::CUDAEvent& e, const c10::cuda::CUDAStream& from, const c10::cuda::CUDAStream& to) {
+  e.record(from);
+  e.block(to);
+}
+
 // out ← act(out + b) in place over [rows, w], b one chain's [w] (or [1, w]) or the chains' [C, w]
 // (rows chain-major): kernels.cuda_act's one kernel for one chain where it is on, else ATen's ops.
 void bias_activate(torch::Tensor& out, const torch::Tensor& b, Activation act, int chains) {
@@ -635,6 +652,35 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kTf32x3) && L >= 2 &&
                      2 * static_cast<int>(L) - 1 <= kMaxProblems,
              pipe = gemm == MlpGemm::kPipelined;
+  // kernels.cuda_mlp_streams: 2 (the route only): what does not wait for the hidden layers' ∇W products
+  // runs on a second stream beside them. λ_W W_l is stored into ∇W_l while the forward pass runs (the
+  // products then add onto it: overwriting with the prior's precisions), and the last launch (∇b_l, the
+  // output layer's gradients, the nll) runs beside the ∇W products; the main stream waits for both.
+  const bool two = route && kernel_settings().cuda_mlp_streams == 2;
+  const auto main_stream = at::cuda::getCurrentCUDAStream();
+  SideStream* side = nullptr;
+  if (two) {
+    if (!s.side || static_cast<SideStream*>(s.side.get())->stream.device_index() != x.device().index())
+      s.side = std::make_shared<SideStream>(x.device().index());
+    side = static_cast<SideStream*>(s.side.get());
+  }
+  const bool prior_first = two && overwrite && layers[0].weight_lambda.defined();
+  if (prior_first) {  // ∇W_l = λ_W W_l for the hidden layers, on the side stream, beside the forward pass
+    GemmBatch<T> pb;
+    for (size_t l = 0; l + 1 < L; ++l) {
+      Gemm<T>& p = pb.p[pb.count++];
+      p.m = static_cast<int>(outs_of(layers[l].weight)), p.n = static_cast<int>(ins_of(layers[l].weight)), p.k = 0;
+      p.a = layers[l].weight.template data_ptr<T>(), p.b = p.a;  // never read (k = 0)
+      p.c = layers[l].weight_grad.template data_ptr<T>(), p.c_rs = p.n;
+      p.epi = Epilogue::kStore;
+      p.prior_c = layers[l].weight.template data_ptr<T>(), p.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
+    }
+    const int tile = tile_edge();
+    for (int i = 0; i < pb.count; ++i) plan(pb.p[i], tile, sms, chains, s, slot++, x);
+    fork_to(side->fork_prior, main_stream, side->stream);
+    launch(pb, tile, chains, false, side->stream.stream());
+    side->prior_done.record(side->stream);
+  }
   // c = a·b (accumulate: c += a·b): [m, k]·[k, n] for one chain, [C, m, k]·[C, k, n] for chains
   const auto product = [&](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
     if (c.dim() == 2) {
@@ -720,14 +766,9 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
   }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: the hidden layers' ∇W_l
-  // on cuBLAS first)
+  // on cuBLAS, the launch's other problems)
   GemmBatch<T> b;
   b.count = static_cast<int>(L);
-  if (route)
-    for (size_t l = 0; l + 1 < L; ++l) {
-      auto gw = weight_of(layers[l].weight_grad);
-      product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite);
-    }
   for (size_t l = route ? L - 1 : 0; l < L; ++l) {
     const auto& W = layers[l].weight;
     Gemm<T>& g = b.p[l];
@@ -756,6 +797,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
     if (layer.weight_lambda.defined()) {
       g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
+      if (prior_first) continue;  // λ_W W_l is in ∇W_l already
       Gemm<T>& p = b.p[b.count++];
       p.m = out, p.n = in, p.k = 0;
       p.a = g.a, p.b = g.b;  // never read (k = 0)
@@ -767,7 +809,23 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
   if (s.loss_sum.defined()) b.loss_sum = s.loss_sum.data_ptr<double>(), b.loss_weight = s.loss_weight;
-  plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
+  // planned before anything goes to the side stream: a first call allocates (and zeroes) the launch's
+  // scratch on this stream, ahead of the fork
+  const int tile = tile_edge();
+  for (int i = 0; i < b.count; ++i) plan(b.p[i], tile, sms, chains, s, slot++, x);
+  if (two) {  // the last launch needs the head's outputs only: on the side stream, beside the products
+    fork_to(side->fork_tail, main_stream, side->stream);
+    launch(b, tile, chains, pipe, side->stream.stream());
+    side->tail_done.record(side->stream);
+  }
+  if (prior_first) side->prior_done.block(main_stream);
+  if (route)  // the hidden layers' ∇W_l (added onto λ_W W_l where it was stored first)
+    for (size_t l = 0; l + 1 < L; ++l) {
+      auto gw = weight_of(layers[l].weight_grad);
+      product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first);
+    }
+  if (two) side->tail_done.block(main_stream);
+  else launch(b, tile, chains, pipe, stream);
   return nll;
 }
 
