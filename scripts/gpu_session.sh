@@ -51,7 +51,7 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   overlap instead of build, one call (OVERLAP_DEADLINE=480, timeout 520; carry .whl with nvidia-cutlass): phase changes as
+#   overlap instead of build, one call (OVERLAP_DEADLINE=560, timeout 590; carry .whl with nvidia-cutlass): phase changes as
 #          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch) and the 3xTF32 products: the
 #          tests, H.1 in full twice with the defaults and twice with train.graph_epoch, tf32x3's A/B and H.1 in
 #          full, kernels.cuda_mlp_streams' A/B, FNN-800's step on the cuBLAS route and tf32x3, 100 chains,
@@ -518,14 +518,16 @@ stage_auto() {
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 # Phase changes without a synchronisation (train/phase_clock.h: CUDA events; the per-epoch host work
-# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 480; carry
+# overlapping the queued steps), one call on a fresh machine (OVERLAP_DEADLINE seconds, default 560; carry
 # .whl with the nvidia-cutlass wheel): the fused pass's test (with the 3xTF32 products and their own test),
 # PhaseClock's CUDA test, the kernels.cuda_act test, H.1 in full twice with the defaults (compare its phases
 # with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
 # Gibbs 0.24-0.27 s, another machine) interleaved with H.1 in full under train.graph_epoch (the sample's,
-# the evaluation's and the Gibbs step's device work replayed as CUDA graphs), the H.1 step's A/B of tf32x3 against cuBLAS and H.1 in full with it,
-# 100 chains on ATen, the cuBLAS route and tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path,
-# bench_epoch, the peers' H.1 rows.
+# the evaluation's and the Gibbs step's device work replayed as CUDA graphs), the H.1 step's A/B of tf32x3
+# against cuBLAS and H.1 in full with it, the step's A/B of kernels.cuda_mlp_streams, H.1 in full with every
+# new setting at once, FNN-800's step on auto / cublas / tf32x3, 100 chains on ATen, the cuBLAS route and
+# tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path, bench_epoch with and without
+# train.graph_epoch, the peers' H.1 rows; each part behind its deadline, in order of what the issues need.
 # The H.1 step's A/B (bench_step, graph-replayed, two rounds of 5 × 500 steps): --set KEY=VALUE for each VALUE,
 # after EXTRA (more --set options), into JSON; stops at DEADLINE.
 h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
@@ -543,9 +545,9 @@ h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
   [ -f "$json" ] && step_table "$json"
 }
 stage_overlap() {
-  local dl=${OVERLAP_DEADLINE:-480}
+  local dl=${OVERLAP_DEADLINE:-560}
   build_targets test_mlp_fused test_trainer test_graph test_fused test_models bench_step bench_epoch sgmcmc || return 1
-  run_gtest test_mlp_fused 120
+  run_gtest test_mlp_fused 200
   run_gtest test_fused 60 "Fused.Cuda*"
   run_gtest test_trainer 60 "PhaseClock.*"
   run_gtest test_graph 150 "Graph.CopyAsyncEqualsCopy:Graph.CudaReplayReproducesEagerRun:Graph.CudaEpochGraphsReproduceEagerPhases"
@@ -561,11 +563,12 @@ stage_overlap() {
   # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
   h1_step_ab $((dl - 145)) "$L/tf32x3.jsonl" "" kernels.cuda_mlp_gemm auto tf32x3
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
-  # the route's launches on a second stream beside its ∇W products (kernels.cuda_mlp_streams), cuBLAS and tf32x3
+  # the route's launches on a second stream beside its ∇W products (kernels.cuda_mlp_streams)
   h1_step_ab $((dl - 140)) "$L/streams.jsonl" "" kernels.cuda_mlp_streams 1 2
-  h1_step_ab $((dl - 140)) "$L/streams_tf32x3.jsonl" "--set kernels.cuda_mlp_gemm=tf32x3" kernels.cuda_mlp_streams 1 2
-  # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
-  left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
+  # everything new at once: the headline if each part holds
+  left $((dl - 130)) "H.1 in full, all new" && H1_GRAPHS=true H1_TAG=_all_new H1_SETS="--set train.graph_epoch=true \
+    --set kernels.cuda_mlp_gemm=tf32x3 --set kernels.cuda_mlp_streams=2" stage_h1
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # FNN-800 (two hidden layers) on the cuBLAS route and as 3xTF32, against auto (pipelined)
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
   for r in 1 2; do
@@ -578,6 +581,9 @@ stage_overlap() {
     done
   done
   [ -f "$L/fnn800_gemm.jsonl" ] && step_table "$L/fnn800_gemm.jsonl"
+  h1_step_ab $((dl - 140)) "$L/streams_tf32x3.jsonl" "--set kernels.cuda_mlp_gemm=tf32x3" kernels.cuda_mlp_streams 1 2
+  # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
+  left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
   for v in aten cublas tf32x3; do
     left $((dl - 120)) "100 chains, $v" || break
