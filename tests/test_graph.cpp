@@ -4,11 +4,13 @@
 // fused sampler; recapture on a change of rules; samplers without a fused step are refused; the
 // trainer's captured run equals its eager run. On CUDA (skipped without it) the same run with a real
 // at::cuda::CUDAGraph replay reproduces the eager trajectory.
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -291,6 +293,74 @@ TEST(Graph, TrainerEpochGraphsEqualEagerPhases) {
   EXPECT_GE(phases.values.at("graph_epoch_captures"), 2);
   EXPECT_GE(phases.values.at("graph_epoch_replays"), 5);
   EXPECT_LT(phases.values.at("test_error"), 0.5);
+}
+
+namespace {
+
+// The ops inside the phase bodies (train/phase_graph.h's kBodyScope) of the run under way on this thread,
+// and those among them that would wait for the device on a GPU: a body that waits cannot be captured.
+struct BodyAudit {
+  int depth = 0;
+  int64_t ops = 0;
+  std::vector<std::string> waits;
+};
+thread_local BodyAudit* g_audit = nullptr;
+
+std::unique_ptr<at::ObserverContext> audit_start(const at::RecordFunction& fn) {
+  if (g_audit == nullptr) return nullptr;
+  const std::string name = fn.name();
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    if (name == kBodyScope) ++g_audit->depth;
+    else if (g_audit->depth > 0 && name == "sgmcmc::host_read") g_audit->waits.push_back(name);
+    return nullptr;
+  }
+  if (g_audit->depth == 0) return nullptr;
+  ++g_audit->ops;
+  // a value to the host (.item(), a tensor's truth value, equal) or an output sized by the data
+  static const std::set<std::string> waits = {"aten::_local_scalar_dense", "aten::item",        "aten::is_nonzero",
+                                              "aten::equal",               "aten::nonzero",     "aten::masked_select",
+                                              "aten::unique_consecutive",  "aten::_unique2",    "aten::unique_dim",
+                                              "aten::_unique",             "aten::nonzero_numpy"};
+  if (waits.count(name) > 0) g_audit->waits.push_back(name);
+  return nullptr;
+}
+
+void audit_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (g_audit != nullptr && fn.scope() == at::RecordScope::USER_SCOPE && std::string(fn.name()) == kBodyScope)
+    --g_audit->depth;
+}
+
+}  // namespace
+
+// What train.graph_epoch captures must not wait for the device: inside every phase body of a run (a
+// sample's predictions, an evaluation's metrics), no .item(), no batched host read, no op whose output
+// size depends on the data. The CPU runs the very bodies a GPU captures, so the ops seen here are the
+// captured ones; a body that waited would fail its capture there (or be replayed without the wait).
+TEST(Graph, EpochGraphBodiesWaitForNothing) {
+  auto dir = test_util::temp_dir("graph_epoch_audit");
+  test_util::write_tiny_idx_dir(dir + "/data");
+  RunOptions a;
+  a.quiet = true;
+  a.overwrite = true;
+  a.out_dir = dir + "/run";
+  for (const std::string& sampler : {std::string("{name: sghmc, lr: 1.0e-4, alpha: 0.1}"), std::string("{name: sgd, lr: 1.0e-3}")}) {
+    SCOPED_TRACE(sampler);
+    BodyAudit audit;
+    g_audit = &audit;
+    auto handle = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(audit_start, audit_end).scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+    auto run = run_training(graph_config(dir + "/data", sampler,
+                                         {"train.graph_epoch=true", "train.epochs=6", "train.eval_every=1", "chains=2"}),
+                            a);
+    at::removeCallback(handle);
+    g_audit = nullptr;
+    EXPECT_EQ(audit.depth, 0);
+    EXPECT_GT(audit.ops, 500);  // the bodies ran, under the observer
+    std::string seen;
+    for (const auto& w : audit.waits) seen += " " + w;
+    EXPECT_TRUE(audit.waits.empty()) << "ops inside a phase body that wait for the device:" << seen;
+    EXPECT_GT(run.values.at("graph_epoch_replays"), 0);
+  }
 }
 
 // On CUDA, real graphs: the run with its samples and evaluations replayed against the same run with
