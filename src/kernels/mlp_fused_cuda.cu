@@ -664,10 +664,14 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
       s.side = std::make_shared<SideStream>(x.device().index());
     side = static_cast<SideStream*>(s.side.get());
   }
-  const bool prior_first = two && overwrite && layers[0].weight_lambda.defined();
-  if (prior_first) {  // ∇W_l = λ_W W_l for the hidden layers, on the side stream, beside the forward pass
+  // which hidden layers have λ_W W_l stored first (those with precisions, overwriting)
+  const auto prior_first_at = [&](size_t l) { return two && overwrite && layers[l].weight_lambda.defined(); };
+  bool prior_first = false;
+  for (size_t l = 0; l + 1 < L; ++l) prior_first = prior_first || prior_first_at(l);
+  if (prior_first) {  // ∇W_l = λ_W W_l for those hidden layers, on the side stream, beside the forward pass
     GemmBatch<T> pb;
     for (size_t l = 0; l + 1 < L; ++l) {
+      if (!prior_first_at(l)) continue;
       Gemm<T>& p = pb.p[pb.count++];
       p.m = static_cast<int>(outs_of(layers[l].weight)), p.n = static_cast<int>(ins_of(layers[l].weight)), p.k = 0;
       p.a = layers[l].weight.template data_ptr<T>(), p.b = p.a;  // never read (k = 0)
@@ -797,7 +801,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
     if (layer.weight_lambda.defined()) {
       g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
-      if (prior_first) continue;  // λ_W W_l is in ∇W_l already
+      if (prior_first_at(l)) continue;  // λ_W W_l is in ∇W_l already
       Gemm<T>& p = b.p[b.count++];
       p.m = out, p.n = in, p.k = 0;
       p.a = g.a, p.b = g.b;  // never read (k = 0)
@@ -822,7 +826,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   if (route)  // the hidden layers' ∇W_l (added onto λ_W W_l where it was stored first)
     for (size_t l = 0; l + 1 < L; ++l) {
       auto gw = weight_of(layers[l].weight_grad);
-      product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first);
+      product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
     }
   if (two) side->tail_done.block(main_stream);
   else launch(b, tile, chains, pipe, stream);
