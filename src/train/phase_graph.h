@@ -56,17 +56,20 @@ class PhaseGraph {
     }
     Entry& e = it->second;
     e.used = ++calls_;
+    const int64_t captured = e.graph->captures(), replayed = e.graph->replays();
     e.graph->run([&] {
       RECORD_USER_SCOPE(kBodyScope);  // what a capture holds (tests/test_graph.cpp checks it reads nothing back)
       e.out = body();
     });
+    captures_ += e.graph->captures() - captured;
+    replays_ += e.graph->replays() - replayed;
     return e.out;
   }
 
   bool capture() const { return capture_; }
   // Calls that captured / replayed a graph, over every key (the CPU counts them as StepGraph does).
-  int64_t captures() const { return sum(&StepGraph::captures); }
-  int64_t replays() const { return sum(&StepGraph::replays); }
+  int64_t captures() const { return captures_; }
+  int64_t replays() const { return replays_; }
 
  private:
   struct Entry {
@@ -74,18 +77,11 @@ class PhaseGraph {
     Out out;
     int64_t used;  // the call that used it last
   };
-  int64_t sum(int64_t (StepGraph::*count)() const) const {
-    int64_t n = retired_[count == &StepGraph::captures ? 0 : 1];
-    for (const auto& [key, e] : entries_) n += ((*e.graph).*count)();
-    return n;
-  }
   // A key that stops recurring (an input reallocated) gives its place to the next one.
   void evict_least_recent() {
     auto oldest = entries_.begin();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if (it->second.used < oldest->second.used) oldest = it;
-    retired_[0] += oldest->second.graph->captures();
-    retired_[1] += oldest->second.graph->replays();
     entries_.erase(oldest);
   }
 
@@ -96,7 +92,7 @@ class PhaseGraph {
   size_t max_keys_;
   std::map<std::vector<int64_t>, Entry> entries_;
   int64_t calls_ = 0;
-  int64_t retired_[2] = {0, 0};  // captures and replays of evicted keys
+  int64_t captures_ = 0, replays_ = 0;  // over every key, evicted ones too
   Out eager_;
 };
 
