@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A session with a GPU machine (the `device` tool), in as few calls as its 30 minutes allow.
-# Here first:  ../shared/tools/device-deps.sh nlohmann-json3-dev
+# Here first:  ../shared/tools/device-deps.sh nlohmann-json3-dev libdeflate-dev libdeflate0
 #              mkdir -p .devdata && cp -r /usr/share/datasets/fashion-mnist .devdata/   (the GPU machine
 #              has no Fashion-MNIST; .devdata is ignored: add /.devdata/ to .git/info/exclude)
 # Then, as the device command (carry .devdeps and .devdata):  bash scripts/gpu_session.sh [STAGE ...]

@@ -11,12 +11,12 @@
 # Run as root (or with sudo available).
 set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config libtorch-dev libyaml-cpp-dev libcxxopts-dev
-            libgtest-dev libgmock-dev zlib1g-dev libopenblas0-pthread libgloo-dev nlohmann-json3-dev
+            libgtest-dev libgmock-dev zlib1g-dev libdeflate-dev libopenblas0-pthread libgloo-dev nlohmann-json3-dev
             libdnnl-dev     # oneDNN's headers: the models' matrix products (src/kernels/matmul.h)
             python3-torch   # python3-torch: the TorchScript round-trip test and examples/torchscript
             python3-dev python3-venv pybind11-dev python3-pytest)  # the Python package (python/), its tests
 cuda_build_pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libcxxopts-dev libgtest-dev
-                 libgmock-dev zlib1g-dev nlohmann-json3-dev python3-venv)
+                 libgmock-dev zlib1g-dev libdeflate-dev nlohmann-json3-dev python3-venv)
 # yaml-cpp's runtime package is versioned: 0.7 on Debian bookworm, 0.8 on newer Debian/Ubuntu.
 yaml_rt=libyaml-cpp0.8
 [[ -r /etc/os-release ]] && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release && yaml_rt=libyaml-cpp0.7
@@ -30,8 +30,8 @@ for arg in "$@"; do
     *) echo "setup.sh: unknown option '$arg' (use --with-data, --with-plots, --runtime, --cuda)" >&2; exit 2 ;;
   esac
 done
-if ((runtime && cuda)); then pkgs=("$yaml_rt" zlib1g)
-elif ((runtime)); then pkgs=(libtorch1.13 "$yaml_rt" zlib1g libopenblas0-pthread)
+if ((runtime && cuda)); then pkgs=("$yaml_rt" zlib1g libdeflate0)
+elif ((runtime)); then pkgs=(libtorch1.13 "$yaml_rt" zlib1g libdeflate0 libopenblas0-pthread)
 elif ((cuda)); then pkgs=("${cuda_build_pkgs[@]}")
 else pkgs=("${build_pkgs[@]}")
 fi

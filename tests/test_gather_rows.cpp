@@ -81,8 +81,8 @@ TEST(GatherRows, WidenEqualsDivisionForEveryByte) {
   EXPECT_THROW(sgmcmc::kernels::gather_widen_rows_out(out, bytes, idx, 0.0f), std::invalid_argument);
 }
 
-// Images as data/load.cpp makes them (bytes → float32, then div_(255.0), or raw) are taken as bytes,
-// and the gather gives index_select's bits, the buffer reused; repeated and edge indices included.
+// Images made from bytes by ATen (float32, then div_(255.0), or raw) are taken as bytes after a check
+// of every value, and the gather gives index_select's bits, the buffer reused; repeated and edge indices included.
 TEST(ByteRows, GatherEqualsIndexSelectOfTheFloats) {
   torch::manual_seed(3);
   const auto raw = torch::randint(0, 256, {2500, 1, 28, 28}, torch::kInt64).to(torch::kUInt8);
@@ -127,6 +127,32 @@ TEST(ByteRows, DeclinesWhatIsNotBytes) {
   EXPECT_FALSE(sgmcmc::ByteRows::of(torch::full({4, 4}, 256.0f)).has_value());
   EXPECT_FALSE(sgmcmc::ByteRows::of(base.to(torch::kFloat64)).has_value());
   EXPECT_FALSE(sgmcmc::ByteRows::of(torch::empty({0, 4})).has_value());
+}
+
+// What ByteRows::widen makes (as data/load.cpp makes images) equals ATen's quotient bit for bit, and
+// of() takes its very bytes, unchecked, until the tensor is written: then the value-by-value check
+// runs again and declines a value that is no byte's. A copy with the same values is checked, not
+// recognised.
+TEST(ByteRows, WidenedTensorsAreTakenUntilWritten) {
+  torch::manual_seed(5);
+  const auto raw = torch::randint(0, 256, {300, 1, 6, 6}, torch::kInt64).to(torch::kUInt8);
+  for (const float scale : {255.0f, 1.0f}) {
+    auto x = sgmcmc::ByteRows::widen(raw, scale);
+    ASSERT_EQ(x.sizes(), raw.sizes());
+    EXPECT_TRUE(torch::equal(x, raw.to(torch::kFloat32).div_(scale)));
+    const auto taken = sgmcmc::ByteRows::of(x);
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_EQ(taken->bytes().data_ptr(), raw.data_ptr());  // the bytes widen() was given, not rebuilt
+    EXPECT_EQ(taken->scale(), scale);
+    const auto copy = x.clone();
+    const auto checked = sgmcmc::ByteRows::of(copy);
+    ASSERT_TRUE(checked.has_value());
+    EXPECT_NE(checked->bytes().data_ptr(), raw.data_ptr());
+    EXPECT_TRUE(torch::equal(checked->bytes(), raw));
+    x[7][0][2][3] = 0.5f / 255.0f;  // between two bytes
+    EXPECT_FALSE(sgmcmc::ByteRows::of(x).has_value());
+  }
+  EXPECT_THROW(sgmcmc::ByteRows::widen(raw, 0.0f), std::invalid_argument);
 }
 
 // On a GPU: the images' and labels' gather in one kernel equals index_select bit for bit, reuses its

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <fstream>
 
 #include "config/experiment_config.h"
@@ -49,6 +51,42 @@ TEST(Idx, RoundTripPlainAndGzip) {
   std::ifstream gz(dir + "/a.gz", std::ios::binary);
   EXPECT_EQ(gz.get(), 0x1f);
   EXPECT_EQ(fs::file_size(dir + "/a"), 4u + 12u + 30u);
+}
+
+// A gzip file of random bytes (libdeflate's one-call inflate where the build has it), the same data as
+// two gzip members one after the other, and a member followed by bytes that are not gzip (both read by
+// zlib's streaming inflate, as gzip -d reads them): all read back bit for bit.
+TEST(Idx, GzipMembersAndTrailingBytesReadAsGzipReadsThem) {
+  auto dir = test_util::temp_dir("idx_members");
+  torch::manual_seed(2);
+  const auto t = torch::randint(0, 256, {40, 9, 7}, torch::kInt64).to(torch::kUInt8);
+  write_idx(dir + "/one.gz", t, true);
+  EXPECT_TRUE(torch::equal(read_idx(dir + "/one.gz"), t));
+  write_idx(dir + "/plain", t, false);
+  std::vector<uint8_t> plain(fs::file_size(dir + "/plain"));
+  std::ifstream(dir + "/plain", std::ios::binary).read(reinterpret_cast<char*>(plain.data()), plain.size());
+  auto member = [](const uint8_t* p, size_t n) {
+    z_stream zs{};
+    deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    std::vector<uint8_t> out(deflateBound(&zs, n) + 64);
+    zs.next_in = const_cast<Bytef*>(p);
+    zs.avail_in = static_cast<uInt>(n);
+    zs.next_out = out.data();
+    zs.avail_out = static_cast<uInt>(out.size());
+    deflate(&zs, Z_FINISH);
+    out.resize(zs.total_out);
+    deflateEnd(&zs);
+    return out;
+  };
+  auto two = member(plain.data(), 1000);
+  const auto rest = member(plain.data() + 1000, plain.size() - 1000);
+  two.insert(two.end(), rest.begin(), rest.end());
+  write_bytes(dir + "/two.gz", two);
+  EXPECT_TRUE(torch::equal(read_idx(dir + "/two.gz"), t));
+  auto trailing = member(plain.data(), plain.size());
+  trailing.insert(trailing.end(), {0, 0, 0, 0, 0, 0, 0, 0});
+  write_bytes(dir + "/trailing.gz", trailing);
+  EXPECT_TRUE(torch::equal(read_idx(dir + "/trailing.gz"), t));
 }
 
 TEST(Idx, AnyCountAccepted) {

@@ -6,11 +6,14 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "kernels/gather_rows.h"
 
@@ -34,11 +37,57 @@ bool to_bytes(const float* x, uint8_t* bytes, int64_t n, const float* table, flo
   return ok.load();
 }
 
+// The tensors widen() made, each with its bytes. A weak reference keeps a freed tensor's TensorImpl
+// from being reused at the same address while its entry exists, so identity cannot be mistaken.
+struct Widened {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> x;
+  uint32_t version;
+  torch::Tensor bytes;
+  float scale;
+};
+std::mutex widened_mutex;
+std::vector<Widened> widened;  // a handful: one per split a loader widened
+
+// The bytes widen() gave x, if x is that very tensor and unwritten since; forgets the freed ones.
+std::optional<std::pair<torch::Tensor, float>> widened_bytes(const torch::Tensor& x) {
+  std::lock_guard<std::mutex> lock(widened_mutex);
+  std::optional<std::pair<torch::Tensor, float>> found;
+  for (auto it = widened.begin(); it != widened.end();) {
+    auto alive = it->x.lock();
+    if (!alive) {
+      it = widened.erase(it);
+      continue;
+    }
+    if (alive.get() == x.unsafeGetTensorImpl() && x._version() == it->version && x.sizes() == it->bytes.sizes() &&
+        x.is_contiguous())
+      found = std::make_pair(it->bytes, it->scale);
+    ++it;
+  }
+  return found;
+}
+
 }  // namespace
+
+torch::Tensor ByteRows::widen(const torch::Tensor& bytes, float scale) {
+  if (!bytes.defined() || bytes.dim() < 1)
+    throw std::invalid_argument("ByteRows::widen: uint8 rows [n, ...] on the CPU");
+  const auto b = bytes.contiguous();
+  const auto flat = b.reshape({b.size(0), -1});
+  torch::Tensor x;
+  kernels::gather_widen_rows_out(x, flat, torch::arange(b.size(0), torch::kInt64), scale);
+  x = x.view(b.sizes());
+  std::lock_guard<std::mutex> lock(widened_mutex);
+  widened.erase(std::remove_if(widened.begin(), widened.end(), [](const Widened& w) { return w.x.expired(); }),
+                widened.end());
+  widened.push_back({c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(x.getIntrusivePtr()),
+                     x._version(), b, scale});
+  return x;
+}
 
 std::optional<ByteRows> ByteRows::of(const torch::Tensor& x) {
   if (!x.defined() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat32 || x.dim() < 1 || x.numel() == 0)
     return std::nullopt;
+  if (auto known = widened_bytes(x)) return ByteRows(known->first, known->second);
   torch::NoGradGuard no_grad;
   const auto xc = x.contiguous();
   const auto all_bytes = torch::arange(256, torch::kInt32).to(torch::kUInt8).reshape({1, 256});

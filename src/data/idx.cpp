@@ -2,6 +2,10 @@
 
 #include <zlib.h>
 
+#if SGMCMC_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -10,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -116,10 +122,40 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   return bytes;
 }
 
-}  // namespace
+struct IdxHeader {
+  std::vector<int64_t> dims;
+  uint64_t total;     // data bytes the dimensions declare
+  std::string shape;  // "60000x28x28", for messages
+  size_t bytes;       // the header's own size
+};
 
-torch::Tensor parse_idx(const uint8_t* data, size_t size, const std::string& path) {
-  ByteSource src(data, size, path);
+#if SGMCMC_HAVE_LIBDEFLATE
+// A one-member gzip file inflated by libdeflate in one call: 2.3x zlib's streaming inflate on
+// Fashion-MNIST's train images (26 MB into 47 MB: 0.14 s against 0.33 s on the 2-vCPU EPYC), most
+// of a data set's load. The output is sized by the trailer's ISIZE (the size mod 2^32), which
+// DEFLATE's maximum ratio (1032:1) bounds by the file's size; libdeflate checks ISIZE and the CRC.
+// nullopt for anything else (several members, bytes after the member, over 4 GiB, corrupt data):
+// the streaming path then reads the file and words what is wrong.
+std::optional<torch::Tensor> inflate_whole(const uint8_t* data, size_t size) {
+  if (size < 18 || data[0] != 0x1f || data[1] != 0x8b) return std::nullopt;
+  const uint64_t isize = uint64_t(data[size - 4]) | (uint64_t(data[size - 3]) << 8) |
+                         (uint64_t(data[size - 2]) << 16) | (uint64_t(data[size - 1]) << 24);
+  if (isize == 0 || isize > uint64_t(1032) * size) return std::nullopt;
+  struct Free {
+    void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+  };
+  std::unique_ptr<libdeflate_decompressor, Free> d(libdeflate_alloc_decompressor());
+  if (!d) return std::nullopt;
+  auto out = torch::empty({static_cast<int64_t>(isize)}, torch::kUInt8);
+  size_t in_used = 0, out_used = 0;
+  const auto rc = libdeflate_gzip_decompress_ex(d.get(), data, size, out.data_ptr<uint8_t>(), isize, &in_used, &out_used);
+  if (rc != LIBDEFLATE_SUCCESS || in_used != size || out_used != isize) return std::nullopt;
+  return out;
+}
+#endif
+
+// The header's magic and dimensions, read from `src`, with every check that needs no data.
+IdxHeader read_header(ByteSource& src, const std::string& path) {
   std::vector<uint8_t> bytes;
   bytes.reserve(20);
   src.read(4, bytes);
@@ -151,6 +187,26 @@ torch::Tensor parse_idx(const uint8_t* data, size_t size, const std::string& pat
     total *= d;
     if (total > (uint64_t(1) << 36)) fail(path, "absurd dimensions " + shape + "... (over 64 GiB of data)");
   }
+  return {std::move(dims), total, std::move(shape), header};
+}
+
+}  // namespace
+
+torch::Tensor parse_idx(const uint8_t* data, size_t size, const std::string& path) {
+#if SGMCMC_HAVE_LIBDEFLATE
+  if (auto raw = inflate_whole(data, size)) {
+    const auto* bytes = raw->data_ptr<uint8_t>();
+    ByteSource plain(bytes, static_cast<size_t>(raw->numel()), path);
+    const IdxHeader h = read_header(plain, path);
+    // Exactly the declared size: the data as a view of the inflated bytes. Otherwise the streaming
+    // path below inflates again and words the mismatch as it does for every gzip file.
+    if (static_cast<uint64_t>(raw->numel()) - h.bytes == h.total)
+      return raw->narrow(0, static_cast<int64_t>(h.bytes), static_cast<int64_t>(h.total)).view(h.dims);
+  }
+#endif
+  ByteSource src(data, size, path);
+  const IdxHeader h = read_header(src, path);
+  const auto& [dims, total, shape, header] = h;
   // Plain files: compare the declared size with the file size before allocating anything.
   if (!src.gzip()) {
     const uint64_t have = size - header;

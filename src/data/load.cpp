@@ -1,8 +1,10 @@
 #include "data/load.h"
 
 #include <filesystem>
+#include <future>
 #include <stdexcept>
 
+#include "data/byte_rows.h"
 #include "data/csv.h"
 #include "data/idx.h"
 #include "data/kfold.h"
@@ -62,27 +64,38 @@ Dataset load_idx_dataset(const DataConfig& config, uint64_t seed) {
     throw std::invalid_argument(where + ".dir: '" + dir + "' is not a directory");
   const std::string train_labels = find_idx_file(dir, "train-labels-idx1-ubyte");
   const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
-  auto train = read_idx_images(find_idx_file(dir, "train-images-idx3-ubyte"), train_labels);
-  auto test = read_idx_images(find_idx_file(dir, "t10k-images-idx3-ubyte"), test_labels);
+  // The test files inflate on a second thread while this one inflates the train files (a train
+  // file's error still comes first: get() rethrows the test files' after it).
+  auto test_read = std::async(std::launch::async, [&] {
+    return read_idx_images(find_idx_file(dir, "t10k-images-idx3-ubyte"), test_labels);
+  });
+  IdxImages train;
+  try {
+    train = read_idx_images(find_idx_file(dir, "train-images-idx3-ubyte"), train_labels);
+  } catch (...) {
+    test_read.wait();
+    throw;
+  }
+  auto test = test_read.get();
   if (train.images.size(1) != test.images.size(1) || train.images.size(2) != test.images.size(2))
     throw std::invalid_argument(dir + ": train images are " + std::to_string(train.images.size(1)) + "x" +
                                 std::to_string(train.images.size(2)) + " but test images are " +
                                 std::to_string(test.images.size(1)) + "x" + std::to_string(test.images.size(2)));
-  auto to_batch = [&](const IdxImages& im) {
-    Batch b;
-    b.inputs = im.images.unsqueeze(1).to(torch::kFloat32);
-    if (config.normalize) b.inputs.div_(255.0);
-    b.targets = im.labels;
+  // Split and cut the bytes, then widen each split once: the train split's floats come with their
+  // bytes for the minibatch gather (data/byte_rows.h).
+  const float scale = config.normalize ? 255.0f : 1.0f;
+  auto widened = [&](Batch b) {
+    b.inputs = ByteRows::widen(b.inputs, scale);
     return b;
   };
   Dataset ds;
   ds.task = Task::kClassification;
-  Batch full_train = take_first(to_batch(train), config.train_limit);
+  Batch full_train = take_first(Batch{train.images.unsqueeze(1), train.labels}, config.train_limit);
   auto [tr, val] = split_validation(full_train, resolved_val_size(config.val_size, full_train.size()), seed,
                                     where + ".val_size");
-  ds.train = tr;
-  ds.val = val;
-  ds.test = take_first(to_batch(test), config.test_limit);
+  ds.train = widened(tr);
+  if (val.size() > 0) ds.val = widened(val);
+  ds.test = widened(take_first(Batch{test.images.unsqueeze(1), test.labels}, config.test_limit));
   ds.num_classes = class_count(train.labels, train_labels);  // the training labels decide (data/labels.h)
   check_labels(test.labels, ds.num_classes, test_labels);
   const int64_t h = train.images.size(1), w = train.images.size(2);
