@@ -2,6 +2,7 @@
 //   sgmcmc list | train | predict | simulate | sweep   (each with --help)
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -26,9 +27,7 @@ void usage(std::ostream& out) {
          "'sgmcmc <command> --help' describes each command.\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_command(int argc, char** argv) {
   sgmcmc::ensure_short_openmp_spin(argv);
   sgmcmc::quiet_library_logs();  // LibTorch's and Gloo's glog lines are not part of an error's one line
   if (argc < 2) {
@@ -64,4 +63,30 @@ int main(int argc, char** argv) {
             << (near.empty() ? std::string() : " (did you mean '" + near + "'?)")
             << " (commands: list, train, predict, simulate, sweep)\n";
   return 2;
+}
+
+// Whether the process may end without running the static destructors: not under a sanitizer (its
+// leak check runs at exit) nor under a CUDA profiler (Nsight's injection library flushes at exit).
+bool fast_exit_allowed() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return false;
+#else
+  return std::getenv("CUDA_INJECTION64_PATH") == nullptr;
+#endif
+}
+
+}  // namespace
+
+// A command's files are written and closed, and its objects destroyed, when run_command returns.
+// What the static destructors would do then is LibTorch deregistering its operators' kernels one by
+// one and CUDA tearing its context down, which nothing needs: the kernel reclaims the memory, the
+// driver the context. So the streams are flushed and the process ends there (on the 2-vCPU host
+// ~0.1 s less per command: `sgmcmc list` 0.80 → 0.69 s, median of 10; docs/performance.md).
+int main(int argc, char** argv) {
+  const int rc = run_command(argc, argv);
+  if (!fast_exit_allowed()) return rc;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(rc);
 }
