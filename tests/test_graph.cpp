@@ -139,13 +139,26 @@ output: {progress: false}
   return test_util::config_from(text, {{"DATA", data_dir}, {"SAMPLER", sampler}}, extra, "tiny_graph.yaml");
 }
 
+// A fresh temporary directory with tiny IDX data in DIR/data.
+std::string tiny_data_dir(const std::string& name) {
+  auto dir = test_util::temp_dir(name);
+  test_util::write_tiny_idx_dir(dir + "/data");
+  return dir;
+}
+
+// Run options for a test's runs: quiet, replacing an earlier run's directory when `overwrite`.
+RunOptions quiet_options(bool overwrite) {
+  RunOptions a;
+  a.quiet = true;
+  a.overwrite = overwrite;
+  return a;
+}
+
 }  // namespace
 
 TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
-  auto dir = test_util::temp_dir("graph_trainer");
-  test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.quiet = true;
+  const std::string dir = tiny_data_dir("graph_trainer");
+  RunOptions a = quiet_options(false);
   for (const auto& [sampler, extra] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"{name: sghmc, lr: 1.0e-4, alpha: 0.1}", {}},
            {"{name: santa, lr: 1.0e-6, burnin: 30, data_size: 500}", {}},
@@ -203,10 +216,8 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
 TEST(Graph, CudaReplayReproducesEagerRun) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
-  auto dir = test_util::temp_dir("graph_trainer_cuda");
-  test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.quiet = true;
+  const std::string dir = tiny_data_dir("graph_trainer_cuda");
+  RunOptions a = quiet_options(false);
   a.out_dir = dir + "/eager";
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
   auto eager = run_training(graph_config(dir + "/data", sampler, {"device=cuda", "train.graph=false"}), a);
@@ -248,11 +259,8 @@ TEST(Graph, PhaseGraphCapturesPerKeyAndEvictsTheLeastRecent) {
 // its device work and its host part is the code that a CUDA replay runs). The CUDA test below replays
 // real graphs, the Gibbs steps' draws on the device among them.
 TEST(Graph, TrainerEpochGraphsEqualEagerPhases) {
-  auto dir = test_util::temp_dir("graph_epoch");
-  test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.quiet = true;
-  a.overwrite = true;
+  const std::string dir = tiny_data_dir("graph_epoch");
+  RunOptions a = quiet_options(true);
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
   const std::vector<std::string> sets = {"train.epochs=8", "train.eval_every=1"};
   auto with = [&](std::vector<std::string> extra) {
@@ -337,11 +345,8 @@ void audit_end(const at::RecordFunction& fn, at::ObserverContext*) {
 // size depends on the data. The CPU runs the very bodies a GPU captures, so the ops seen here are the
 // captured ones; a body that waited would fail its capture there (or be replayed without the wait).
 TEST(Graph, EpochGraphBodiesWaitForNothing) {
-  auto dir = test_util::temp_dir("graph_epoch_audit");
-  test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.quiet = true;
-  a.overwrite = true;
+  const std::string dir = tiny_data_dir("graph_epoch_audit");
+  RunOptions a = quiet_options(true);
   a.out_dir = dir + "/run";
   for (const std::string& sampler : {std::string("{name: sghmc, lr: 1.0e-4, alpha: 0.1}"), std::string("{name: sgd, lr: 1.0e-3}")}) {
     SCOPED_TRACE(sampler);
@@ -369,11 +374,8 @@ TEST(Graph, EpochGraphBodiesWaitForNothing) {
 TEST(Graph, CudaEpochGraphsReproduceEagerPhases) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
-  auto dir = test_util::temp_dir("graph_epoch_cuda");
-  test_util::write_tiny_idx_dir(dir + "/data");
-  RunOptions a;
-  a.quiet = true;
-  a.overwrite = true;
+  const std::string dir = tiny_data_dir("graph_epoch_cuda");
+  RunOptions a = quiet_options(true);
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
   auto config = [&](const std::string& phases) {
     return graph_config(dir + "/data", sampler,
