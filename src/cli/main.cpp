@@ -81,7 +81,7 @@ bool fast_exit_allowed() {
 // What the static destructors would do then is LibTorch deregistering its operators' kernels one by
 // one and CUDA tearing its context down, which nothing needs: the kernel reclaims the memory, the
 // driver the context. So the streams are flushed and the process ends there (on the 2-vCPU host
-// ~0.1 s less per command: `sgmcmc list` 0.80 → 0.69 s, median of 10; docs/performance.md).
+// ~0.1 s less per command; docs/performance.md).
 int main(int argc, char** argv) {
   const int rc = run_command(argc, argv);
   if (!fast_exit_allowed()) return rc;
