@@ -41,29 +41,28 @@ bool to_bytes(const float* x, uint8_t* bytes, int64_t n, const float* table, flo
 // from being reused at the same address while its entry exists, so identity cannot be mistaken.
 struct Widened {
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> x;
-  uint32_t version;
+  int64_t version;
   torch::Tensor bytes;
   float scale;
 };
 std::mutex widened_mutex;
 std::vector<Widened> widened;  // a handful: one per split a loader widened
 
-// The bytes widen() gave x, if x is that very tensor and unwritten since; forgets the freed ones.
+// Forgets the entries whose tensor is freed (widened_mutex held).
+void forget_freed() {
+  widened.erase(std::remove_if(widened.begin(), widened.end(), [](const Widened& w) { return w.x.expired(); }),
+                widened.end());
+}
+
+// The bytes widen() gave x, if x is that very tensor and unwritten since.
 std::optional<std::pair<torch::Tensor, float>> widened_bytes(const torch::Tensor& x) {
   std::lock_guard<std::mutex> lock(widened_mutex);
-  std::optional<std::pair<torch::Tensor, float>> found;
-  for (auto it = widened.begin(); it != widened.end();) {
-    auto alive = it->x.lock();
-    if (!alive) {
-      it = widened.erase(it);
-      continue;
-    }
-    if (alive.get() == x.unsafeGetTensorImpl() && x._version() == it->version && x.sizes() == it->bytes.sizes() &&
-        x.is_contiguous())
-      found = std::make_pair(it->bytes, it->scale);
-    ++it;
-  }
-  return found;
+  forget_freed();
+  for (const auto& w : widened)
+    if (w.x._unsafe_get_target() == x.unsafeGetTensorImpl() && x._version() == w.version &&
+        x.sizes() == w.bytes.sizes() && x.is_contiguous())
+      return std::make_pair(w.bytes, w.scale);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -72,13 +71,10 @@ torch::Tensor ByteRows::widen(const torch::Tensor& bytes, float scale) {
   if (!bytes.defined() || bytes.dim() < 1)
     throw std::invalid_argument("ByteRows::widen: uint8 rows [n, ...] on the CPU");
   const auto b = bytes.contiguous();
-  const auto flat = b.reshape({b.size(0), -1});
-  torch::Tensor x;
-  kernels::gather_widen_rows_out(x, flat, torch::arange(b.size(0), torch::kInt64), scale);
-  x = x.view(b.sizes());
+  torch::Tensor x;  // b's shape: the gather keeps every dimension after the first
+  kernels::gather_widen_rows_out(x, b, torch::arange(b.size(0), torch::kInt64), scale);
   std::lock_guard<std::mutex> lock(widened_mutex);
-  widened.erase(std::remove_if(widened.begin(), widened.end(), [](const Widened& w) { return w.x.expired(); }),
-                widened.end());
+  forget_freed();
   widened.push_back({c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(x.getIntrusivePtr()),
                      x._version(), b, scale});
   return x;
