@@ -47,6 +47,7 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "kernels/gemm_lt.h"
 #include "kernels/matmul.h"
 #include "runtime/cpu.h"
 #include "train/minibatches.h"
@@ -302,6 +303,16 @@ int main(int argc, char** argv) {
                               {"matmul", kernels::matmul_backend_name()}, {"graph", graph},
                               {"device", dev.str()}};
   if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
+#if defined(SGMCMC_WITH_CUDA)
+  // the cuBLASLt products' measured choices (kernels.cuda_mlp_gemm: cublaslt): which kernel and split-K
+  // won, against cuBLASLt's own first choice (a CUDA build's: the CPU build has no CUDA sources)
+  for (const auto& ch : kernels::gemm_lt_choices()) {
+    std::cout << std::setprecision(1) << "  cublaslt " << ch.shape << ": " << ch.kernel << ", " << ch.us << " us (heuristic "
+              << ch.heuristic_us << " us, " << ch.candidates << " candidates)\n";
+    j["gemm_lt"].push_back({{"shape", ch.shape}, {"kernel", ch.kernel}, {"split_k", ch.split_k}, {"us", ch.us},
+                            {"heuristic_us", ch.heuristic_us}, {"candidates", ch.candidates}});
+  }
+#endif
 
   if (r.count("profile")) {
     using namespace torch::autograd::profiler;

@@ -52,9 +52,10 @@
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
 #   overlap instead of build, one call (OVERLAP_DEADLINE=560, timeout 590; carry .whl with nvidia-cutlass): phase changes as
-#          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch) and the 3xTF32 products: the
-#          tests, H.1 in full twice with the defaults and twice with train.graph_epoch, tf32x3's A/B and H.1 in
-#          full, kernels.cuda_mlp_streams' A/B, FNN-800's step on the cuBLAS route and tf32x3, 100 chains,
+#          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch), the cuBLASLt products with
+#          measured split-K (cublaslt) and the 3xTF32 ones: the tests, H.1 in full twice with the defaults and
+#          twice with train.graph_epoch, the step's A/B of auto / cublaslt / tf32x3 and H.1 in full with each,
+#          kernels.cuda_mlp_streams' A/B, FNN-800's step on the cuBLAS route, cublaslt and tf32x3, 100 chains,
 #          kernels.cuda_act's A/B, bench_epoch (both), peers
 #   verify instead of build: builds test_mlp_fused, bench_step and sgmcmc, runs the test, then H.1 in full
 #          (graph-replayed) with the default kernels
@@ -523,10 +524,10 @@ stage_auto() {
 # PhaseClock's CUDA test, the kernels.cuda_act test, H.1 in full twice with the defaults (compare its phases
 # with bench/results/gpu-h100-2026-11-26c: 7.70-7.91 s, evaluations 0.77-0.82 s, samples 0.54-0.55 s,
 # Gibbs 0.24-0.27 s, another machine) interleaved with H.1 in full under train.graph_epoch (the sample's,
-# the evaluation's and the Gibbs step's device work replayed as CUDA graphs), the H.1 step's A/B of tf32x3
-# against cuBLAS and H.1 in full with it, the step's A/B of kernels.cuda_mlp_streams, H.1 in full with every
-# new setting at once, FNN-800's step on auto / cublas / tf32x3, 100 chains on ATen, the cuBLAS route and
-# tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path, bench_epoch with and without
+# the evaluation's and the Gibbs step's device work replayed as CUDA graphs), the H.1 step's A/B of cublaslt
+# (cuBLASLt, split-K measured per shape) and tf32x3 against cuBLAS and H.1 in full with each, the step's A/B
+# of kernels.cuda_mlp_streams, H.1 in full with every new setting at once, FNN-800's step on auto / cublas /
+# cublaslt / tf32x3, 100 chains on ATen, the cuBLAS route, cublaslt and tf32x3, the H.1 step's A/B of kernels.cuda_act on ATen's path, bench_epoch with and without
 # train.graph_epoch, the peers' H.1 rows; each part behind its deadline, in order of what the issues need.
 # The H.1 step's A/B (bench_step, graph-replayed, two rounds of 5 × 500 steps): --set KEY=VALUE for each VALUE,
 # after EXTRA (more --set options), into JSON; stops at DEADLINE.
@@ -539,7 +540,7 @@ h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
       # shellcheck disable=SC2086
       timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda $extra \
         --set "$key=$v" --threads 16 --rounds 5 --steps 500 --graph --label "mlp_h1_${key##*.}_${v}_graph" \
-        --json "$json" 2>&1 | grep -E "rror"
+        --json "$json" 2>&1 | grep -E "rror|  cublaslt "
     done
   done
   [ -f "$json" ] && step_table "$json"
@@ -560,19 +561,30 @@ stage_overlap() {
       H1_TAG=_graph_epoch$r stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  # the cuBLAS route's two products as 3xTF32 (kernels.cuda_mlp_gemm: tf32x3) against cuBLAS (auto)
-  h1_step_ab $((dl - 145)) "$L/tf32x3.jsonl" "" kernels.cuda_mlp_gemm auto tf32x3
+  # the cuBLAS route's two products on cuBLASLt, kernel and split-K measured per shape (cublaslt; bench_step
+  # prints each shape's choice against cuBLASLt's heuristic), and as 3xTF32 (tf32x3), against cuBLAS (auto)
+  h1_step_ab $((dl - 145)) "$L/tf32x3.jsonl" "" kernels.cuda_mlp_gemm auto cublaslt tf32x3
+  left $((dl - 140)) "H.1 in full, cublaslt" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=cublaslt" H1_TAG=_cublaslt stage_h1
   left $((dl - 140)) "H.1 in full, tf32x3" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=tf32x3" H1_TAG=_tf32x3 stage_h1
   # the route's launches on a second stream beside its ∇W products (kernels.cuda_mlp_streams)
   h1_step_ab $((dl - 140)) "$L/streams.jsonl" "" kernels.cuda_mlp_streams 1 2
-  # everything new at once: the headline if each part holds
+  # everything new at once, with the GEMM choice whose median step was the fastest in the A/B above: the
+  # headline if each part holds
+  local fastest
+  fastest=$(python3 -c "import json, sys, statistics as st
+best = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line); v = r['label'].split('_gemm_')[-1].rsplit('_', 1)[0]
+    best.setdefault(v, []).append(r['step_median'])
+print(max(best, key=lambda v: st.median(best[v])))" "$L/tf32x3.jsonl" 2>/dev/null || echo tf32x3)
+  echo "H.1's fastest GEMM choice in the A/B: $fastest"
   left $((dl - 130)) "H.1 in full, all new" && H1_GRAPHS=true H1_TAG=_all_new H1_SETS="--set train.graph_epoch=true \
-    --set kernels.cuda_mlp_gemm=tf32x3 --set kernels.cuda_mlp_streams=2" stage_h1
+    --set kernels.cuda_mlp_gemm=$fastest --set kernels.cuda_mlp_streams=2" stage_h1
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # FNN-800 (two hidden layers) on the cuBLAS route and as 3xTF32, against auto (pipelined)
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
   for r in 1 2; do
-    for v in auto cublas tf32x3; do
+    for v in auto cublas cublaslt tf32x3; do
       left $((dl - 130)) "FNN-800 step A/B" || break 2
       # shellcheck disable=SC2086
       timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
@@ -585,7 +597,7 @@ stage_overlap() {
   # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
   left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
-  for v in aten cublas tf32x3; do
+  for v in aten cublas cublaslt tf32x3; do
     left $((dl - 120)) "100 chains, $v" || break
     timeout 25 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
       --set train.graph=true --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \

@@ -4,12 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#if defined(SGMCMC_WITH_CUDA)
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
 #include "compat.h"
 #include "core/kernel_settings.h"
+#include "kernels/gemm_lt.h"
 #include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_fused.h"
 #include "models/mlp.h"
@@ -87,8 +95,14 @@ double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
 // float64 1e-12.
 double tolerance(torch::Dtype dt) { return dt == torch::kFloat64 ? 1e-12 : 2e-5; }
 
-
 #if defined(SGMCMC_WITH_CUDA)
+// kernels.cuda_mlp_gemm's text for a choice (the config's own spelling)
+std::string gemm_name(KernelSettings::MlpGemm gemm) {
+  KernelSettings k;
+  k.cuda_mlp_gemm = gemm;
+  return k.to_map().at("cuda_mlp_gemm");
+}
+
 // The fused pass on the GPU model `m` against the reference on its CPU copy `mc` (the same parameters), from
 // the same random .grad, overwriting and accumulating, for both tile edges (one scratch: its buffers regrow,
 // its counters stay at 0); overwriting twice gives the same bits (fixed summation order, counters reset).
@@ -108,15 +122,10 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   };
   for (auto [tile, gemm, streams] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
                                      Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
-                                     Variant{32, Gemm::kTf32x3, 2}})
+                                     Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) +
-                   (gemm == Gemm::kPipelined ? " pipelined"
-                    : gemm == Gemm::kCublas  ? " cublas"
-                    : gemm == Gemm::kTf32x3  ? " tf32x3"
-                                             : " tiled") +
-                   ", streams " + std::to_string(streams) + ", blocks per SM " + std::to_string(per_sm));
+      SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) + ", blocks per SM " + std::to_string(per_sm));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
@@ -328,7 +337,8 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
   const torch::Device dev(torch::kCUDA);
   // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_l by cuBLAS, then λ_W W_l added alone; on
   // two streams λ_W W_l stored first, beside the forward pass, and the products added onto it)
-  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kTf32x3})
+  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kCublasLt,
+                    KernelSettings::MlpGemm::kTf32x3})
   for (int streams : {1, 2})
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
     if (streams == 2 && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only
@@ -341,11 +351,7 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
     auto all = cases(false);
     all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
     for (const auto& c : all) {
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32") +
-                   (gemm == KernelSettings::MlpGemm::kCublas   ? ", cublas"
-                    : gemm == KernelSettings::MlpGemm::kTf32x3 ? ", tf32x3"
-                                                               : ", tiled") +
-                   ", streams " + std::to_string(streams));
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) + ", streams " + std::to_string(streams));
       auto [m, batch] = build(c, dt, dev, 8);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
       const auto act = kernels::activation_from_name(c.activation);
@@ -480,6 +486,44 @@ TEST(MlpFused, CudaChainsEqualsReference) {
 #endif
 }
 
+#if defined(SGMCMC_WITH_CUDA)
+namespace {
+// A float32 product's error against float64: the max over the elements of |c − (c0 +) a·b| − bound, with
+// bound = (k·2^-24 + 2^-20)·Σ_k |a_ik||b_kj| (k roundings of the sum, in any order or split, plus slack),
+// plus 2^-23·(|c0| + |result|) for the accumulating add; a·b and the bound in float64 (2-D or per chain).
+double bound_excess(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c0, const torch::Tensor& c,
+                    bool accumulate) {
+  const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64), c064 = c0.to(torch::kFloat64);
+  auto want = a64.matmul(b64);
+  const double k = static_cast<double>(a.size(-1));
+  auto bound = (k * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().matmul(b64.abs());
+  if (accumulate) {
+    want += c064;
+    bound += std::ldexp(1.0, -23) * (c064.abs() + want.abs());
+  }
+  return ((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>();
+}
+
+// App. H.1's two products for 3 chains at once (row × column-major, column × row-major), overwriting and
+// accumulating, through `product`, against each chain's float64 product within bound_excess's bound.
+void expect_chains_within_bound(
+    const torch::TensorOptions& opts,
+    const std::function<bool(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool)>& product) {
+  const auto xs = torch::randn({3, 500, 784}, opts), ws = torch::randn({3, 100, 784}, opts),
+             gs = torch::randn({3, 500, 100}, opts);
+  for (const auto& [a, b] : std::vector<std::pair<torch::Tensor, torch::Tensor>>{{xs, ws.transpose(1, 2)},
+                                                                                 {gs.transpose(1, 2), xs}})
+    for (bool accumulate : {false, true}) {
+      SCOPED_TRACE(std::string("chains") + (accumulate ? ", accumulating" : ""));
+      const auto c0 = torch::randn({3, a.size(1), b.size(2)}, opts);
+      auto c = c0.clone();
+      ASSERT_TRUE(product(a, b, c, accumulate));
+      EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
+    }
+}
+}  // namespace
+#endif
+
 // 3xTF32 products (kernels/gemm_tf32x3.h) against float64, within the header's bound
 // (k·2^-24 + 2^-20)·Σ_k |a_ik||b_kj|, plus 2^-23·(|c| + |result|) for the accumulating add: App. H.1's
 // two products (x·W_0ᵀ: row × column-major; g_1ᵀ·x: column × row-major) and a row × row one, overwriting
@@ -496,19 +540,6 @@ TEST(GemmTf32x3, CudaWithinItsBound) {
   const auto x = torch::randn({500, 784}, opts), w = torch::randn({100, 784}, opts), g = torch::randn({500, 100}, opts);
   const auto w_rows = torch::randn({784, 100}, opts);
   const std::vector<std::pair<torch::Tensor, torch::Tensor>> products = {{x, w.t()}, {g.t(), x}, {x, w_rows}};
-  // max over the elements of |c − (c0 +) a·b| − bound, a·b and the bound in float64 (2-D or per chain)
-  const auto bound_excess = [](const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c0,
-                               const torch::Tensor& c, bool accumulate) {
-    const auto a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64), c064 = c0.to(torch::kFloat64);
-    auto want = a64.matmul(b64);
-    const double k = static_cast<double>(a.size(-1));
-    auto bound = (k * std::ldexp(1.0, -24) + std::ldexp(1.0, -20)) * a64.abs().matmul(b64.abs());
-    if (accumulate) {
-      want += c064;
-      bound += std::ldexp(1.0, -23) * (c064.abs() + want.abs());
-    }
-    return ((c.to(torch::kFloat64) - want).abs() - bound).max().item<double>();
-  };
   for (size_t p = 0; p < products.size(); ++p)
     for (bool accumulate : {false, true})
       for (int split : {0, 1, 3}) {
@@ -520,21 +551,102 @@ TEST(GemmTf32x3, CudaWithinItsBound) {
         ASSERT_TRUE(kernels::gemm_tf32x3(a, b, c, accumulate, split));
         EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
       }
-  // chains: App. H.1's two products for 3 chains at once, against each chain's float64 product
-  const auto xs = torch::randn({3, 500, 784}, opts), ws = torch::randn({3, 100, 784}, opts),
-             gs = torch::randn({3, 500, 100}, opts);
-  for (const auto& [a, b] : std::vector<std::pair<torch::Tensor, torch::Tensor>>{{xs, ws.transpose(1, 2)},
-                                                                                 {gs.transpose(1, 2), xs}})
-    for (bool accumulate : {false, true}) {
-      SCOPED_TRACE(std::string("chains") + (accumulate ? ", accumulating" : ""));
-      const auto c0 = torch::randn({3, a.size(1), b.size(2)}, opts);
-      auto c = c0.clone();
-      ASSERT_TRUE(kernels::gemm_tf32x3_batched(a, b, c, accumulate));
-      EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
-    }
+  // chains: App. H.1's two products for 3 chains at once
+  expect_chains_within_bound(opts, kernels::gemm_tf32x3_batched);
   auto odd = torch::randn({500, 50}, opts), c = torch::zeros({500, 100}, opts);  // k = 50: not a multiple of 4
   EXPECT_FALSE(kernels::gemm_tf32x3(odd, torch::randn({50, 100}, opts), c, false));
   EXPECT_TRUE(torch::equal(c, torch::zeros_like(c)));
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
+// cuBLASLt products with the kernel chosen by measurement (kernels/gemm_lt.h) against float64, within
+// float32's bound (bound_excess: TF32, ~2^-11 a product, is ~10× over it at k = 784), with TF32 off:
+// App. H.1's two products (row × column-major, column × row-major), row × row and column × column,
+// overwriting and accumulating, and the first two for 3 chains at once. A shape's second call repeats the
+// first's bits (its choice is kept); a graph capture of a measured shape replays to the eager bits, and a
+// shape first seen during capture is declined (measuring synchronises). The choice recorded per shape is
+// at most cuBLASLt's first heuristic's time (that one is among the candidates).
+TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  if (!kernels::gemm_lt_built()) GTEST_SKIP() << "a build without cuBLASLt (CUDA::cublasLt not found)";
+  const torch::Device dev(torch::kCUDA);
+  const bool tf32 = at::globalContext().allowTF32CuBLAS();
+  at::globalContext().setAllowTF32CuBLAS(false);
+  torch::manual_seed(12);
+  const auto opts = torch::TensorOptions().device(dev);
+  const auto x = torch::randn({500, 784}, opts), w = torch::randn({100, 784}, opts), g = torch::randn({500, 100}, opts);
+  const auto w_rows = torch::randn({784, 100}, opts), x_cols = torch::randn({784, 500}, opts);
+  const std::vector<std::pair<torch::Tensor, torch::Tensor>> products = {
+      {x, w.t()}, {g.t(), x}, {x, w_rows}, {x_cols.t(), w.t()}};
+  for (size_t p = 0; p < products.size(); ++p)
+    for (bool accumulate : {false, true}) {
+      SCOPED_TRACE("product " + std::to_string(p) + (accumulate ? ", accumulating" : ""));
+      const auto& [a, b] = products[p];
+      const auto c0 = torch::randn({a.size(0), b.size(1)}, opts);
+      auto c = c0.clone(), again = c0.clone();
+      ASSERT_TRUE(kernels::gemm_lt(a, b, c, accumulate));
+      EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
+      ASSERT_TRUE(kernels::gemm_lt(a, b, again, accumulate));
+      EXPECT_TRUE(torch::equal(again, c));
+    }
+  {  // an output whose leading dimension exceeds its width (a view of a wider matrix): the rest untouched
+    auto wide = torch::zeros({500, 128}, opts);
+    auto c = wide.narrow(1, 0, 100);
+    ASSERT_TRUE(kernels::gemm_lt(x, w.t(), c, false));
+    EXPECT_LE(bound_excess(x, w.t(), torch::zeros({500, 100}, opts), c, false), 0.0);
+    EXPECT_TRUE(torch::equal(wide.narrow(1, 100, 28), torch::zeros({500, 28}, opts)));
+  }
+  expect_chains_within_bound(opts, kernels::gemm_lt);
+  const auto choices = kernels::gemm_lt_choices();
+  EXPECT_GE(choices.size(), products.size() * 2 + 4);
+  for (const auto& ch : choices) {
+    SCOPED_TRACE(ch.shape + ": " + ch.kernel);
+    EXPECT_GE(ch.candidates, 1);
+    EXPECT_GT(ch.us, 0.0);
+    EXPECT_LE(ch.us, ch.heuristic_us);
+  }
+  // a capture on a side stream: the measured shape is captured and replays to its eager bits; a new shape
+  // (k = 392) is declined there and its output left as it was
+  {
+    const auto& [a, b] = products[0];
+    auto eager = torch::zeros({a.size(0), b.size(1)}, opts), captured = torch::zeros_like(eager);
+    ASSERT_TRUE(kernels::gemm_lt(a, b, eager, false));
+    const auto a_new = x.narrow(1, 0, 392), b_new = w.narrow(1, 0, 392).t();
+    auto untouched = torch::zeros({500, 100}, opts);
+    bool captured_ok = false, new_ok = true;
+    at::cuda::CUDAGraph graph;
+    const auto main = c10::cuda::getCurrentCUDAStream(), side = c10::cuda::getStreamFromPool();
+    at::cuda::CUDAEvent queued, done;
+    queued.record(main);
+    queued.block(side);
+    {
+      const c10::cuda::CUDAStreamGuard guard(side);
+      // the side stream's workspace comes with a first eager call on it
+      ASSERT_TRUE(kernels::gemm_lt(a, b, captured, false));
+      graph.capture_begin();
+      captured_ok = kernels::gemm_lt(a, b, captured, false);
+      new_ok = kernels::gemm_lt(a_new, b_new, untouched, false);
+      graph.capture_end();
+    }
+    done.record(side);
+    done.block(main);
+    EXPECT_TRUE(captured_ok);
+    EXPECT_FALSE(new_ok);
+    captured.zero_();
+    graph.replay();
+    torch::cuda::synchronize();
+    EXPECT_TRUE(torch::equal(captured, eager));
+    EXPECT_TRUE(torch::equal(untouched, torch::zeros_like(untouched)));
+  }
+  // what it does not take: float64, a column-major output
+  auto c64 = torch::zeros({500, 100}, opts.dtype(torch::kFloat64));
+  EXPECT_FALSE(kernels::gemm_lt(x.to(torch::kFloat64), w.t().to(torch::kFloat64), c64, false));
+  auto c_cols = torch::zeros({100, 500}, opts).t();
+  EXPECT_FALSE(kernels::gemm_lt(x, w.t(), c_cols, false));
+  at::globalContext().setAllowTF32CuBLAS(tf32);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

@@ -22,11 +22,13 @@
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
 //     cuda_mlp_gemm: auto # auto (cublas for one chain and one hidden layer, pipelined for one chain otherwise,
-//                         # tiled for chains) | tiled | pipelined | cublas | tf32x3: the pass's GEMM kernel (pipelined: 4
-//                         # stages of asynchronous copies in flight, 4 × 4 outputs a thread; cublas: the
-//                         # hidden layers' products on cuBLAS, the rest in the pass's kernels (up to 4
-//                         # layers; measured for one hidden layer only); tf32x3: those products on tensor
-//                         # cores as 3xTF32, kernels/gemm_tf32x3.h, not yet run on a GPU)
+//                         # tiled for chains) | tiled | pipelined | cublas | cublaslt | tf32x3: the pass's GEMM
+//                         # kernel (pipelined: 4 stages of asynchronous copies in flight, 4 × 4 outputs a
+//                         # thread; cublas: the hidden layers' products on cuBLAS, the rest in the pass's
+//                         # kernels (up to 4 layers; measured for one hidden layer only); cublaslt: those
+//                         # products on cuBLASLt, its kernel and split-K measured per shape,
+//                         # kernels/gemm_lt.h; tf32x3: on tensor cores as 3xTF32, kernels/gemm_tf32x3.h;
+//                         # neither yet run on a GPU)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; not yet run on a GPU)
@@ -56,7 +58,7 @@ struct KernelSettings {
   int cuda_mlp_tile = 0;  // 0: auto
   int cuda_mlp_blocks_per_sm = 0;  // 0: auto
   int cuda_mlp_head_rows = 0;  // 0: auto
-  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kTf32x3 };
+  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kCublasLt, kTf32x3 };
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
   int cuda_mlp_streams = 0;  // 0: auto (1)
