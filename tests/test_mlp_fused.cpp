@@ -599,6 +599,26 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
     EXPECT_LE(bound_excess(x, w.t(), torch::zeros({500, 100}, opts), c, false), 0.0);
     EXPECT_TRUE(torch::equal(wide.narrow(1, 100, 28), torch::zeros({500, 28}, opts)));
   }
+  // operands off the allocator's 512-byte alignment, as a parameter's view into the flat buffer can be: a
+  // 16-byte offset must work (the heuristics are told each operand's alignment); at a 4-byte offset
+  // cuBLASLt may have no kernel, and then the product is declined and c left as it was
+  for (const int64_t offset : {4, 1}) {
+    SCOPED_TRACE("offset of " + std::to_string(offset) + " floats");
+    auto flat = torch::zeros({offset + 500 * 100}, opts);
+    auto c = flat.narrow(0, offset, 500 * 100).view({500, 100});
+    const auto x_flat = torch::randn({offset + 500 * 784}, opts);
+    const auto xo = x_flat.narrow(0, offset, 500 * 784).view({500, 784});
+    const bool done = kernels::gemm_lt(xo, w.t(), c, false);
+    if (offset == 4) {
+      ASSERT_TRUE(done);
+    }
+    if (done) {
+      EXPECT_LE(bound_excess(xo, w.t(), torch::zeros({500, 100}, opts), c, false), 0.0);
+    } else {
+      EXPECT_TRUE(torch::equal(c, torch::zeros_like(c)));
+    }
+    EXPECT_TRUE(torch::equal(flat.narrow(0, 0, offset), torch::zeros({offset}, opts)));
+  }
   expect_chains_within_bound(opts, kernels::gemm_lt);
   const auto choices = kernels::gemm_lt_choices();
   EXPECT_GE(choices.size(), products.size() * 2 + 4);

@@ -64,15 +64,20 @@ Orient orient(const torch::Tensor& t) {
   return Orient::kNone;
 }
 
-// the largest of 16, 8, 4 bytes dividing the address (cuBLASLt's kernels differ in what they need)
-int alignment(const void* p) {
+// The largest power of two up to 256 dividing the address. cuBLASLt's heuristics assume 256-byte aligned
+// operands unless told otherwise (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), and a parameter's view into
+// the flat buffer (samplers/flat_params.h) may start anywhere a float does.
+uint32_t alignment(const void* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
-  return v % 16 == 0 ? 16 : v % 8 == 0 ? 8 : 4;
+  uint32_t a = 256;
+  while (a > 4 && v % a != 0) a /= 2;
+  return a;
 }
 
-// device, C, m, n, k, a row?, b row?, lda, ldb, ldc, batch strides (a, b, c), accumulate, tf32, alignment
+// device, C, m, n, k, a row?, b row?, lda, ldb, ldc, batch strides (a, b, c), accumulate, tf32, and the
+// alignments of a, b and c
 using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, bool, bool, int>;
+                       int64_t, int64_t, bool, bool, uint32_t, uint32_t, uint32_t>;
 
 // One shape's descriptors and chosen kernel. cuBLASLt is column-major: the row-major c = a·b is
 // computed as cᵀ = bᵀ·aᵀ, i.e. cuBLASLt's A is b's memory, its B is a's, its D (= C) is c's.
@@ -189,6 +194,17 @@ void plan(Plan& p, cublasLtHandle_t h, const torch::Tensor& a, const torch::Tens
   const size_t ws_max = kWorkspaceBytes;
   need(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_max, sizeof ws_max),
         "MAX_WORKSPACE_BYTES");
+  // the operands' own alignments (cuBLASLt's A is b's memory, its B a's, C and D c's): the heuristics then
+  // return only kernels that work at them
+  const uint32_t align_lt_a = alignment(b.data_ptr()), align_lt_b = alignment(a.data_ptr()), align_c = alignment(c.data_ptr());
+  need(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_lt_a, sizeof align_lt_a),
+       "MIN_ALIGNMENT_A_BYTES");
+  need(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof align_lt_b),
+       "MIN_ALIGNMENT_B_BYTES");
+  need(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c),
+       "MIN_ALIGNMENT_C_BYTES");
+  need(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c),
+       "MIN_ALIGNMENT_D_BYTES");
   cublasLtMatmulHeuristicResult_t found[kHeuristics] = {};
   int returned = 0;
   const auto hs = cublasLtMatmulAlgoGetHeuristic(h, p.op, p.la, p.lb, p.lc, p.lc, pref, kHeuristics, found, &returned);
@@ -303,10 +319,10 @@ bool gemm_lt(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, b
   const bool batched = c.dim() == 3;
   const bool a_row = orient(a) == Orient::kRow, b_row = orient(b) == Orient::kRow;
   const auto ld = [](const torch::Tensor& t, bool row) { return row ? t.stride(-2) : t.stride(-1); };
-  const int align = std::min({alignment(a.data_ptr()), alignment(b.data_ptr()), alignment(c.data_ptr())});
+  const uint32_t align_a = alignment(a.data_ptr()), align_b = alignment(b.data_ptr()), align_c = alignment(c.data_ptr());
   const Key key{c.device().index(), batched ? c.size(0) : 1, a.size(-2), b.size(-1), a.size(-1), a_row, b_row,
                 ld(a, a_row), ld(b, b_row), c.stride(-2), batched ? a.stride(0) : 0, batched ? b.stride(0) : 0,
-                batched ? c.stride(0) : 0, accumulate, tf32, align};
+                batched ? c.stride(0) : 0, accumulate, tf32, align_a, align_b, align_c};
   State& s = state();
   const std::lock_guard<std::mutex> lock(s.mutex);
   const cublasLtHandle_t h = handle_for(s, c.device().index());
