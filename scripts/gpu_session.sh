@@ -370,12 +370,12 @@ stage_lean() {
 }
 # Nsight Compute at the GPU's own clocks over 200 kernels of a 5-epoch H.1 run past its warm-up (graph
 # replays, each node profiled alone), kernel by kernel: ncu_TAG.csv / .err and ncu_TAG_summary.txt.
-ncu_h1() {  # TAG TIMEOUT [--set ...]
+ncu_h1() {  # TAG TIMEOUT [--set ...]; NCU_SKIP (default 3000) launches before the 200 profiled, NCU_EPOCHS (5)
   local tag=$1 limit=$2; shift 2
   local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  timeout "$limit" "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 200 \
+  timeout "$limit" "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip "${NCU_SKIP:-3000}" --launch-count 200 \
     --csv --print-units base $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda \
-    "$@" --set train.epochs=5 --set train.burn_in=1 --out /tmp/prof_$tag --overwrite -q > "$L/ncu_$tag.csv" 2> "$L/ncu_$tag.err"
+    "$@" --set train.epochs="${NCU_EPOCHS:-5}" --set train.burn_in=1 --out /tmp/prof_$tag --overwrite -q > "$L/ncu_$tag.csv" 2> "$L/ncu_$tag.err"
   echo "ncu sgmcmc $tag rc=$?"; python3 scripts/ncu_summary.py "$L/ncu_$tag.csv" 2>&1 | tee "$L/ncu_${tag}_summary.txt"
 }
 # A second call after lean, on a fresh machine (FOLLOWUP_DEADLINE seconds, default 400): builds
@@ -594,8 +594,13 @@ print(max(best, key=lambda v: st.median(best[v])))" "$L/tf32x3.jsonl" 2>/dev/nul
   done
   [ -f "$L/fnn800_gemm.jsonl" ] && step_table "$L/fnn800_gemm.jsonl"
   h1_step_ab $((dl - 140)) "$L/streams_tf32x3.jsonl" "--set kernels.cuda_mlp_gemm=tf32x3" kernels.cuda_mlp_streams 1 2
-  # which kernels the tf32x3 step runs (CUTLASS's, or cuBLAS's where gemm_tf32x3 declined) and their times
-  left $((dl - 130)) "ncu tf32x3" && ncu_h1 tf32x3 40 --set kernels.cuda_mlp_gemm=tf32x3
+  # which kernels the fastest GEMM choice's step runs (cuBLASLt's chosen ones, CUTLASS's, or cuBLAS's where a
+  # product was declined) and their times
+  # (cublaslt times ~1,300 launches a product shape at its first step: the profile starts past them)
+  local skip=3000 epochs=5
+  [ "$fastest" = cublaslt ] && skip=6000 epochs=10
+  left $((dl - 130)) "ncu $fastest" && NCU_SKIP=$skip NCU_EPOCHS=$epochs ncu_h1 "$fastest" 40 \
+    --set kernels.cuda_mlp_gemm="$fastest"
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
   for v in aten cublas cublaslt tf32x3; do
     left $((dl - 120)) "100 chains, $v" || break
