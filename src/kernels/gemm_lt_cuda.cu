@@ -124,29 +124,26 @@ void* workspace_for(State& s, cudaStream_t stream, bool capturing, const torch::
   return p;
 }
 
-std::string algo_text(const cublasLtMatmulAlgo_t& algo) {
-  int32_t id = 0, split = 1;
-  uint32_t tile = 0, scheme = 0;
+// One of an algorithm's configuration attributes (CUBLASLT_ALGO_CONFIG_*), `fallback` if unreadable.
+template <typename T>
+T config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T fallback) {
+  T v = fallback;
   size_t w = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w);
+  return ok(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &w)) ? v : fallback;
+}
+
+std::string algo_text(const cublasLtMatmulAlgo_t& algo) {
+  const int32_t split = config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1);
+  const uint32_t scheme = config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, 0);
   std::ostringstream o;
-  o << "algo " << id << ", tile " << tile << ", split-K " << split;
+  o << "algo " << config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID, 0) << ", tile "
+    << config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, 0) << ", split-K " << split;
   if (split > 1)
     o << (scheme == CUBLASLT_REDUCTION_SCHEME_INPLACE         ? " in place"
           : scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE  ? " in the workspace"
           : scheme == CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE   ? " in the workspace (output type)"
                                                               : " (reduction scheme unset)");
   return o.str();
-}
-
-int split_of(const cublasLtMatmulAlgo_t& algo) {
-  int32_t split = 1;
-  size_t w = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &w);
-  return split;
 }
 
 struct Operands {
@@ -288,7 +285,8 @@ void plan(Plan& p, cublasLtHandle_t h, const torch::Tensor& a, const torch::Tens
   if (batched) shape << batch << "×";
   shape << m << "×" << n << "×" << k << ", a " << (a_row ? "row" : "col") << ", b " << (b_row ? "row" : "col")
         << (accumulate ? ", accumulating" : "") << (tf32 ? ", tf32" : "");
-  p.choice = GemmLtChoice{shape.str(), algo_text(p.algo), split_of(p.algo), static_cast<int>(cands.size()), best, first};
+  p.choice = GemmLtChoice{shape.str(), algo_text(p.algo), config<int32_t>(p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1),
+                          static_cast<int>(cands.size()), best, first};
 }
 
 bool applies(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
