@@ -51,6 +51,9 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
+#   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
+#          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
+#          Nsight Compute over the default step, H.1 in full with cublaslt, the peers' H.1 rows
 #   overlap instead of build, one call (OVERLAP_DEADLINE=560, timeout 590; carry .whl with nvidia-cutlass): phase changes as
 #          CUDA events, the per-epoch phases as CUDA graphs (train.graph_epoch), the cuBLASLt products with
 #          measured split-K (cublaslt) and the 3xTF32 ones: the tests, H.1 in full twice with the defaults and
@@ -621,6 +624,39 @@ print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])
   left $((dl - 125)) "epoch, graph_epoch" && EPOCH_SETS="--set train.graph_epoch=true" EPOCH_TAG=_graph_epoch stage_epoch
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 110)) "peers" && PEERS_TIMEOUT=$((dl - 40 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
+    --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+}
+# The defaults after the overlap stage's measurements, one call on a fresh machine (DEFAULTS_DEADLINE seconds,
+# default 360): the gather kernel's test (16-byte vectors a thread), the graph and fused-pass tests
+# (train.graph_epoch: auto, the cuBLAS route for FNN-800), H.1 in full twice with the defaults (against
+# the overlap stage's 6.23-6.36 s, graph_epoch 5.98-6.08 s), the H.1 and FNN-800 steps with the defaults
+# (49.3-49.8 and 131.5-132.3 us before), Nsight Compute over the default step (the gather was 5.18 us),
+# then H.1 in full with cublaslt and the peers' H.1 rows.
+stage_defaults() {
+  local dl=${DEFAULTS_DEADLINE:-360} r
+  build_targets test_gather_rows test_graph test_mlp_fused bench_step sgmcmc || return 1
+  run_gtest test_gather_rows 60 "GatherRows.Cuda*"
+  run_gtest test_graph 150 "Graph.CopyAsyncEqualsCopy:Graph.CudaReplayReproducesEagerRun:Graph.CudaEpochGraphsReproduceEagerPhases"
+  run_gtest test_mlp_fused 200
+  for r in 1 2; do
+    left $((dl - 120)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
+  done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  for r in 1 2; do
+    left $((dl - 100)) "steps" || break
+    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --rounds 5 --steps 500 --graph --label "mlp_h1_defaults_graph" --json "$L/defaults.jsonl" 2>&1 | grep -E "rror"
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --rounds 5 --steps 500 --graph --label "fnn800_defaults_graph" --json "$L/defaults.jsonl" 2>&1 | grep -E "rror"
+  done
+  [ -f "$L/defaults.jsonl" ] && step_table "$L/defaults.jsonl"
+  left $((dl - 90)) "ncu defaults" && ncu_h1 defaults 40
+  left $((dl - 80)) "H.1 in full, cublaslt" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=cublaslt" \
+    H1_TAG=_cublaslt stage_h1
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 70)) "peers" && PEERS_TIMEOUT=$((dl - 5 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time

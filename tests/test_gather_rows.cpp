@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <utility>
 
@@ -156,7 +157,8 @@ TEST(ByteRows, WidenedTensorsAreTakenUntilWritten) {
 }
 
 // On a GPU: the images' and labels' gather in one kernel equals index_select bit for bit, reuses its
-// outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words.
+// outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words; rows that are
+// not whole aligned 16-byte vectors (copied word by word) too.
 TEST(GatherRows, CudaPairEqualsIndexSelect) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!sgmcmc::compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
@@ -172,6 +174,28 @@ TEST(GatherRows, CudaPairEqualsIndexSelect) {
     const void* kept = xo.data_ptr();
     ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x, yo, y, idx));
     EXPECT_EQ(xo.data_ptr(), kept);
+  }
+  // the word-by-word copy: rows of 5 words (not whole 16-byte vectors), and rows of 4 words at an address
+  // 4 bytes past a 16-byte boundary; narrow rows share a block
+  const auto f32 = torch::TensorOptions().device(dev);
+  const auto odd = torch::rand({1000, 5}, f32);
+  const auto shifted = torch::rand({4001}, f32).narrow(0, 1, 4000).view({1000, 4});
+  ASSERT_NE(reinterpret_cast<uintptr_t>(shifted.data_ptr()) % 16, 0u);
+  for (const auto& a : {odd, shifted}) {
+    auto idx = torch::randint(0, 1000, {300}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+    torch::Tensor ao, yo;
+    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(ao, a, yo, y, idx));
+    EXPECT_TRUE(torch::equal(ao, a.index_select(0, idx))) << a.sizes();
+    EXPECT_TRUE(torch::equal(yo, y.index_select(0, idx))) << a.sizes();
+  }
+  // labels wider than the images' vectors (the b loop the longer one), and more rows than one grid holds
+  {
+    const auto wide = torch::randint(0, 1000, {1000, 300}, torch::TensorOptions().dtype(torch::kInt32).device(dev));
+    auto idx = torch::randint(0, 1000, {70000}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+    torch::Tensor ao, bo;
+    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(ao, odd, bo, wide, idx));
+    EXPECT_TRUE(torch::equal(ao, odd.index_select(0, idx)));
+    EXPECT_TRUE(torch::equal(bo, wide.index_select(0, idx)));
   }
   torch::Tensor xo, yo;
   auto bytes = torch::zeros({1000, 3}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));

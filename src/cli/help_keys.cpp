@@ -55,8 +55,9 @@ const std::map<std::string, std::string>& meanings() {
       {"train.tf32", "TF32 matrix products on CUDA"},
       {"train.flush_denormal", "CPU: denormal floats flushed to zero (true; false keeps IEEE gradual underflow)"},
       {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
-      {"train.graph_epoch", "capture a classification run's per-epoch phases (a sample's predictions, an evaluation's "
-                            "metrics) as CUDA graphs (default false)"},
+      {"train.graph_epoch", "auto | true | false: capture a run's per-epoch phases (a classification run's sample "
+                            "predictions and evaluation metrics, the Gibbs step) as CUDA graphs (auto: where the step "
+                            "is captured)"},
       {"train.backward", "auto: the model's own backward pass where it has one | autograd"},
       {"train.require_healthy", "exit 4 when the final predictive is worse than the trivial one (false: warn)"},
       {"output.dir", "run directory (--out overrides)"},
@@ -83,7 +84,7 @@ const std::map<std::string, std::string>& meanings() {
       {"kernels.cuda_mlp_prior", "fused: the prior's λθ in the fused MLP pass's weight-gradient epilogue | aten"},
       {"kernels.cuda_mlp_tile", "auto (32) | 32 | 64: the fused MLP pass's GEMM tile edge (A/B)"},
       {"kernels.cuda_mlp_blocks_per_sm", "auto (2) | 1 | 2 | 4 | 8 | 16: blocks per SM the fused MLP pass's split-K aims at (A/B)"},
-      {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3: the fused MLP pass's GEMM kernel (auto: cublas for one chain and one hidden layer, pipelined for one chain otherwise, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS)"},
+      {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3: the fused MLP pass's GEMM kernel (auto: cublas for one chain up to 4 layers, pipelined for one chain beyond, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS)"},
       {"kernels.cuda_mlp_streams", "auto (1) | 1 | 2: the fused MLP pass's cuBLAS route with its launches that do not wait for the hidden layers' weight-gradient products on a second stream (A/B)"},
       {"kernels.cuda_mlp_head_rows", "auto (1) | 1 | 2 | 4 | 8: rows per block of the fused MLP pass's output-layer kernel (A/B)"},
       {"kernels.cuda_mlp", "auto | fused | aten: the MLP's forward + backward in 2 + depth CUDA kernels (classification; auto: layers of in*out <= 640000)"},

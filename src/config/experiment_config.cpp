@@ -365,7 +365,8 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.flush_denormal = t.get_bool("flush_denormal", true);
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
-  train.graph_epoch = t.get_bool("graph_epoch", false);
+  train.graph_epoch_auto = t.get_string("graph_epoch", "auto") == "auto";
+  train.graph_epoch = train.graph_epoch_auto ? false : t.get_bool("graph_epoch", false);
   train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});
   train.require_healthy = t.get_bool("require_healthy", true);
 }

@@ -79,9 +79,11 @@ struct TrainConfig {
   bool graph = false;              // capture the whole step once and replay it (CUDA graph; see StepGraph)
   bool graph_auto = true;          // train.graph: auto (the default): decided by make_run_setup
                                    // (resolve_train_graph); true / false set `graph` and clear this
-  // The per-epoch phases of a classification run, a sample's predictions and an evaluation's metrics,
-  // captured as CUDA graphs and replayed (train/phase_graph.h); the same values either way.
+  // The per-epoch phases of a run (a classification run's sample predictions and evaluation metrics,
+  // the Gibbs step) captured as CUDA graphs and replayed (train/phase_graph.h); the same values either
+  // way. auto (the default): wherever the step is captured (train.graph, resolved).
   bool graph_epoch = false;
+  bool graph_epoch_auto = true;    // train.graph_epoch: auto; true / false set graph_epoch and clear this
   // A run whose final predictive is worse than the trivial one exits with code 4 (train/health.h);
   // false: it warns and exits 0 (smoke tests of a pipeline, equivalence tests of a few steps).
   bool require_healthy = true;

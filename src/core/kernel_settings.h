@@ -14,24 +14,24 @@
 //     cuda_gemm: route    # route: float32 products around two slow cuBLAS shapes | aten
 //     cuda_loss: fused    # fused: softmax + cross-entropy + gradient in one CUDA kernel | aten
 //     cuda_bpmf: fused    # fused: BPMF's gradient in one CUDA kernel | aten
-//     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (not yet run on a GPU)
+//     cuda_act: aten      # aten | fused: the MLP's bias + activation kernels (fused measured slower)
 //     cuda_gather: fused  # fused: the minibatch's images and labels in one CUDA kernel | aten
 //     cuda_mlp: auto      # auto: the MLP's forward + backward in 2 + depth kernels where measured faster
 //                         # (every layer's in·out ≤ 640,000) | fused: wherever it applies | aten
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
-//     cuda_mlp_gemm: auto # auto (cublas for one chain and one hidden layer, pipelined for one chain otherwise,
+//     cuda_mlp_gemm: auto # auto (cublas for one chain up to 4 layers, pipelined for one chain beyond,
 //                         # tiled for chains) | tiled | pipelined | cublas | cublaslt | tf32x3: the pass's GEMM
 //                         # kernel (pipelined: 4 stages of asynchronous copies in flight, 4 × 4 outputs a
 //                         # thread; cublas: the hidden layers' products on cuBLAS, the rest in the pass's
-//                         # kernels (up to 4 layers; measured for one hidden layer only); cublaslt: those
-//                         # products on cuBLASLt, its kernel and split-K measured per shape,
-//                         # kernels/gemm_lt.h; tf32x3: on tensor cores as 3xTF32, kernels/gemm_tf32x3.h;
-//                         # neither yet run on a GPU)
+//                         # kernels (up to 4 layers); cublaslt: those products on cuBLASLt, its kernel and
+//                         # split-K measured per shape, kernels/gemm_lt.h (a step 2–4 % faster than cublas,
+//                         # the first step ~0.1 s slower); tf32x3: on tensor cores as 3xTF32,
+//                         # kernels/gemm_tf32x3.h (slower than cublas at H.1's and FNN-800's shapes))
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
-//                         # layers' ∇W products on a second stream beside them (A/B; not yet run on a GPU)
+//                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
 #pragma once
 
 #include <map>

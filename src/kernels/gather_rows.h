@@ -26,8 +26,9 @@ void gather_widen_rows_out(torch::Tensor& out, const torch::Tensor& src, const t
 // Contiguous CUDA `a`, `b` on one device whose rows are whole 4-byte words, 1-D int64 `idx` there; the
 // outputs are reused when they already have the right shape, dtype and device (stable addresses for a
 // captured CUDA graph). An index outside [0, rows) is a device-side assert. Returns false (nothing done)
-// where that does not apply: the caller takes index_select. Off by default until a GPU run has checked
-// it (kernels.cuda_gather: fused). Defined in CUDA builds only.
+// where that does not apply: the caller takes index_select (kernels.cuda_gather: aten always does).
+// Rows of whole 16-byte vectors at 16-byte aligned addresses are copied a vector a thread, others a word
+// a thread. Defined in CUDA builds only.
 bool gather_rows_pair_cuda(torch::Tensor& a_out, const torch::Tensor& a, torch::Tensor& b_out, const torch::Tensor& b,
                            const torch::Tensor& idx);
 

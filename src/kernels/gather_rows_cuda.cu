@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gather_rows.h"
 
@@ -13,21 +14,24 @@ namespace sgmcmc::kernels {
 
 namespace {
 
-// Thread i copies word i of the n·(wa + wb) output words: first a's rows (wa words each), then b's.
+// Block row y of the grid copies minibatch row r = blockIdx.x · blockDim.y + threadIdx.y: its index is
+// read once and its a-row copied in V-word vectors (V = 4: 16-byte loads and stores, where a's rows are
+// whole vectors and both pointers 16-byte aligned), then its b-row word by word. A row to a block row:
+// every load of a row is in flight at once behind its one dependent read of idx, and no thread divides
+// by the row width (a thread per output word does, per word, in 64 bits).
+template <int V>
 __global__ void gather_pair_kernel(uint32_t* a_out, const uint32_t* a, int64_t wa, uint32_t* b_out, const uint32_t* b,
                                    int64_t wb, const int64_t* idx, int64_t n, int64_t rows) {
-  const int64_t total_a = n * wa, total = total_a + n * wb;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    if (i < total_a) {
-      const int64_t r = i / wa, w = i - r * wa, src = idx[r];
-      CUDA_KERNEL_ASSERT(src >= 0 && src < rows);
-      a_out[i] = a[src * wa + w];
-    } else {
-      const int64_t j = i - total_a, r = j / wb, w = j - r * wb, src = idx[r];
-      CUDA_KERNEL_ASSERT(src >= 0 && src < rows);
-      b_out[j] = b[src * wb + w];
-    }
+  using Vec = std::conditional_t<V == 4, uint4, uint32_t>;
+  const int64_t va = wa / V;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < n;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const int64_t src = idx[r];
+    CUDA_KERNEL_ASSERT(src >= 0 && src < rows);
+    const Vec* from = reinterpret_cast<const Vec*>(a + src * wa);
+    Vec* to = reinterpret_cast<Vec*>(a_out + r * wa);
+    for (int64_t w = threadIdx.x; w < va; w += blockDim.x) to[w] = from[w];
+    for (int64_t w = threadIdx.x; w < wb; w += blockDim.x) b_out[r * wb + w] = b[src * wb + w];
   }
 }
 
@@ -61,12 +65,23 @@ bool gather_rows_pair_cuda(torch::Tensor& a_out, const torch::Tensor& a, torch::
   ensure(b_out, b, n);
   if (n == 0) return true;
   const c10::cuda::CUDAGuard guard(a.device());
-  const int threads = 256;
-  const int64_t grid = std::min<int64_t>((n * (wa + wb) + threads - 1) / threads, 65535);
-  gather_pair_kernel<<<grid, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      static_cast<uint32_t*>(a_out.data_ptr()), static_cast<const uint32_t*>(a.data_ptr()), wa,
-      static_cast<uint32_t*>(b_out.data_ptr()), static_cast<const uint32_t*>(b.data_ptr()), wb,
-      idx.data_ptr<int64_t>(), n, a.size(0));
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec4 = wa % 4 == 0 && aligned(a.data_ptr()) && aligned(a_out.data_ptr());
+  // a row's threads: its widest loop rounded up to whole warps, at most 256; the rest of the block's 256
+  // threads take further rows (narrow rows: several a block)
+  const int64_t widest = std::max(vec4 ? wa / 4 : wa, wb);
+  const int tx = static_cast<int>(std::min<int64_t>(256, (widest + 31) / 32 * 32)), ty = 256 / tx;
+  const dim3 block(tx, ty);
+  const auto grid = static_cast<unsigned>(std::min<int64_t>((n + ty - 1) / ty, 65535));
+  auto* ao = static_cast<uint32_t*>(a_out.data_ptr());
+  const auto* ai = static_cast<const uint32_t*>(a.data_ptr());
+  auto* bo = static_cast<uint32_t*>(b_out.data_ptr());
+  const auto* bi = static_cast<const uint32_t*>(b.data_ptr());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if (vec4)
+    gather_pair_kernel<4><<<grid, block, 0, stream>>>(ao, ai, wa, bo, bi, wb, idx.data_ptr<int64_t>(), n, a.size(0));
+  else
+    gather_pair_kernel<1><<<grid, block, 0, stream>>>(ao, ai, wa, bo, bi, wb, idx.data_ptr<int64_t>(), n, a.size(0));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

@@ -531,16 +531,16 @@ void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t 
 // the split-K partial sums grow with the splits), so it is there for the A/B only.
 int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
 
-// kernels.cuda_mlp_gemm, auto: the cuBLAS route for one chain and one hidden layer (H.1's
-// step 54 µs against pipelined 61 and tiled 67, graph-replayed on an H100), the pipelined kernel for
-// one chain otherwise (FNN-800 137 µs against tiled 149 and ATen 144), the tiled kernel for chains
-// (100 chains 2.35 ms a step against pipelined 2.38; docs/performance.md).
+// kernels.cuda_mlp_gemm, auto: the cuBLAS route for one chain wherever it applies (up to 4 layers; its
+// graph-replayed step on an H100: H.1 49.5 µs against pipelined 61, FNN-800 92 µs against pipelined 132;
+// docs/performance.md), the pipelined kernel for one chain beyond, the tiled kernel for chains (100
+// chains 2.35 ms a step against pipelined 2.38; kernels.cuda_mlp: auto leaves chains to ATen).
 using MlpGemm = KernelSettings::MlpGemm;
 MlpGemm gemm_choice(int chains, size_t layers) {
   const auto g = kernel_settings().cuda_mlp_gemm;
   if (g != MlpGemm::kAuto) return g;
   if (chains > 1) return MlpGemm::kTiled;
-  return layers == 2 ? MlpGemm::kCublas : MlpGemm::kPipelined;
+  return 2 * layers - 1 <= kMaxProblems ? MlpGemm::kCublas : MlpGemm::kPipelined;
 }
 
 template <typename T>
@@ -637,7 +637,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   std::vector<const T*> h(L);
   h[0] = x.template data_ptr<T>();
   size_t slot = 0;
-  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto for one chain and one hidden layer): every
+  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto for one chain): every
   // product of the hidden layers on cuBLAS (ATen's mm, or bmm for chains: the same float32 arithmetic
   // without TF32 unless train.tf32 allows it), h_{l+1} = x W_lᵀ (the inputs' layer) or h_l W_lᵀ, then
   // g_l = g_{l+1} W_l and ∇W_l = g_{l+1}ᵀ h_l; the rest in the pass's kernels and ATen's elementwise ops:

@@ -129,7 +129,7 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   v["chains"] = static_cast<double>(model_.chains());
   v["threads"] = static_cast<double>(torch::get_num_threads());  // intra-op threads (runtime has the details)
   for (const auto& [k, x] : steps_.graph_counts()) v[k] = x;  // this session's warm-ups, captures, replays
-  if (cfg_.train.graph_epoch) {  // the samples', evaluations' and Gibbs steps' graphs
+  if (sample_graph_.capture() || gibbs_graph_.capture()) {  // the samples', evaluations' and Gibbs steps' graphs
     v["graph_epoch_captures"] =
         static_cast<double>(sample_graph_.captures() + eval_graph_.captures() + gibbs_graph_.captures());
     v["graph_epoch_replays"] = static_cast<double>(sample_graph_.replays() + eval_graph_.replays() + gibbs_graph_.replays());

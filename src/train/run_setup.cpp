@@ -44,6 +44,10 @@ bool resolve_train_graph(const TrainConfig& train, const torch::Device& device, 
   return device.is_cuda() && capturable && model_capturable && !data_parallel;
 }
 
+bool resolve_graph_epoch(const TrainConfig& train, bool step_graph) {
+  return train.graph_epoch_auto ? step_graph : train.graph_epoch;
+}
+
 namespace {
 
 // The sampler of the config, and whether its step is captured as a graph (train.graph resolved).

@@ -119,9 +119,9 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       noise_probe_(cfg_.seed, s_.plan.grad_scale(), s_.plan.batch_size),
       // classification only: a regression's sums and metrics take τ, a host scalar that each Gibbs step
       // changes; OOD scores are ranked on the host; a distributed run's collectives are not captured
-      sample_graph_(s_.dm.device, cfg_.train.graph_epoch && eval_.classification() && data_.ood.size() == 0 && !dist_.active()),
+      sample_graph_(s_.dm.device, resolve_graph_epoch(cfg_.train, s_.plan.graph) && eval_.classification() && data_.ood.size() == 0 && !dist_.active()),
       eval_graph_(s_.dm.device, sample_graph_.capture()),
-      gibbs_graph_(s_.dm.device, cfg_.train.graph_epoch && !dist_.active(), s_.gen_dev),
+      gibbs_graph_(s_.dm.device, resolve_graph_epoch(cfg_.train, s_.plan.graph) && !dist_.active(), s_.gen_dev),
       sample_count_(torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(s_.dm.device))) {
   steps_.use_model_backward(cfg_.train.backward == "auto");
   save_every_ = sample_file_stride();
