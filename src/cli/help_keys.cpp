@@ -79,7 +79,7 @@ const std::map<std::string, std::string>& meanings() {
       {"kernels.cuda_gemm", "route: float32 products around two slow cuBLAS shapes | aten"},
       {"kernels.cuda_loss", "fused: softmax + cross-entropy in one CUDA kernel | aten"},
       {"kernels.cuda_bpmf", "fused: BPMF's gradient in one CUDA kernel | aten"},
-      {"kernels.cuda_act", "aten | fused: bias + activation CUDA kernels (not yet run on a GPU)"},
+      {"kernels.cuda_act", "aten | fused: bias + activation CUDA kernels on ATen's MLP path (measured slower)"},
       {"kernels.cuda_gather", "fused: the minibatch's images and labels gathered in one CUDA kernel | aten"},
       {"kernels.cuda_mlp_prior", "fused: the prior's λθ in the fused MLP pass's weight-gradient epilogue | aten"},
       {"kernels.cuda_mlp_tile", "auto (32) | 32 | 64: the fused MLP pass's GEMM tile edge (A/B)"},
