@@ -308,9 +308,10 @@ int main(int argc, char** argv) {
   // won, against cuBLASLt's own first choice (a CUDA build's: the CPU build has no CUDA sources)
   for (const auto& ch : kernels::gemm_lt_choices()) {
     std::cout << std::setprecision(1) << "  cublaslt " << ch.shape << ": " << ch.kernel << ", " << ch.us << " us (heuristic "
-              << ch.heuristic_us << " us, " << ch.candidates << " candidates)\n";
+              << ch.heuristic_us << " us, " << ch.candidates << " candidates" << (ch.cached ? ", cached" : "") << ")\n";
     j["gemm_lt"].push_back({{"shape", ch.shape}, {"kernel", ch.kernel}, {"split_k", ch.split_k}, {"us", ch.us},
-                            {"heuristic_us", ch.heuristic_us}, {"candidates", ch.candidates}});
+                            {"heuristic_us", ch.heuristic_us}, {"candidates", ch.candidates},
+                            {"cached", ch.cached}});
   }
 #endif
 

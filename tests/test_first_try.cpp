@@ -295,6 +295,19 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
         "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_gemm: " + v + "}\n", "k.yaml")).kernels;
     EXPECT_EQ(k.to_map().at("cuda_mlp_gemm"), v);
   }
+  // where cublaslt's choices are kept: auto (the default), off, or a file; an empty value is an error
+  EXPECT_EQ(c.kernels.to_map().at("cuda_gemm_cache"), "auto");
+  for (const std::string v : {"off", "/tmp/choices.json"}) {
+    const auto k = build_config(parse_raw_config(
+        "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_gemm_cache: \"" + v + "\"}\n", "k.yaml")).kernels;
+    EXPECT_EQ(k.cuda_gemm_cache, v);
+  }
+  try {
+    build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_gemm_cache: \"\"}\n", "k.yaml"));
+    ADD_FAILURE() << "an empty kernels.cuda_gemm_cache was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda_gemm_cache: empty"), std::string::npos) << e.what();
+  }
   // a scope installs and restores the process's settings
   const KernelSettings before = kernel_settings();
   {

@@ -3,7 +3,11 @@
 // CUDA path.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -18,6 +22,7 @@
 #include "compat.h"
 #include "core/kernel_settings.h"
 #include "kernels/gemm_lt.h"
+#include "kernels/gemm_lt_cache.h"
 #include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_fused.h"
 #include "models/mlp.h"
@@ -26,6 +31,22 @@
 using namespace sgmcmc;
 
 namespace {
+
+// kernels.cuda_gemm_cache: auto keeps cublaslt's choices under $XDG_CACHE_HOME: this program's go to a
+// directory of its own, removed at the end, not into the home directory of whoever runs the tests.
+class CacheHome : public testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("sgmcmc_test_mlp_fused_" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(dir_);
+    ::setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+ private:
+  std::string dir_;
+};
+testing::Environment* const cache_home = testing::AddGlobalTestEnvironment(new CacheHome);
 
 struct Case {
   std::string name;
@@ -575,6 +596,9 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
   const torch::Device dev(torch::kCUDA);
   const bool tf32 = at::globalContext().allowTF32CuBLAS();
   at::globalContext().setAllowTF32CuBLAS(false);
+  KernelSettings off;
+  off.cuda_gemm_cache = "off";  // every shape measured here, none remembered from another run
+  ScopedKernelSettings scoped(off);
   torch::manual_seed(12);
   const auto opts = torch::TensorOptions().device(dev);
   const auto x = torch::randn({500, 784}, opts), w = torch::randn({100, 784}, opts), g = torch::randn({500, 100}, opts);
@@ -666,6 +690,83 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
   EXPECT_FALSE(kernels::gemm_lt(x.to(torch::kFloat64), w.t().to(torch::kFloat64), c64, false));
   auto c_cols = torch::zeros({100, 500}, opts).t();
   EXPECT_FALSE(kernels::gemm_lt(x, w.t(), c_cols, false));
+  at::globalContext().setAllowTF32CuBLAS(tf32);
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
+// kernels.cuda_gemm_cache: a shape measured once is written to the file; after this process forgets its
+// choices (as a new process starts without them) the shape is taken from the file without measuring,
+// also when first met inside a CUDA-graph capture, and gives the measuring call's bits; the recorded
+// choice says it came from the cache. With the cache off the same shape is declined in a capture.
+TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  if (!kernels::gemm_lt_built()) GTEST_SKIP() << "a build without cuBLASLt (CUDA::cublasLt not found)";
+  const torch::Device dev(torch::kCUDA);
+  const bool tf32 = at::globalContext().allowTF32CuBLAS();
+  at::globalContext().setAllowTF32CuBLAS(false);
+  const auto dir = std::filesystem::temp_directory_path() / ("sgmcmc_gemm_lt_cache_gpu_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  KernelSettings k;
+  k.cuda_gemm_cache = (dir / "choices.json").string();
+  torch::manual_seed(13);
+  const auto opts = torch::TensorOptions().device(dev);
+  // a shape no other test meets (300 rows), so that this process has no choice for it yet
+  const auto x = torch::randn({300, 784}, opts), w = torch::randn({100, 784}, opts);
+  auto measured = torch::zeros({300, 100}, opts), cached = torch::zeros_like(measured);
+  const auto find = [](const std::string& shape) {
+    for (const auto& ch : kernels::gemm_lt_choices())
+      if (ch.shape == shape) return ch;
+    return kernels::GemmLtChoice{};
+  };
+  const std::string shape = "300×100×784, a row, b col";
+  const auto side = c10::cuda::getStreamFromPool();
+  at::cuda::CUDAEvent queued, done;
+  queued.record(c10::cuda::getCurrentCUDAStream());
+  queued.block(side);
+  bool in_capture = false, declined = true;
+  std::string kernel;
+  {
+    const c10::cuda::CUDAStreamGuard guard(side);
+    {
+      ScopedKernelSettings scoped(k);
+      ASSERT_TRUE(kernels::gemm_lt(x, w.t(), measured, false));  // measured, and written
+      const auto first = find(shape);
+      ASSERT_FALSE(first.kernel.empty());
+      EXPECT_FALSE(first.cached);
+      kernel = first.kernel;
+      ASSERT_TRUE(std::filesystem::exists(dir / "choices.json"));
+      kernels::gemm_lt_forget_choices();
+      at::cuda::CUDAGraph graph;
+      graph.capture_begin();
+      in_capture = kernels::gemm_lt(x, w.t(), cached, false);  // remembered: no measurement needed
+      graph.capture_end();
+      graph.replay();
+      const auto second = find(shape);
+      EXPECT_TRUE(second.cached);
+      EXPECT_EQ(second.kernel, kernel);
+    }
+    KernelSettings off = k;
+    off.cuda_gemm_cache = "off";
+    ScopedKernelSettings scoped(off);
+    kernels::gemm_lt_forget_choices();
+    auto untouched = torch::zeros({300, 100}, opts);
+    at::cuda::CUDAGraph graph;
+    graph.capture_begin();
+    declined = !kernels::gemm_lt(x, w.t(), untouched, false);
+    graph.capture_end();
+  }
+  done.record(side);
+  done.block(c10::cuda::getCurrentCUDAStream());
+  torch::cuda::synchronize();
+  EXPECT_TRUE(in_capture);
+  EXPECT_TRUE(torch::equal(cached, measured));
+  EXPECT_TRUE(declined);
+  const kernels::GemmLtCache file(k.cuda_gemm_cache);
+  EXPECT_TRUE(file.on());
+  std::filesystem::remove_all(dir);
   at::globalContext().setAllowTF32CuBLAS(tf32);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";

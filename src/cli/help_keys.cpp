@@ -86,6 +86,7 @@ const std::map<std::string, std::string>& meanings() {
       {"kernels.cuda_mlp_blocks_per_sm", "auto (2) | 1 | 2 | 4 | 8 | 16: blocks per SM the fused MLP pass's split-K aims at (A/B)"},
       {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3: the fused MLP pass's GEMM kernel (auto: cublas for one chain up to 4 layers, pipelined for one chain beyond, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS)"},
       {"kernels.cuda_mlp_streams", "auto (1) | 1 | 2: the fused MLP pass's cuBLAS route with its launches that do not wait for the hidden layers' weight-gradient products on a second stream (A/B)"},
+      {"kernels.cuda_gemm_cache", "auto | off | FILE: where kernels.cuda_mlp_gemm: cublaslt keeps its measured kernel choices, so that every run on a machine takes the same ones (auto: $XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/gemm_lt.json)"},
       {"kernels.cuda_mlp_head_rows", "auto (1) | 1 | 2 | 4 | 8: rows per block of the fused MLP pass's output-layer kernel (A/B)"},
       {"kernels.cuda_mlp", "auto | fused | aten: the MLP's forward + backward in 2 + depth CUDA kernels (classification; auto: layers of in*out <= 640000)"},
       {"sampler.lr", "step size in the sampler's parametrisation; auto (the default): chosen by a pilot"},

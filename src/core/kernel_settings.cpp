@@ -1,5 +1,7 @@
 #include "core/kernel_settings.h"
 
+#include <stdexcept>
+
 namespace sgmcmc {
 namespace {
 
@@ -39,7 +41,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
                             : cuda_mlp_gemm == MlpGemm::kCublasLt  ? "cublaslt"
                                                                    : "tf32x3"},
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"},
-          {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)}};
+          {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
+          {"cuda_gemm_cache", cuda_gemm_cache}};
 }
 
 const std::vector<std::string>& kernel_setting_keys() {
@@ -47,7 +50,7 @@ const std::vector<std::string>& kernel_setting_keys() {
                                                 "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
                                                 "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
                                                 "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows",
-                                                "cuda_mlp_gemm", "cuda_mlp_streams"};
+                                                "cuda_mlp_gemm", "cuda_mlp_streams", "cuda_gemm_cache"};
   return keys;
 }
 
@@ -83,6 +86,9 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
   const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
   s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);
+  s.cuda_gemm_cache = b.get_string("cuda_gemm_cache", "auto");
+  if (s.cuda_gemm_cache.empty())
+    throw std::invalid_argument(b.context() + ".cuda_gemm_cache: empty (auto, off or a file)");
   return s;
 }
 

@@ -32,6 +32,9 @@
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
+//     cuda_gemm_cache: auto # auto ($XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/…) | off | FILE:
+//                         # where cublaslt's measured choices are kept, so that every run on a machine takes
+//                         # the same kernels (kernels/gemm_lt_cache.h)
 #pragma once
 
 #include <map>
@@ -62,6 +65,7 @@ struct KernelSettings {
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
   int cuda_mlp_streams = 0;  // 0: auto (1)
+  std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

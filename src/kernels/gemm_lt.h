@@ -12,8 +12,11 @@
 //
 // Arithmetic: float32 FMAs (CUBLAS_COMPUTE_32F), or TF32 where ATen's cuBLAS allows it (train.tf32):
 // the same as ATen's mm. A split sums the k range in another order, so the result differs from cuBLAS's
-// by float32 rounding, and the measured choice may differ between processes (two candidates within the
-// timing noise): a run is then reproducible to float rounding, not bit for bit.
+// by float32 rounding. A measured choice may differ between processes (two candidates within the timing
+// noise), so choices are kept in a file (kernels.cuda_gemm_cache, kernels/gemm_lt_cache.h): the first
+// process on a machine to meet a shape measures it and every later one takes its choice, the same bits
+// run after run (with the cache off, runs agree to float rounding, not bit for bit). A remembered shape
+// needs no measurement, so it is also taken when first met inside a CUDA-graph capture.
 //
 // Used by the fused MLP pass's cuBLAS route for the hidden layers' products
 // (kernels.cuda_mlp_gemm: cublaslt). Built where CMake finds CUDA's cublasLt library
@@ -30,10 +33,11 @@ namespace sgmcmc::kernels {
 // c = a·b (accumulate: c += a·b) for float32 CUDA tensors: a [m, k], b [k, n], c [m, n], or each of
 // C chains at once, a [C, m, k], b [C, k, n], c [C, m, n]; a and b each row-major or column-major (a
 // transposed view), c row-major (its last stride 1), any leading dimensions and batch strides. The first
-// call of a shape (outside graph capture) measures the candidates and synchronises the device; later
-// calls launch on the current stream without a synchronisation and may be captured. Returns false,
-// launching nothing, where it does not apply: other dtypes or layouts, an empty dimension, a build
-// without cuBLASLt, a shape first seen during capture, or a shape no candidate could run.
+// call of a shape takes the cache's choice, or (outside graph capture) measures the candidates,
+// synchronising the device; later calls launch on the current stream without a synchronisation and may
+// be captured. Returns false, launching nothing, where it does not apply: other dtypes or layouts, an
+// empty dimension, a build without cuBLASLt, a shape neither remembered nor measured yet met during
+// capture, or a shape no candidate could run.
 bool gemm_lt(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate);
 
 // Whether this build has cuBLASLt (CUDA's cublasLt library found at build time).
@@ -47,7 +51,10 @@ struct GemmLtChoice {
   int candidates = 0;      // how many were measured
   double us = 0;           // the chosen one's time per product, µs (GPU time, queued back to back)
   double heuristic_us = 0; // cuBLASLt's first heuristic choice's time, µs
+  bool cached = false;     // taken from kernels.cuda_gemm_cache (the times are the measuring process's)
 };
 std::vector<GemmLtChoice> gemm_lt_choices();
+// Drops this process's choices (tests: a shape's next call goes to the cache, or measures again).
+void gemm_lt_forget_choices();
 
 }  // namespace sgmcmc::kernels

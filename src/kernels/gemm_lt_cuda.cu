@@ -1,6 +1,9 @@
 // kernels/gemm_lt.h: float32 products on cuBLASLt, the kernel chosen per shape by measurement.
 #include "kernels/gemm_lt.h"
 
+#include "core/kernel_settings.h"
+#include "kernels/gemm_lt_cache.h"
+
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -88,6 +91,15 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
   GemmLtChoice choice;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {  // a kept plan lives as long as the process; this frees a declined or forgotten one's
+    for (auto* l : {la, lb, lc})
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
 };
 
 struct State {
@@ -159,9 +171,8 @@ cublasStatus_t launch(cublasLtHandle_t h, const Plan& p, const cublasLtMatmulAlg
                         stream);
 }
 
-// Builds the descriptors, lists the candidates and keeps the fastest; p.ok false if none ran.
-void plan(Plan& p, cublasLtHandle_t h, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
-          bool accumulate, bool tf32, void* ws, cudaStream_t stream) {
+// The shape's descriptors (no device work); Refused where cuBLASLt refuses one.
+void describe(Plan& p, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool tf32) {
   const bool batched = c.dim() == 3;
   const int64_t batch = batched ? c.size(0) : 1;
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
@@ -184,6 +195,23 @@ void plan(Plan& p, cublasLtHandle_t h, const torch::Tensor& a, const torch::Tens
   layout(p.la, b_row ? n : k, b_row ? k : n, b_row ? b.stride(-2) : b.stride(-1), sb);
   layout(p.lb, a_row ? k : m, a_row ? m : k, a_row ? a.stride(-2) : a.stride(-1), sa);
   layout(p.lc, n, m, c.stride(-2), sc);
+}
+
+// The shape as people read it: "[C×]m×n×k, a row|col, b row|col[, accumulating][, tf32]".
+std::string shape_text(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool accumulate,
+                       bool tf32) {
+  std::ostringstream shape;
+  if (c.dim() == 3) shape << c.size(0) << "×";
+  shape << a.size(-2) << "×" << b.size(-1) << "×" << a.size(-1) << ", a "
+        << (orient(a) == Orient::kRow ? "row" : "col") << ", b " << (orient(b) == Orient::kRow ? "row" : "col")
+        << (accumulate ? ", accumulating" : "") << (tf32 ? ", tf32" : "");
+  return shape.str();
+}
+
+// Lists the candidates for a described shape and keeps the fastest; p.ok false if none ran.
+void measure(Plan& p, cublasLtHandle_t h, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
+             bool accumulate, void* ws, cudaStream_t stream) {
+  const int64_t k = a.size(-1);
 
   // the candidates: the heuristic list, then split-K variants of its first kSplitBases capable kernels
   cublasLtMatmulPreference_t pref = nullptr;
@@ -281,12 +309,43 @@ void plan(Plan& p, cublasLtHandle_t h, const torch::Tensor& a, const torch::Tens
   p.algo = cands[best_i].first;
   p.workspace = cands[best_i].second;
   p.ok = true;
-  std::ostringstream shape;
-  if (batched) shape << batch << "×";
-  shape << m << "×" << n << "×" << k << ", a " << (a_row ? "row" : "col") << ", b " << (b_row ? "row" : "col")
-        << (accumulate ? ", accumulating" : "") << (tf32 ? ", tf32" : "");
-  p.choice = GemmLtChoice{shape.str(), algo_text(p.algo), config<int32_t>(p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1),
-                          static_cast<int>(cands.size()), best, first};
+  p.choice.kernel = algo_text(p.algo);
+  p.choice.split_k = config<int32_t>(p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1);
+  p.choice.candidates = static_cast<int>(cands.size());
+  p.choice.us = best;
+  p.choice.heuristic_us = first;
+}
+
+// A cached record's algorithm, if cuBLASLt still takes it for the described shape (no device work).
+bool restore(Plan& p, cublasLtHandle_t h, const GemmLtRecord& r) {
+  cublasLtMatmulAlgo_t algo{};
+  if (r.algo.size() != sizeof algo.data / sizeof algo.data[0]) return false;
+  std::copy(r.algo.begin(), r.algo.end(), algo.data);
+  cublasLtMatmulHeuristicResult_t check{};
+  if (!ok(cublasLtMatmulAlgoCheck(h, p.op, p.la, p.lb, p.lc, p.lc, &algo, &check)) ||
+      check.workspaceSize > kWorkspaceBytes)
+    return false;
+  p.algo = algo;
+  p.workspace = check.workspaceSize;
+  p.ok = true;
+  p.choice.kernel = algo_text(algo);
+  p.choice.split_k = config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1);
+  p.choice.candidates = r.candidates;
+  p.choice.us = r.us;
+  p.choice.heuristic_us = r.heuristic_us;
+  p.choice.cached = true;
+  return true;
+}
+
+// The cache's key: the GPU (name, compute capability, SMs), cuBLASLt's version, and the plan's key
+// without the device index.
+std::string cache_key(const Key& key, int device) {
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+  std::ostringstream o;
+  o << prop->name << ", sm_" << prop->major << prop->minor << ", " << prop->multiProcessorCount << " SMs, cuBLASLt "
+    << cublasLtGetVersion() << " |";
+  std::apply([&](int, const auto&... rest) { ((o << ' ' << +rest), ...); }, key);
+  return o.str();
 }
 
 bool applies(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
@@ -328,10 +387,23 @@ bool gemm_lt(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, b
   if (!ws) return false;
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
-    if (capturing) return false;  // measuring synchronises: not inside a capture
+    // a shape measured by an earlier process (kernels.cuda_gemm_cache) is taken as it was chosen there,
+    // even inside a capture; measuring synchronises, so a new shape is declined there
     auto p = std::make_unique<Plan>();
     try {
-      plan(*p, h, a, b, c, accumulate, tf32, ws, stream);
+      describe(*p, a, b, c, tf32);
+      p->choice.shape = shape_text(a, b, c, accumulate, tf32);
+      GemmLtCache cache(gemm_lt_cache_path(kernel_settings().cuda_gemm_cache));
+      const std::string cache_key_text = cache_key(key, c.device().index());
+      const auto record = cache.find(cache_key_text);
+      if (!(record && restore(*p, h, *record))) {
+        if (capturing) return false;  // not remembered: the shape stays unplanned until an eager call
+        measure(*p, h, a, b, c, accumulate, ws, stream);
+        if (p->ok)
+          cache.add(cache_key_text,
+                    GemmLtRecord{std::vector<uint64_t>(std::begin(p->algo.data), std::end(p->algo.data)), p->workspace,
+                                 p->choice.kernel, p->choice.candidates, p->choice.us, p->choice.heuristic_us});
+      }
     } catch (const Refused&) {
       p->ok = false;
     }
@@ -354,6 +426,12 @@ std::vector<GemmLtChoice> gemm_lt_choices() {
   return out;
 }
 
+void gemm_lt_forget_choices() {
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  s.plans.clear();
+}
+
 #else
 
 bool gemm_lt_built() { return false; }
@@ -361,6 +439,8 @@ bool gemm_lt_built() { return false; }
 bool gemm_lt(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
 
 std::vector<GemmLtChoice> gemm_lt_choices() { return {}; }
+
+void gemm_lt_forget_choices() {}
 
 #endif
 
