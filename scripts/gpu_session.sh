@@ -51,6 +51,10 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
+#   cache  instead of build, one call (CACHE_DEADLINE=400, timeout 430; carry .whl): cublaslt's choices kept
+#          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, the steps with
+#          auto against cublaslt, a GPU timeline of H.1 (bench/timeline.py), the peers' H.1 rows
+#   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
 #          Nsight Compute over the default step, H.1 in full with cublaslt, the peers' H.1 rows
@@ -658,6 +662,61 @@ stage_defaults() {
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 70)) "peers" && PEERS_TIMEOUT=$((dl - 5 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+}
+# cublaslt's choices kept between processes (kernels.cuda_gemm_cache) and a timeline of the GPU's busy and
+# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 400; carry .whl): the GemmLt tests
+# (the cache's GPU test among them); H.1 in full with cublaslt three times on an empty cache (the first
+# measures and writes, the others must say `cached` and end at the first's test error and NLL to the last
+# digit) beside the defaults; the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
+# module against the machine's torch and bench/timeline.py over 8 epochs of H.1 with the defaults (the
+# steady step's GPU busy and idle time, the epochs' boundaries, the GPU's idle time after each evaluation's
+# host read); the peers' H.1 rows last. If the cache holds, `auto` can take cublaslt for one chain.
+stage_cache() {
+  local dl=${CACHE_DEADLINE:-400} r
+  build_targets test_mlp_fused bench_step sgmcmc || return 1
+  run_gtest test_mlp_fused 120 "GemmLt.*"
+  local cache=/tmp/gemm_lt_cache
+  rm -rf $cache
+  for r in 1 2 3; do
+    left $((dl - 200)) "H.1 in full, cublaslt" || break
+    XDG_CACHE_HOME=$cache H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=cublaslt" H1_TAG=_cublaslt$r stage_h1
+    [ $r = 1 ] && left $((dl - 200)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults stage_h1
+  done
+  cat $cache/sgmcmc/gemm_lt.json 2>&1 | head -30 > "$L/gemm_lt_cache.json"
+  grep -c '"algo"' "$L/gemm_lt_cache.json"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" v
+  for r in 1 2; do
+    for v in auto cublaslt; do
+      left $((dl - 150)) "steps" || break 2
+      XDG_CACHE_HOME=$cache timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" \
+        --set device=cuda --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph \
+        --label "mlp_h1_gemm_${v}_graph" --json "$L/cache_steps.jsonl" 2>&1 | grep -E "rror|  cublaslt "
+      # shellcheck disable=SC2086
+      XDG_CACHE_HOME=$cache timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" \
+        --set device=cuda --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph \
+        --label "fnn800_gemm_${v}_graph" --json "$L/cache_steps.jsonl" 2>&1 | grep -E "rror|  cublaslt "
+    done
+  done
+  [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 120)) "timeline" && stage_timeline
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 70)) "peers" && PEERS_TIMEOUT=$((dl - 5 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
+    --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+}
+# The Python module against the machine's torch (its python3, not /usr/bin's), then bench/timeline.py over
+# H.1 with the defaults (TIMELINE_SETS: more --set options): the summary, and the trace into $OUT.
+stage_timeline() {
+  cmake -S . -B $B -DPython3_EXECUTABLE="$(command -v python3)" >> "$L/build.log" 2>&1 &&
+    cmake --build $B -j"$(nproc)" --target sgmcmc_python >> "$L/build.log" 2>&1 ||
+    { echo "timeline: the Python module did not build"; grep -E "error|Python|pybind" "$L/build.log" | tail -8; return 1; }
+  stamp "built sgmcmc_python"
+  # shellcheck disable=SC2086
+  PYTHONPATH=$B/python timeout 120 python3 bench/timeline.py configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" \
+    --set device=cuda ${TIMELINE_SETS:-} --epochs 8 --skip 3 --trace "$OUT/timeline.json.gz" --json "$L/timeline.json" \
+    > "$L/timeline.log" 2>&1
+  echo "timeline rc=$?"; tail -22 "$L/timeline.log"
 }
 stage_verify() {  # the fused pass's test and H.1 in full with the defaults, for a call with little time
   TILES_BUILD=1 TILES_BENCH=0 stage_tiles
