@@ -670,7 +670,8 @@ stage_defaults() {
 # digit) beside the defaults; the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
 # module against the machine's torch and bench/timeline.py over 8 epochs of H.1 with the defaults (the
 # steady step's GPU busy and idle time, the epochs' boundaries, the GPU's idle time after each evaluation's
-# host read); the peers' H.1 rows last. If the cache holds, `auto` can take cublaslt for one chain.
+# host read); Nsight Compute over 100 chains' step; the peers' H.1 rows last. If the cache holds, `auto`
+# can take cublaslt for one chain.
 stage_cache() {
   local dl=${CACHE_DEADLINE:-400} r
   build_targets test_mlp_fused bench_step sgmcmc || return 1
@@ -701,6 +702,9 @@ stage_cache() {
   [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 120)) "timeline" && stage_timeline
+  # which kernels 100 chains' step runs on ATen's batched products (1.05 ms a step: ~8 GFLOP of float32
+  # products, ~0.16 ms at the SIMT rate, so most of it is elsewhere)
+  left $((dl - 90)) "ncu 100 chains" && NCU_SKIP=2000 NCU_EPOCHS=3 ncu_h1 chains100 40 --set chains=100
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 70)) "peers" && PEERS_TIMEOUT=$((dl - 5 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
