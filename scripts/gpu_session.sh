@@ -51,9 +51,10 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   cache  instead of build, one call (CACHE_DEADLINE=400, timeout 430; carry .whl): cublaslt's choices kept
+#   cache  instead of build, one call (CACHE_DEADLINE=400, timeout 430): cublaslt's choices kept
 #          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, the steps with
-#          auto against cublaslt, a GPU timeline of H.1 (bench/timeline.py), the peers' H.1 rows
+#          auto against cublaslt, FNN-400 on the cuBLAS route, a GPU timeline of H.1 (bench/timeline.py),
+#          Nsight Compute over 100 chains' step
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -664,14 +665,14 @@ stage_defaults() {
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 # cublaslt's choices kept between processes (kernels.cuda_gemm_cache) and a timeline of the GPU's busy and
-# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 400; carry .whl): the GemmLt tests
+# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 400): the GemmLt tests
 # (the cache's GPU test among them); H.1 in full with cublaslt three times on an empty cache (the first
 # measures and writes, the others must say `cached` and end at the first's test error and NLL to the last
 # digit) beside the defaults; the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
 # module against the machine's torch and bench/timeline.py over 8 epochs of H.1 with the defaults (the
 # steady step's GPU busy and idle time, the epochs' boundaries, the GPU's idle time after each evaluation's
-# host read); Nsight Compute over 100 chains' step; the peers' H.1 rows last. If the cache holds, `auto`
-# can take cublaslt for one chain.
+# host read); FNN-400's step on the cuBLAS route (auto) against pipelined; Nsight Compute over 100 chains'
+# step. If the cache holds, `auto` can take cublaslt for one chain.
 stage_cache() {
   local dl=${CACHE_DEADLINE:-400} r
   build_targets test_mlp_fused bench_step sgmcmc || return 1
@@ -700,14 +701,22 @@ stage_cache() {
     done
   done
   [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
+  # FNN-400 on the cuBLAS route (what auto now takes for it) against the pipelined kernel (auto before)
+  for r in 1 2; do
+    for v in auto pipelined; do
+      left $((dl - 130)) "FNN-400 steps" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_fnn400_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph --label "fnn400_gemm_${v}_graph" \
+        --json "$L/cache_steps.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 120)) "timeline" && stage_timeline
   # which kernels 100 chains' step runs on ATen's batched products (1.05 ms a step: ~8 GFLOP of float32
   # products, ~0.16 ms at the SIMT rate, so most of it is elsewhere)
-  left $((dl - 90)) "ncu 100 chains" && NCU_SKIP=2000 NCU_EPOCHS=3 ncu_h1 chains100 40 --set chains=100
-  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 70)) "peers" && PEERS_TIMEOUT=$((dl - 5 - $(date +%s) + t0)) PEERS_ARGS="--wheels .whl --no-doc \
-    --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+  left $((dl - 60)) "ncu 100 chains" && NCU_SKIP=2000 NCU_EPOCHS=3 ncu_h1 chains100 40 --set chains=100
 }
 # The Python module against the machine's torch (its python3, not /usr/bin's), then bench/timeline.py over
 # H.1 with the defaults (TIMELINE_SETS: more --set options): the summary, and the trace into $OUT.
