@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/remove_tree.h"
 #include "kernels/gemm_lt_cache.h"
 
 namespace {
@@ -24,7 +25,7 @@ using sgmcmc::kernels::GemmLtRecord;
 
 std::string fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("sgmcmc_gemm_lt_cache_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  sgmcmc::remove_tree(dir);
   return dir.string();
 }
 
@@ -107,7 +108,7 @@ TEST(GemmLtCache, KeepsTheFirstChoiceOfEachKey) {
   GemmLtCache cache(path);
   EXPECT_EQ(cache.find("H100 | 500 100 784")->algo, record(7).algo);
   EXPECT_EQ(cache.find("H100 | 100 784 500")->algo, record(9).algo);
-  std::filesystem::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }
 
 // The lock is held for the object's life (another process's look-up and measurement wait for it) and
@@ -128,7 +129,7 @@ TEST(GemmLtCache, HoldsItsLockForItsLife) {
     EXPECT_FALSE(probe());
   }
   EXPECT_TRUE(probe());
-  std::filesystem::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }
 
 // A file that is not such a cache is left as it is and the cache is off, with one line naming the file;
@@ -173,5 +174,5 @@ TEST(GemmLtCache, OffWithAWarningWhereItCannotBeUsed) {
     EXPECT_FALSE(cache.find("k").has_value());
   }
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
-  std::filesystem::remove_all(dir);
+  sgmcmc::remove_tree(dir);
 }

@@ -22,6 +22,7 @@
 #include "compat.h"
 #include "core/kernel_settings.h"
 #include "kernels/gemm_lt.h"
+#include "core/remove_tree.h"
 #include "kernels/gemm_lt_cache.h"
 #include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_fused.h"
@@ -41,7 +42,7 @@ class CacheHome : public testing::Environment {
     std::filesystem::create_directories(dir_);
     ::setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { sgmcmc::remove_tree(dir_); }
 
  private:
   std::string dir_;
@@ -708,7 +709,7 @@ TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
   const bool tf32 = at::globalContext().allowTF32CuBLAS();
   at::globalContext().setAllowTF32CuBLAS(false);
   const auto dir = std::filesystem::temp_directory_path() / ("sgmcmc_gemm_lt_cache_gpu_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  sgmcmc::remove_tree(dir);
   KernelSettings k;
   k.cuda_gemm_cache = (dir / "choices.json").string();
   torch::manual_seed(13);
@@ -766,7 +767,7 @@ TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
   EXPECT_TRUE(declined);
   const kernels::GemmLtCache file(k.cuda_gemm_cache);
   EXPECT_TRUE(file.on());
-  std::filesystem::remove_all(dir);
+  sgmcmc::remove_tree(dir);
   at::globalContext().setAllowTF32CuBLAS(tf32);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
