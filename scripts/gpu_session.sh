@@ -51,7 +51,7 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   cache  instead of build, one call (CACHE_DEADLINE=400, timeout 430): cublaslt's choices kept
+#   cache  instead of build, one call (CACHE_DEADLINE=440, timeout 470): cublaslt's choices kept
 #          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, the steps with
 #          auto against cublaslt, FNN-400 on the cuBLAS route, a GPU timeline of H.1 (bench/timeline.py),
 #          Nsight Compute over 100 chains' step
@@ -665,7 +665,7 @@ stage_defaults() {
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 # cublaslt's choices kept between processes (kernels.cuda_gemm_cache) and a timeline of the GPU's busy and
-# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 400): the GemmLt tests
+# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 440): the GemmLt tests
 # (the cache's GPU test among them); H.1 in full with cublaslt three times on an empty cache (the first
 # measures and writes, the others must say `cached` and end at the first's test error and NLL to the last
 # digit) beside the defaults; the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
@@ -674,7 +674,7 @@ stage_defaults() {
 # host read); FNN-400's step on the cuBLAS route (auto) against pipelined; Nsight Compute over 100 chains'
 # step. If the cache holds, `auto` can take cublaslt for one chain.
 stage_cache() {
-  local dl=${CACHE_DEADLINE:-400} r
+  local dl=${CACHE_DEADLINE:-440} r
   build_targets test_mlp_fused bench_step sgmcmc || return 1
   run_gtest test_mlp_fused 120 "GemmLt.*"
   local cache=/tmp/gemm_lt_cache
@@ -721,7 +721,7 @@ stage_cache() {
 # The Python module against the machine's torch (its python3, not /usr/bin's), then bench/timeline.py over
 # H.1 with the defaults (TIMELINE_SETS: more --set options): the summary, and the trace into $OUT.
 stage_timeline() {
-  cmake -S . -B $B -DPython3_EXECUTABLE="$(command -v python3)" >> "$L/build.log" 2>&1 &&
+  cmake -S . -B $B -DSGMCMC_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" >> "$L/build.log" 2>&1 &&
     cmake --build $B -j"$(nproc)" --target sgmcmc_python >> "$L/build.log" 2>&1 ||
     { echo "timeline: the Python module did not build"; grep -E "error|Python|pybind" "$L/build.log" | tail -8; return 1; }
   stamp "built sgmcmc_python"
