@@ -52,7 +52,8 @@
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
 #   cache  instead of build, one call (CACHE_DEADLINE=440, timeout 470): cublaslt's choices kept
-#          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, the steps with
+#          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, H.1 in full
+#          with train.eval_lag: 20 (the evaluation's read deferred), the steps with
 #          auto against cublaslt, FNN-400 on the cuBLAS route, a GPU timeline of H.1 (bench/timeline.py),
 #          Nsight Compute over 100 chains' step
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
@@ -668,7 +669,8 @@ stage_defaults() {
 # idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 440): the GemmLt tests
 # (the cache's GPU test among them); H.1 in full with cublaslt three times on an empty cache (the first
 # measures and writes, the others must say `cached` and end at the first's test error and NLL to the last
-# digit) beside the defaults; the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
+# digit) beside the defaults; H.1 in full with train.eval_lag: 20 twice (the same results as the defaults,
+# to the last digit); the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
 # module against the machine's torch and bench/timeline.py over 8 epochs of H.1 with the defaults (the
 # steady step's GPU busy and idle time, the epochs' boundaries, the GPU's idle time after each evaluation's
 # host read); FNN-400's step on the cuBLAS route (auto) against pipelined; Nsight Compute over 100 chains'
@@ -683,6 +685,12 @@ stage_cache() {
     left $((dl - 200)) "H.1 in full, cublaslt" || break
     XDG_CACHE_HOME=$cache H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=cublaslt" H1_TAG=_cublaslt$r stage_h1
     [ $r = 1 ] && left $((dl - 200)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults stage_h1
+  done
+  # the evaluation's row read 20 steps later (train.eval_lag: the host's work on the row beside the queued
+  # steps), against the defaults above: the same test error and NLL to the last digit, and the time
+  for r in 1 2; do
+    left $((dl - 190)) "H.1 in full, eval_lag" && H1_GRAPHS=true H1_SETS="--set train.eval_lag=20" \
+      H1_TAG=_eval_lag$r stage_h1
   done
   cat $cache/sgmcmc/gemm_lt.json 2>&1 | head -30 > "$L/gemm_lt_cache.json"
   grep -c '"algo"' "$L/gemm_lt_cache.json"

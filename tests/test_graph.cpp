@@ -146,6 +146,27 @@ std::string tiny_data_dir(const std::string& name) {
   return dir;
 }
 
+// A run's metrics.csv without its clock columns, row by row.
+std::vector<std::vector<std::string>> metrics_rows(const std::string& run) {
+  std::vector<std::vector<std::string>> out;
+  std::ifstream in(run + "/metrics.csv");
+  std::string line;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream l(line);
+    std::string c;
+    while (std::getline(l, c, ',')) cells.push_back(c);
+    if (header.empty()) header = cells;
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < cells.size() && i < header.size(); ++i)
+      if (header[i] != "wall_seconds" && header[i] != "steps_per_second" && header[i] != "time.steps")
+        kept.push_back(cells[i]);
+    out.push_back(kept);
+  }
+  return out;
+}
+
 // Run options for a test's runs: quiet, replacing an earlier run's directory when `overwrite`.
 RunOptions quiet_options(bool overwrite) {
   RunOptions a;
@@ -271,26 +292,7 @@ TEST(Graph, TrainerEpochGraphsEqualEagerPhases) {
   auto eager = run_training(with({"train.graph_epoch=false"}), a);
   a.out_dir = dir + "/phases";
   auto phases = run_training(with({"train.graph_epoch=true"}), a);
-  const auto rows = [](const std::string& run) {  // metrics.csv without its clock columns
-    std::vector<std::vector<std::string>> out;
-    std::ifstream in(run + "/metrics.csv");
-    std::string line;
-    std::vector<std::string> header;
-    while (std::getline(in, line)) {
-      std::vector<std::string> cells;
-      std::istringstream l(line);
-      std::string c;
-      while (std::getline(l, c, ',')) cells.push_back(c);
-      if (header.empty()) header = cells;
-      std::vector<std::string> kept;
-      for (size_t i = 0; i < cells.size() && i < header.size(); ++i)
-        if (header[i] != "wall_seconds" && header[i] != "steps_per_second" && header[i] != "time.steps")
-          kept.push_back(cells[i]);
-      out.push_back(kept);
-    }
-    return out;
-  };
-  const auto re = rows(dir + "/eager"), rp = rows(dir + "/phases");
+  const auto re = metrics_rows(dir + "/eager"), rp = metrics_rows(dir + "/phases");
   ASSERT_EQ(re.size(), 9u);  // the header and 8 evaluations
   EXPECT_EQ(re, rp);
   for (const char* k : {"test_error", "test_nll", "test_ece", "val_nll", "sample_test_error", "samples", "rhat_test_loglik"})
@@ -301,6 +303,41 @@ TEST(Graph, TrainerEpochGraphsEqualEagerPhases) {
   EXPECT_GE(phases.values.at("graph_epoch_captures"), 2);
   EXPECT_GE(phases.values.at("graph_epoch_replays"), 5);
   EXPECT_LT(phases.values.at("test_error"), 0.5);
+}
+
+// train.eval_lag: an evaluation's row read and written steps after it (3, within the epoch of 10 steps;
+// 25, past the next Gibbs step, sample and evaluation, which complete it first) gives the rows and the
+// run's results of the immediate read, bit for bit: every Gibbs step's λ in its row, the samples, the
+// divergence guard's checks, the gradient-noise probe at its evaluations, a checkpoint after every
+// evaluation (output.checkpoint_every_seconds: 0) and the final row, with the per-epoch graphs' CPU
+// twin on and off.
+TEST(Graph, TrainerEvalLagEqualsImmediateRows) {
+  const std::string dir = tiny_data_dir("eval_lag");
+  RunOptions a = quiet_options(true);
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  for (const std::string graph_epoch : {"true", "false"}) {
+    const std::vector<std::string> sets = {"train.epochs=8", "train.eval_every=1", "output.checkpoint_every_seconds=0",
+                                           "train.graph_epoch=" + graph_epoch};
+    auto with = [&](const std::string& lag) {
+      std::vector<std::string> extra = sets;
+      extra.push_back("train.eval_lag=" + lag);
+      return graph_config(dir + "/data", sampler, extra);
+    };
+    a.out_dir = dir + "/now";
+    auto now = run_training(with("0"), a);
+    const auto rows_now = metrics_rows(dir + "/now");
+    ASSERT_EQ(rows_now.size(), 9u);  // the header and 8 evaluations
+    for (const std::string lag : {"3", "25"}) {
+      SCOPED_TRACE("train.graph_epoch=" + graph_epoch + ", train.eval_lag=" + lag);
+      a.out_dir = dir + "/lag" + lag;
+      auto later = run_training(with(lag), a);
+      EXPECT_EQ(metrics_rows(dir + "/lag" + lag), rows_now);
+      for (const char* k : {"test_error", "test_nll", "test_ece", "val_nll", "sample_test_error", "samples", "steps",
+                            "rhat_test_loglik", "lambda.fc1.weight"})
+        EXPECT_EQ(now.values.at(k), later.values.at(k)) << k;
+      EXPECT_TRUE(std::filesystem::exists(dir + "/lag" + lag + "/checkpoint.pt"));
+    }
+  }
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "compat.h"
+#include "metrics/async_read.h"
 #include "priors/gaussian_prior.h"
 
 using namespace sgmcmc;
@@ -215,6 +216,17 @@ TEST(Prior, DrawOnDeviceEqualsTheHostDraw) {
     for (size_t g = 0; g < 3; ++g) EXPECT_EQ(device.precisions()[g], host.precisions()[g]) << "step " << i << ", group " << g;
     EXPECT_EQ(device.log_values(), host.log_values());
   }
+  // a deferred evaluation copies the unread draw itself (AsyncHostRead) and hands its values back: the
+  // host's λ then equals the host path's, and nothing is left to read
+  host.gibbs_step(gh);
+  device.gibbs_step(gd);
+  ASSERT_TRUE(device.pending_draw().defined());
+  AsyncHostRead read;
+  read.start(device.pending_draw());
+  device.set_host_draw(read.values());
+  EXPECT_FALSE(device.pending_draw().defined());
+  EXPECT_EQ(device.precisions(), host.precisions());
+  EXPECT_THROW(device.set_host_draw({1.0}), std::logic_error);
   device.gibbs_step(gd);
   device.set_precisions({0.5, 1.5, 2.5});  // the unread draw is dropped
   EXPECT_EQ(device.precisions(), (std::vector<double>{0.5, 1.5, 2.5}));

@@ -189,7 +189,7 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
                                              "gibbs_every_steps", "gibbs_start_epochs", "gibbs_start_steps",
                                              "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
-                                             "eval_every", "eval_every_steps", "eval_batch_size", "threads",
+                                             "eval_every", "eval_every_steps", "eval_batch_size", "eval_lag", "threads",
                                              "fused", "tf32", "flush_denormal", "graph", "graph_epoch",
                                              "backward", "require_healthy"};
 const std::vector<std::string> kOutputKeys = {"dir",        "save_samples",  "max_samples", "max_sample_mb",
@@ -356,6 +356,8 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   check_positive_int(t.context() + ".eval_every", train.eval_every);
   train.eval_every_steps = t.get_int("eval_every_steps", 0);
   check_nonneg_int(t.context() + ".eval_every_steps", train.eval_every_steps);
+  train.eval_lag = t.get_int("eval_lag", 0);
+  check_nonneg_int(t.context() + ".eval_lag", train.eval_lag);
   train.eval_batch_size = t.get_int("eval_batch_size", 10000);
   check_positive_int(t.context() + ".eval_batch_size", train.eval_batch_size);
   train.threads = t.get_int("threads", 0);

@@ -71,6 +71,11 @@ struct TrainConfig {
   int64_t thin = 0;                // steps between averaged samples; 0 = one sample per epoch
   int64_t eval_every = 1;          // epochs between evaluations (rows of metrics.csv)
   int64_t eval_every_steps = 0;    // or every K steps (> 0 overrides eval_every)
+  // Steps queued after an evaluation before its metrics row is read and written (0: at once). On a GPU
+  // the evaluation's one read then waits for the evaluation alone, and the host's work on the row (the
+  // files, the console, the checks) overlaps those steps instead of leaving the device idle; the row's
+  // values are the same (train/trainer.cpp, PendingEvaluation).
+  int64_t eval_lag = 0;
   int64_t eval_batch_size = 10000; // chunk size for predictions
   int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)

@@ -257,6 +257,14 @@ void GaussianPrior::refresh_host() const {
   for (size_t g = 0; g < groups_.size(); ++g) lambda_[g] = acc[static_cast<int64_t>(g)];
 }
 
+void GaussianPrior::set_host_draw(const std::vector<double>& lambda) {
+  if (lambda.size() != groups_.size())
+    throw std::logic_error("GaussianPrior::set_host_draw: " + std::to_string(lambda.size()) + " values for " +
+                           std::to_string(groups_.size()) + " groups");
+  lambda_ = lambda;
+  pending_ = torch::Tensor();
+}
+
 void GaussianPrior::initialize(const std::string& how, at::Generator& gen) {
   if (groups_.empty() || how == "precision") return;
   if (how == "prior_draw") {

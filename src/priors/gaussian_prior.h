@@ -53,6 +53,11 @@ class GaussianPrior {
   // host's note of a draw it has not read (the captured draw, refreshed by each replay).
   torch::Tensor gibbs_draw_on_device(at::Generator& gen);
   void draw_pending(const torch::Tensor& draw) { pending_ = draw; }
+  // The device draw the host has not read (float64 [groups]; undefined when none), for a caller that
+  // copies it to the host with other values (a deferred evaluation's read); set_host_draw then hands
+  // the values back, as refresh_host() would have read them.
+  const torch::Tensor& pending_draw() const { return pending_; }
+  void set_host_draw(const std::vector<double>& lambda);
   void set_draw_on_device(bool on) { draw_on_device_ = on; }
   bool draw_on_device() const { return draw_on_device_; }
   // The initial λ's (prior.init): "precision" keeps the constructor's value; "prior_draw" draws each

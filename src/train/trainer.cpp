@@ -166,23 +166,29 @@ RunSummary TrainingRun::run() {
   while ((stop = stop_reason(signal)) == Stop::kNone) try {
     phases_.enter(PhaseClock::kSteps);
     step();
+    if (pending_eval_ && step_ - pending_eval_->step >= cfg_.train.eval_lag) complete_evaluation();
     // A staged schedule's exploration runs noise-free: no samples, and no Gibbs steps either (λ drawn
     // given an optimiser's θ would shrink the prior step after step: docs/uncertainty.md).
     const bool sampling_stage = s_.schedule->sampling(step_ - 1);
     if (plan.gibbs_due(step_) && sampling_stage) {
+      complete_evaluation();  // a deferred row reads the λ of its own step
       phases_.enter(PhaseClock::kGibbs);
       gibbs_step();
     }
     const bool sampled = plan.sample_due(step_) && sampling_stage;
     if (sampled) {
+      complete_evaluation();  // and the predictive of its own step
       phases_.enter(PhaseClock::kSamples);
       collect_sample();
     }
     if (plan.eval_due(step_)) {
+      complete_evaluation();
       phases_.enter(PhaseClock::kEval);
       evaluate(sampled);
-      phases_.enter(PhaseClock::kCheckpoint);
-      checkpoint(/*force=*/false);
+      if (!pending_eval_) {
+        phases_.enter(PhaseClock::kCheckpoint);
+        checkpoint(/*force=*/false);
+      }
     }
     signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
     console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
@@ -193,6 +199,7 @@ RunSummary TrainingRun::run() {
     console_.clear();
     guard_.diverge_on_error(step_, s_.sampler->lr(), e);
   }
+  complete_evaluation();
   phases_.enter(PhaseClock::kFinish);
   return finish(stop, signal);
 }
@@ -282,20 +289,99 @@ void TrainingRun::evaluate(bool sample_fresh) {
   // parameters, where a NaN would read as ranks out of step rather than as a divergence
   if (dist_.data_parallel()) guard_.check_state(step_, s_.sampler->lr());
   dist_.check_in_sync(s_.params, step_);
+  if (eval_lag_on()) {
+    begin_evaluation(sample_fresh);
+    return;
+  }
   if (dist_.chains_across_ranks()) {  // the predictive and R̂ / ESS over the chains of every rank
     last_ = evaluation_row(sample_fresh, predictive_.all_ranks(dist_.comm()));
     if (s_.sampler->is_sampler()) convergence_all_ranks_ = trace_.all_ranks(dist_.comm()).diagnostics();
   } else {
     last_ = evaluation_row(sample_fresh, predictive_);
   }
+  report_evaluation(step_, gradient_noise_probe());
+}
+
+// The probe's minibatch gradients at the current θ, on its evaluations (GradientNoiseProbe::due).
+std::optional<std::vector<double>> TrainingRun::gradient_noise_probe() {
+  if (!(s_.sampler->checks_gradient_noise() && GradientNoiseProbe::due(++evaluations_))) return std::nullopt;
+  return noise_probe_.ratios(model_, *s_.sampler, data_.train, step_);
+}
+
+void TrainingRun::report_evaluation(int64_t step, const std::optional<std::vector<double>>& probe) {
   log_->append(last_);
   console_.evaluation(last_, s_.prior->log_values());
-  auto warnings = health_.check(step_, last_, precisions());
-  if (s_.sampler->checks_gradient_noise() && GradientNoiseProbe::due(++evaluations_))
-    for (auto& w : health_.check_gradient_noise(step_, noise_probe_.ratios(model_, *s_.sampler, data_.train, step_)))
-      warnings.push_back(std::move(w));
+  auto warnings = health_.check(step, last_, precisions());
+  if (probe)
+    for (auto& w : health_.check_gradient_noise(step, *probe)) warnings.push_back(std::move(w));
   for (const auto& w : warnings)
     if (dir_.writes_run_files()) console_.warning("step " + std::to_string(w.step) + ": " + w.message);
+}
+
+// train.eval_lag applies to one process's classification runs without OOD data: a regression's
+// metrics take τ and OOD scores are ranked on the host (their reads would wait for the queued steps),
+// and a distributed evaluation is a collective.
+bool TrainingRun::eval_lag_on() const {
+  return cfg_.train.eval_lag > 0 && !dist_.active() && data_.ood.size() == 0 && eval_.classification();
+}
+
+// evaluation_row's first half: the host's values of the row at this step, the device work queued (the
+// same key and body as evaluation_row's) and the copies of its values and of an unread λ started.
+void TrainingRun::begin_evaluation(bool sample_fresh) {
+  PendingEvaluation p;
+  p.step = step_;
+  p.lr = s_.sampler->lr();
+  Metrics& row = p.row;
+  row["epoch"] = s_.plan.epoch(step_);
+  row["step"] = static_cast<double>(step_);
+  row["wall_seconds"] = wall_before_ + seconds_since(start_);
+  row["lr"] = p.lr;
+  const double tau = tau_of(model_);
+  p.loss_steps = loss_.take_steps();
+  const int64_t samples = predictive_.count();
+  const bool check_state = guard_.state_due(step_);
+  if (samples > 0) sample_count_.fill_(static_cast<double>(samples));
+  auto device_part = [&] { return evaluation_device(sample_fresh, predictive_, tau, check_state); };
+  std::vector<int64_t> key = phase_key(predictive_);
+  if (eval_graph_.capture())
+    key.insert(key.end(), {samples > 0, sample_fresh, check_state, address_key(loss_.sum_buffer()),
+                           address_key(sample_fresh ? current_test_ : torch::Tensor())});
+  EvalOut& e = eval_graph_.run(key, device_part);
+  p.values.start(e.packed);
+  p.out = &e;
+  current_test_ = e.current_test;
+  if (const auto& draw = s_.prior->pending_draw(); draw.defined()) {
+    p.lambda.start(draw);
+    p.lambda_pending = true;
+  }
+  row["samples"] = static_cast<double>(samples);
+  for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
+  for (const auto& [k, v] : s_.sampler->diagnostics()) row["diag." + k] = v;
+  const double session = session_seconds();
+  row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
+  row["time.steps"] = phases_.seconds().at("time.steps");
+  p.probe = gradient_noise_probe();
+  pending_eval_ = std::move(p);
+}
+
+void TrainingRun::complete_evaluation(bool then_checkpoint) {
+  if (!pending_eval_) return;
+  PendingEvaluation p = std::move(*pending_eval_);
+  pending_eval_.reset();
+  if (then_checkpoint) phases_.enter(PhaseClock::kEval);
+  EvalOut& e = *p.out;
+  e.batch.unpack(p.values.values());
+  if (p.lambda_pending) s_.prior->set_host_draw(p.lambda.values());
+  if (e.state) guard_.resolve_state(p.step, p.lr, e.batch.scalar(e.state_at));
+  Metrics& row = p.row;
+  row["train_loss"] = p.loss_steps > 0 ? e.batch.scalar(e.loss_at) / static_cast<double>(p.loss_steps) : NAN;
+  for (const auto& [prefix, i] : e.queued) add_prefixed(row, prefix, eval_.result(e.batch, i));
+  for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
+  last_ = std::move(row);
+  report_evaluation(p.step, p.probe);
+  if (!then_checkpoint) return;
+  phases_.enter(PhaseClock::kCheckpoint);
+  checkpoint(/*force=*/false);
 }
 
 // Every how many averaged samples one goes to samples/ (0: none). output.save_samples: auto thins the
@@ -441,8 +527,10 @@ Metrics TrainingRun::ood_row(int64_t samples, const PredictiveSummary& current_t
 }
 
 void TrainingRun::checkpoint(bool force) {
-  guard_.check_state(step_, s_.sampler->lr(), loss_.finite());
+  // θ and the loss are checked before a file is written (a read where this step's evaluation has not
+  // read them: a deferred evaluation's checkpoint comes steps after it, so only when one is written)
   if (!force && !(cfg_.output.checkpoint && checkpoint_due())) return;
+  guard_.check_state(step_, s_.sampler->lr(), loss_.finite());
   save_checkpoint();
   last_checkpoint_ = Clock::now();
   guard_.checkpoint_written(step_);
@@ -465,7 +553,10 @@ RunSummary TrainingRun::finish(Stop stop, int signal) {
                          signal);
   }
   if (stop == Stop::kStepLimit) checkpoint(/*force=*/cfg_.output.checkpoint);  // to be resumed: due whatever the clock
-  if (stop == Stop::kFinished && last_.empty()) evaluate(false);  // resumed at the very end
+  if (stop == Stop::kFinished && last_.empty()) {  // resumed at the very end
+    evaluate(false);
+    complete_evaluation(/*then_checkpoint=*/false);  // as the undeferred one: no checkpoint after it
+  }
   if (dist_.writes_parameters()) dir_.save_final(model_, state_scalars());  // for `sgmcmc predict` (optimizers, or samplers that saved no samples)
   if (eval_.classification() && (dir_.writes_run_files() || dist_.chains_across_ranks())) {
     const torch::Tensor reported = reported_test_prediction();  // chains mode: a collective, on every rank

@@ -5,10 +5,13 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/async_read.h"
 #include "train/distributed_run.h"
 #include "train/console.h"
 #include "train/convergence_trace.h"
@@ -48,6 +51,13 @@ class TrainingRun {
   void collect_sample();
   void evaluate(bool sample_fresh);
   Metrics evaluation_row(bool sample_fresh, const PosteriorPredictive& predictive);
+  // The row in last_ logged, shown and checked (health; `probe`: the gradient-noise probe's ratios when
+  // it ran at this evaluation), for the evaluation of `step`.
+  void report_evaluation(int64_t step, const std::optional<std::vector<double>>& probe);
+  std::optional<std::vector<double>> gradient_noise_probe();
+  // train.eval_lag: the deferred evaluation's row read, completed and reported, then (`then_checkpoint`)
+  // the checkpoint that follows an evaluation; nothing when none is pending.
+  void complete_evaluation(bool then_checkpoint = true);
   // At an evaluation: the state check, then checkpoint.pt if output.checkpoint and it is due
   // (output.checkpoint_every_seconds); `force`: written regardless (a signal's stop).
   void checkpoint(bool force);
@@ -125,6 +135,24 @@ class TrainingRun {
   EvalOut evaluation_device(bool sample_fresh, const PosteriorPredictive& predictive, double tau, bool check_state);
   // The inputs' addresses of a captured phase (train/phase_graph.h): θ, the splits, the sums.
   std::vector<int64_t> phase_key(const PosteriorPredictive& predictive) const;
+  // An evaluation whose row is read later (train.eval_lag): its device work and the copy of its values
+  // are queued at its step; `out` is the phase's outputs, which stay as they are until the next
+  // evaluation. Completed `eval_lag` steps later, and always before the next Gibbs step, sample,
+  // evaluation and the run's end (so that λ, the predictive and the outputs are still the ones read).
+  struct PendingEvaluation {
+    Metrics row;                         // the row's host values at its step
+    int64_t step = 0;
+    double lr = 0;
+    int64_t loss_steps = 0;
+    EvalOut* out = nullptr;
+    AsyncHostRead values;                // out->packed
+    AsyncHostRead lambda;                // the Gibbs step's device draw, if the host has not read it
+    bool lambda_pending = false;
+    std::optional<std::vector<double>> probe;  // the gradient-noise probe's ratios (run at the step)
+  };
+  bool eval_lag_on() const;
+  void begin_evaluation(bool sample_fresh);
+  std::optional<PendingEvaluation> pending_eval_;
   PhaseGraph<SampleOut> sample_graph_;
   PhaseGraph<EvalOut> eval_graph_;
   PhaseGraph<torch::Tensor> gibbs_graph_;  // the prior's draw on the device (GaussianPrior::draw_on_device)
