@@ -554,6 +554,23 @@ h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
   done
   [ -f "$json" ] && step_table "$json"
 }
+# An FNN row's step (SGHMC, graph-replayed, two rounds of 5 × 500 steps) for each kernels.cuda_mlp_gemm VALUE,
+# into JSON; stops at DEADLINE.
+fnn_gemm_ab() {  # DEADLINE ROW(fnn400|fnn800) JSON VALUE...
+  local until=$1 row=$2 json=$3 r v
+  shift 3
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  for r in 1 2; do
+    for v in "$@"; do
+      left "$until" "$row step A/B" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_${row}_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
+        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph --label "${row}_gemm_${v}_graph" \
+        --json "$json" 2>&1 | grep -E "rror|  cublaslt "
+    done
+  done
+  [ -f "$json" ] && step_table "$json"
+}
 stage_overlap() {
   local dl=${OVERLAP_DEADLINE:-560}
   build_targets test_mlp_fused test_trainer test_graph test_fused test_models bench_step bench_epoch sgmcmc || return 1
@@ -591,17 +608,7 @@ print(max(best, key=lambda v: st.median(best[v])))" "$L/tf32x3.jsonl" 2>/dev/nul
     --set kernels.cuda_mlp_gemm=$fastest --set kernels.cuda_mlp_streams=2" stage_h1
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # FNN-800 (two hidden layers) on the cuBLAS route and as 3xTF32, against auto (pipelined)
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
-  for r in 1 2; do
-    for v in auto cublas cublaslt tf32x3; do
-      left $((dl - 130)) "FNN-800 step A/B" || break 2
-      # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
-        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph --label "fnn800_gemm_${v}_graph" \
-        --json "$L/fnn800_gemm.jsonl" 2>&1 | grep -E "rror"
-    done
-  done
-  [ -f "$L/fnn800_gemm.jsonl" ] && step_table "$L/fnn800_gemm.jsonl"
+  fnn_gemm_ab $((dl - 130)) fnn800 "$L/fnn800_gemm.jsonl" auto cublas cublaslt tf32x3
   h1_step_ab $((dl - 140)) "$L/streams_tf32x3.jsonl" "--set kernels.cuda_mlp_gemm=tf32x3" kernels.cuda_mlp_streams 1 2
   # which kernels the fastest GEMM choice's step runs (cuBLASLt's chosen ones, CUTLASS's, or cuBLAS's where a
   # product was declined) and their times
@@ -710,16 +717,7 @@ stage_cache() {
   done
   [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
   # FNN-400 on the cuBLAS route (what auto now takes for it) against the pipelined kernel (auto before)
-  for r in 1 2; do
-    for v in auto pipelined; do
-      left $((dl - 130)) "FNN-400 steps" || break 2
-      # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_fnn400_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda \
-        --set kernels.cuda_mlp_gemm=$v --threads 16 --rounds 5 --steps 500 --graph --label "fnn400_gemm_${v}_graph" \
-        --json "$L/cache_steps.jsonl" 2>&1 | grep -E "rror"
-    done
-  done
-  [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
+  fnn_gemm_ab $((dl - 130)) fnn400 "$L/cache_steps.jsonl" auto pipelined
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 120)) "timeline" && stage_timeline
   # which kernels 100 chains' step runs on ATen's batched products (1.05 ms a step: ~8 GFLOP of float32

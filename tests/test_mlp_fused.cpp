@@ -49,6 +49,20 @@ class CacheHome : public testing::Environment {
 };
 testing::Environment* const cache_home = testing::AddGlobalTestEnvironment(new CacheHome);
 
+#if defined(SGMCMC_WITH_CUDA)
+// The cuBLASLt tests' conditions: a GPU and a build that found cuBLASLt.
+bool skip_without_cublaslt() { return !compat::cuda_available() || !kernels::gemm_lt_built(); }
+
+// TF32 off for a test (ATen's cuBLAS flag, which gemm_lt follows), then as it was.
+struct NoTf32 {
+  const bool saved = at::globalContext().allowTF32CuBLAS();
+  NoTf32() { at::globalContext().setAllowTF32CuBLAS(false); }
+  ~NoTf32() { at::globalContext().setAllowTF32CuBLAS(saved); }
+  NoTf32(const NoTf32&) = delete;
+  NoTf32& operator=(const NoTf32&) = delete;
+};
+#endif
+
 struct Case {
   std::string name;
   int64_t n, inputs;
@@ -592,11 +606,9 @@ TEST(GemmTf32x3, CudaWithinItsBound) {
 // at most cuBLASLt's first heuristic's time (that one is among the candidates).
 TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
 #if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  if (!kernels::gemm_lt_built()) GTEST_SKIP() << "a build without cuBLASLt (CUDA::cublasLt not found)";
+  if (skip_without_cublaslt()) GTEST_SKIP() << "needs a GPU and a build with cuBLASLt (CUDA::cublasLt)";
   const torch::Device dev(torch::kCUDA);
-  const bool tf32 = at::globalContext().allowTF32CuBLAS();
-  at::globalContext().setAllowTF32CuBLAS(false);
+  const NoTf32 no_tf32;
   KernelSettings off;
   off.cuda_gemm_cache = "off";  // every shape measured here, none remembered from another run
   ScopedKernelSettings scoped(off);
@@ -691,7 +703,6 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
   EXPECT_FALSE(kernels::gemm_lt(x.to(torch::kFloat64), w.t().to(torch::kFloat64), c64, false));
   auto c_cols = torch::zeros({100, 500}, opts).t();
   EXPECT_FALSE(kernels::gemm_lt(x, w.t(), c_cols, false));
-  at::globalContext().setAllowTF32CuBLAS(tf32);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif
@@ -703,11 +714,9 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
 // choice says it came from the cache. With the cache off the same shape is declined in a capture.
 TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
 #if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  if (!kernels::gemm_lt_built()) GTEST_SKIP() << "a build without cuBLASLt (CUDA::cublasLt not found)";
+  if (skip_without_cublaslt()) GTEST_SKIP() << "needs a GPU and a build with cuBLASLt (CUDA::cublasLt)";
   const torch::Device dev(torch::kCUDA);
-  const bool tf32 = at::globalContext().allowTF32CuBLAS();
-  at::globalContext().setAllowTF32CuBLAS(false);
+  const NoTf32 no_tf32;
   const auto dir = std::filesystem::temp_directory_path() / ("sgmcmc_gemm_lt_cache_gpu_" + std::to_string(::getpid()));
   sgmcmc::remove_tree(dir);
   KernelSettings k;
@@ -768,7 +777,6 @@ TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
   const kernels::GemmLtCache file(k.cuda_gemm_cache);
   EXPECT_TRUE(file.on());
   sgmcmc::remove_tree(dir);
-  at::globalContext().setAllowTF32CuBLAS(tf32);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif
