@@ -325,41 +325,18 @@ bool TrainingRun::eval_lag_on() const {
   return cfg_.train.eval_lag > 0 && !dist_.active() && data_.ood.size() == 0 && eval_.classification();
 }
 
-// evaluation_row's first half: the host's values of the row at this step, the device work queued (the
-// same key and body as evaluation_row's) and the copies of its values and of an unread λ started.
+// The deferred row (train.eval_lag): its device work queued and the copies of its values and of an
+// unread λ started; read `eval_lag` steps later by complete_evaluation.
 void TrainingRun::begin_evaluation(bool sample_fresh) {
   PendingEvaluation p;
-  p.step = step_;
-  p.lr = s_.sampler->lr();
-  Metrics& row = p.row;
-  row["epoch"] = s_.plan.epoch(step_);
-  row["step"] = static_cast<double>(step_);
-  row["wall_seconds"] = wall_before_ + seconds_since(start_);
-  row["lr"] = p.lr;
-  const double tau = tau_of(model_);
-  p.loss_steps = loss_.take_steps();
-  const int64_t samples = predictive_.count();
-  const bool check_state = guard_.state_due(step_);
-  if (samples > 0) sample_count_.fill_(static_cast<double>(samples));
-  auto device_part = [&] { return evaluation_device(sample_fresh, predictive_, tau, check_state); };
-  std::vector<int64_t> key = phase_key(predictive_);
-  if (eval_graph_.capture())
-    key.insert(key.end(), {samples > 0, sample_fresh, check_state, address_key(loss_.sum_buffer()),
-                           address_key(sample_fresh ? current_test_ : torch::Tensor())});
-  EvalOut& e = eval_graph_.run(key, device_part);
-  p.values.start(e.packed);
-  p.out = &e;
-  current_test_ = e.current_test;
+  EvalOut unused;
+  queue_evaluation(sample_fresh, predictive_, p, unused);
+  p.values.start(p.out->packed);
   if (const auto& draw = s_.prior->pending_draw(); draw.defined()) {
     p.lambda.start(draw);
     p.lambda_pending = true;
   }
-  row["samples"] = static_cast<double>(samples);
-  for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
-  for (const auto& [k, v] : s_.sampler->diagnostics()) row["diag." + k] = v;
-  const double session = session_seconds();
-  row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
-  row["time.steps"] = phases_.seconds().at("time.steps");
+  host_columns(p.row);
   p.probe = gradient_noise_probe();
   pending_eval_ = std::move(p);
 }
@@ -369,15 +346,9 @@ void TrainingRun::complete_evaluation(bool then_checkpoint) {
   PendingEvaluation p = std::move(*pending_eval_);
   pending_eval_.reset();
   if (then_checkpoint) phases_.enter(PhaseClock::kEval);
-  EvalOut& e = *p.out;
-  e.batch.unpack(p.values.values());
+  p.out->batch.unpack(p.values.values());
   if (p.lambda_pending) s_.prior->set_host_draw(p.lambda.values());
-  if (e.state) guard_.resolve_state(p.step, p.lr, e.batch.scalar(e.state_at));
-  Metrics& row = p.row;
-  row["train_loss"] = p.loss_steps > 0 ? e.batch.scalar(e.loss_at) / static_cast<double>(p.loss_steps) : NAN;
-  for (const auto& [prefix, i] : e.queued) add_prefixed(row, prefix, eval_.result(e.batch, i));
-  for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
-  last_ = std::move(row);
+  last_ = finish_evaluation(p, predictive_);
   report_evaluation(p.step, p.probe);
   if (!then_checkpoint) return;
   phases_.enter(PhaseClock::kCheckpoint);
@@ -429,42 +400,64 @@ PredictiveSummary members_of(const Evaluator& eval, Model& model, const Batch& s
 
 // One metrics row: the averaged predictive (samplers, after burn-in) or the current iterate
 // (optimizers) on test and validation, the current sample on test, the hyperparameters and the
-// sampler's diagnostics.
+// sampler's diagnostics. Every metric of the row and the training loss: one device pass, one host read
+// (MetricsBatch).
 Metrics TrainingRun::evaluation_row(bool sample_fresh, const PosteriorPredictive& predictive) {
-  Metrics row;
-  row["epoch"] = s_.plan.epoch(step_);
-  row["step"] = static_cast<double>(step_);
-  row["wall_seconds"] = wall_before_ + seconds_since(start_);
-  row["lr"] = s_.sampler->lr();
+  PendingEvaluation p;
+  EvalOut other;  // the predictive of every rank (chains mode) is not the one a graph would read
+  queue_evaluation(sample_fresh, predictive, p, other);
+  p.out->batch.unpack(HostReads::to_host(p.out->packed));
+  host_columns(p.row);  // the clocks after the read: the row's time includes it
+  return finish_evaluation(p, predictive);
+}
+
+// A row's first half, at its step: the values the host has now, and the device work queued (graph-
+// replayed for the run's own predictive, else into `other`); p.out points at its outputs.
+void TrainingRun::queue_evaluation(bool sample_fresh, const PosteriorPredictive& predictive, PendingEvaluation& p,
+                                   EvalOut& other) {
+  p.step = step_;
+  p.lr = s_.sampler->lr();
+  p.row["epoch"] = s_.plan.epoch(step_);
+  p.row["step"] = static_cast<double>(step_);
+  p.row["wall_seconds"] = wall_before_ + seconds_since(start_);
+  p.row["lr"] = p.lr;
+  p.loss_steps = loss_.take_steps();
   const double tau = tau_of(model_);
-  const int64_t loss_steps = loss_.take_steps();
   const int64_t samples = predictive.count();
   const bool check_state = guard_.state_due(step_);
-  // every metric of the row and the training loss: one device pass, one host read (MetricsBatch)
   if (samples > 0) sample_count_.fill_(static_cast<double>(samples));
   auto device_part = [&] { return evaluation_device(sample_fresh, predictive, tau, check_state); };
-  EvalOut other;  // the predictive of every rank (chains mode) is not the one a graph would read
   std::vector<int64_t> key = phase_key(predictive);
   if (eval_graph_.capture())  // the body's branches, and the current sample's prediction where it is an input
     key.insert(key.end(), {samples > 0, sample_fresh, check_state, address_key(loss_.sum_buffer()),
                            address_key(sample_fresh ? current_test_ : torch::Tensor())});
-  EvalOut& e = &predictive == &predictive_ ? eval_graph_.run(key, device_part) : (other = device_part());
-  e.batch.unpack(HostReads::to_host(e.packed));
-  current_test_ = e.current_test;
-  if (e.state) guard_.resolve_state(step_, s_.sampler->lr(), e.batch.scalar(e.state_at));
-  row["train_loss"] = loss_steps > 0 ? e.batch.scalar(e.loss_at) / static_cast<double>(loss_steps) : NAN;
-  for (const auto& [prefix, i] : e.queued) add_prefixed(row, prefix, eval_.result(e.batch, i));
-  for (const auto& [k, v] : ood_row(samples, e.now, predictive)) row[k] = v;
-  row["samples"] = static_cast<double>(samples);
-  for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
-  for (const auto& [k, v] : model_.likelihood_hyperparameters()) row[k] = v;
-  for (const auto& [k, v] : s_.sampler->diagnostics()) row["diag." + k] = v;
+  p.out = &predictive == &predictive_ ? &eval_graph_.run(key, device_part) : &(other = device_part());
+  current_test_ = p.out->current_test;
+  p.row["samples"] = static_cast<double>(samples);
+  for (const auto& [k, v] : model_.likelihood_hyperparameters()) p.row[k] = v;
+  for (const auto& [k, v] : s_.sampler->diagnostics()) p.row["diag." + k] = v;
+}
+
+// The session's rate and this session's seconds in steps so far (time.steps): two rows give the
+// stepping rate between them, without the per-epoch work or the first epoch's graph capture
+// (bench/peers/sgmcmc_row.py).
+void TrainingRun::host_columns(Metrics& row) const {
   const double session = session_seconds();
   row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
-  // this session's seconds in steps so far (time.steps): two rows give the stepping rate between
-  // them, without the per-epoch work or the first epoch's graph capture (bench/peers/sgmcmc_row.py)
   row["time.steps"] = phases_.seconds().at("time.steps");
-  return row;
+}
+
+// A row's second half, once its values are on the host (p.out->batch unpacked): the state check, the
+// metrics, the OOD scores and λ.
+Metrics TrainingRun::finish_evaluation(PendingEvaluation& p, const PosteriorPredictive& predictive) {
+  EvalOut& e = *p.out;
+  if (e.state) guard_.resolve_state(p.step, p.lr, e.batch.scalar(e.state_at));
+  Metrics& row = p.row;
+  row["train_loss"] = p.loss_steps > 0 ? e.batch.scalar(e.loss_at) / static_cast<double>(p.loss_steps) : NAN;
+  for (const auto& [prefix, i] : e.queued) add_prefixed(row, prefix, eval_.result(e.batch, i));
+  for (const auto& [k, v] : ood_row(static_cast<int64_t>(row.at("samples")), e.now, predictive)) row[k] = v;
+  for (const auto& [k, v] : s_.prior->log_values()) row[k] = v;
+  return std::move(row);
 }
 
 // An evaluation's device work: every predictive's metrics and the row's device scalars queued in one

@@ -151,6 +151,11 @@ class TrainingRun {
     std::optional<std::vector<double>> probe;  // the gradient-noise probe's ratios (run at the step)
   };
   bool eval_lag_on() const;
+  // evaluation_row and the deferred path share its halves: queue_evaluation (at the step), then, once
+  // the values are read, host_columns and finish_evaluation.
+  void queue_evaluation(bool sample_fresh, const PosteriorPredictive& predictive, PendingEvaluation& p, EvalOut& other);
+  void host_columns(Metrics& row) const;
+  Metrics finish_evaluation(PendingEvaluation& p, const PosteriorPredictive& predictive);
   void begin_evaluation(bool sample_fresh);
   std::optional<PendingEvaluation> pending_eval_;
   PhaseGraph<SampleOut> sample_graph_;
