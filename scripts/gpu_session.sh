@@ -51,11 +51,12 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   cache  instead of build, one call (CACHE_DEADLINE=440, timeout 470): cublaslt's choices kept
+#   cache  instead of build, one call (CACHE_DEADLINE=500, timeout 540): cublaslt's choices kept
 #          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, H.1 in full
 #          with train.eval_lag: 20 (the evaluation's read deferred), the steps with
-#          auto against cublaslt, FNN-400 on the cuBLAS route, a GPU timeline of H.1 (bench/timeline.py),
-#          Nsight Compute over 100 chains' step
+#          auto against cublaslt, FNN-400 on the cuBLAS route, 100 chains with their own minibatches against
+#          a shared one (train.chain_minibatch), a GPU timeline of H.1 (bench/timeline.py), Nsight Compute
+#          over 100 chains' step
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -540,6 +541,19 @@ stage_auto() {
 # train.graph_epoch, the peers' H.1 rows; each part behind its deadline, in order of what the issues need.
 # The H.1 step's A/B (bench_step, graph-replayed, two rounds of 5 × 500 steps): --set KEY=VALUE for each VALUE,
 # after EXTRA (more --set options), into JSON; stops at DEADLINE.
+# 100 chains of H.1, 6 epochs, graph-replayed, with more --set options: µs a step by epoch (metrics.csv's
+# time.steps, 100 steps an epoch) and the test error; the metrics kept as chains100_TAG_metrics.csv.
+chains100_run() {  # TAG --set ...
+  local tag=$1; shift
+  timeout 25 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
+    --set train.graph=true "$@" --set train.epochs=6 --set train.burn_in=1 \
+    --out /tmp/chains100_$tag --overwrite -q > "$L/chains100_$tag.log" 2>&1
+  echo "H.1 6 epochs, 100 chains, $tag ($*): rc=$?"; tail -2 "$L/chains100_$tag.log" | grep -i error
+  cp /tmp/chains100_$tag/metrics.csv "$L/chains100_${tag}_metrics.csv" 2>/dev/null
+  python3 -c "import csv, sys; r = list(csv.DictReader(open(sys.argv[1]))); t = [float(x['time.steps']) for x in r]
+print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])], 'test_error', r[-1]['test_error'])" \
+    /tmp/chains100_$tag/metrics.csv 2>&1 | tail -1
+}
 h1_step_ab() {  # DEADLINE JSON EXTRA KEY VALUE...
   local until=$1 json=$2 extra=$3 key=$4 r v
   shift 4
@@ -620,15 +634,8 @@ print(max(best, key=lambda v: st.median(best[v])))" "$L/tf32x3.jsonl" 2>/dev/nul
   # 100 chains: ATen's batched products (auto) against the fused pass's cuBLAS route (bmm) and its 3xTF32
   for v in aten cublas cublaslt tf32x3; do
     left $((dl - 120)) "100 chains, $v" || break
-    timeout 25 $B/sgmcmc train configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set chains=100 \
-      --set train.graph=true --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
-      --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v) --set train.epochs=6 --set train.burn_in=1 \
-      --out /tmp/chains100_$v --overwrite -q > "$L/chains100_$v.log" 2>&1
-    echo "H.1 6 epochs, 100 chains, $v: rc=$?"; tail -2 "$L/chains100_$v.log" | grep -i error
-    cp /tmp/chains100_$v/metrics.csv "$L/chains100_${v}_metrics.csv" 2>/dev/null
-    python3 -c "import csv, sys; r = list(csv.DictReader(open(sys.argv[1]))); t = [float(x['time.steps']) for x in r]
-print('    us/step by epoch', [round((b - a) * 1e4, 1) for a, b in zip(t, t[1:])], 'test_error', r[-1]['test_error'])" \
-      /tmp/chains100_$v/metrics.csv 2>&1 | tail -1
+    chains100_run $v --set kernels.cuda_mlp=$([ $v = aten ] && echo aten || echo fused) \
+      --set kernels.cuda_mlp_gemm=$([ $v = aten ] && echo auto || echo $v)
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # kernels.cuda_act (ATen's MLP path: chains, and kernels.cuda_mlp: aten), never run on a GPU before
@@ -673,17 +680,18 @@ stage_defaults() {
     --rounds 2 --epochs 20 --burn-in 10 --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
 }
 # cublaslt's choices kept between processes (kernels.cuda_gemm_cache) and a timeline of the GPU's busy and
-# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 440): the GemmLt tests
+# idle time, one call on a fresh machine (CACHE_DEADLINE seconds, default 500): the GemmLt tests
 # (the cache's GPU test among them); H.1 in full with cublaslt three times on an empty cache (the first
 # measures and writes, the others must say `cached` and end at the first's test error and NLL to the last
 # digit) beside the defaults; H.1 in full with train.eval_lag: 20 twice (the same results as the defaults,
 # to the last digit); the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
 # module against the machine's torch and bench/timeline.py over 8 epochs of H.1 with the defaults (the
 # steady step's GPU busy and idle time, the epochs' boundaries, the GPU's idle time after each evaluation's
-# host read); FNN-400's step on the cuBLAS route (auto) against pipelined; Nsight Compute over 100 chains'
-# step. If the cache holds, `auto` can take cublaslt for one chain.
+# host read); FNN-400's step on the cuBLAS route (auto) against pipelined; 100 chains with
+# train.chain_minibatch own / shared / shared with TF32, twice; Nsight Compute over 100 chains' step. If
+# the cache holds, `auto` can take cublaslt for one chain.
 stage_cache() {
-  local dl=${CACHE_DEADLINE:-440} r
+  local dl=${CACHE_DEADLINE:-500} r
   build_targets test_mlp_fused bench_step sgmcmc || return 1
   run_gtest test_mlp_fused 120 "GemmLt.*"
   local cache=/tmp/gemm_lt_cache
@@ -718,6 +726,16 @@ stage_cache() {
   [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
   # FNN-400 on the cuBLAS route (what auto now takes for it) against the pipelined kernel (auto before)
   fnn_gemm_ab $((dl - 130)) fnn400 "$L/cache_steps.jsonl" auto pipelined
+  # 100 chains, each its own minibatch (the default) against one minibatch shared by all
+  # (train.chain_minibatch: shared: x·W_0ᵀ and ∇W_0 one product each over every chain, the images
+  # gathered once), and shared with TF32's tensor cores; twice, interleaved
+  local m
+  for r in 1 2; do
+    for m in own shared shared_tf32; do
+      left $((dl - 150)) "100 chains, $m" || break 2
+      chains100_run ${m}_$r --set train.chain_minibatch=${m%_tf32} --set train.tf32=$([ $m = shared_tf32 ] && echo true || echo false)
+    done
+  done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   left $((dl - 120)) "timeline" && stage_timeline
   # which kernels 100 chains' step runs on ATen's batched products (1.05 ms a step: ~8 GFLOP of float32

@@ -138,6 +138,46 @@ TEST(MlpChains, ChainsAreIndependent) {
   EXPECT_EQ(m.predict_chains(x).sizes(), (std::vector<int64_t>{3, 15, 2}));
 }
 
+// train.chain_minibatch: shared. nll() on n examples equals the chain-major nll() on the same n
+// repeated for every chain, value and gradients: the same sums in another order (float64, so the
+// order's round-off is ~1e-15 relative; bound 1e-12). Classification and the Gaussian likelihood.
+TEST(MlpChains, SharedMinibatchEqualsRepeatedOwn) {
+  for (const std::string likelihood : {"categorical", "gaussian"}) {
+    MlpOptions o = one_hidden_layer(6, 4, likelihood == "gaussian" ? 1 : 3);
+    o.likelihood = likelihood;
+    auto g1 = compat::make_generator(torch::kCPU, 3), g2 = compat::make_generator(torch::kCPU, 3);
+    MlpChains own(o, 3, g1), shared(o, 3, g2);
+    own.to(torch::kFloat64);
+    shared.to(torch::kFloat64);
+    EXPECT_TRUE(shared.share_minibatch(true));
+    EXPECT_EQ(shared.minibatch_chains(), 1);
+    EXPECT_EQ(own.minibatch_chains(), 3);
+    auto gx = compat::make_generator(torch::kCPU, 8);
+    auto x = at::randn({5, 6}, gx, torch::kFloat64);
+    auto y = likelihood == "gaussian" ? at::randn({5}, gx, torch::kFloat64) : at::randint(0, 3, {5}, gx, torch::kInt64);
+    auto l_shared = shared.nll({x, y});
+    auto l_own = own.nll({x.repeat({3, 1}), y.repeat({3})});
+    EXPECT_NEAR(l_shared.item<double>(), l_own.item<double>(), 1e-12 * std::abs(l_own.item<double>())) << likelihood;
+    l_shared.backward();
+    l_own.backward();
+    auto po = own.named_parameters(), ps = shared.named_parameters();
+    for (const auto& item : po)
+      EXPECT_TRUE(torch::allclose(ps[item.key()].grad(), item.value().grad(), 1e-12, 1e-14)) << likelihood << " " << item.key();
+    // Chain 1's gradient is chain 1's alone: changing its weights leaves chains 0 and 2's unchanged.
+    auto g_before = ps["fc1.weight"].grad().clone();
+    for (auto& p : shared.parameters()) p.mutable_grad().zero_();
+    {
+      torch::NoGradGuard no_grad;
+      ps["fc1.weight"][1].add_(0.5);
+    }
+    shared.nll({x, y}).backward();
+    const auto& g_after = ps["fc1.weight"].grad();
+    EXPECT_TRUE(torch::allclose(g_after[0], g_before[0], 1e-12, 1e-14));
+    EXPECT_TRUE(torch::allclose(g_after[2], g_before[2], 1e-12, 1e-14));
+    EXPECT_FALSE(torch::allclose(g_after[1], g_before[1], 1e-6, 1e-8));
+  }
+}
+
 // The prior's gradient over parallel chains, one op per parameter with each chain's λ broadcast,
 // equals λ_{g,c}·θ_c slice by slice (exactly: the same products), for seed_grad and add_grad; float64
 // parameters take that path (float32 on the CPU takes the one-loop kernel instead).
@@ -194,6 +234,20 @@ TEST(Trainer, ParallelChains) {
   EXPECT_TRUE(std::isfinite(four.values.at("rhat_test_loglik")));
   EXPECT_GT(four.values.at("ess_test_loglik"), 0);
   EXPECT_TRUE(std::isfinite(four.values.at("rhat_weights_max")));
+
+  // One minibatch a step for all four chains (train.chain_minibatch: shared): every chain learns the
+  // problem, as with their own minibatches.
+  a.out_dir = dir + "/shared";
+  auto shared = run_training(tiny_config(dir + "/data", {"chains=4", "train.chain_minibatch=shared"}), a);
+  EXPECT_EQ(shared.values.at("samples"), 8);
+  EXPECT_LT(shared.values.at("test_error"), 0.05);
+  EXPECT_TRUE(std::isfinite(shared.values.at("rhat_test_loglik")));
+  EXPECT_NE(shared.values.at("test_nll"), four.values.at("test_nll"));  // another data order: another run
+  // With one chain there is nothing to share: the same run as its own minibatches, bit for bit.
+  a.out_dir = dir + "/one_shared";
+  auto one_shared = run_training(tiny_config(dir + "/data", {"chains=1", "train.chain_minibatch=shared"}), a);
+  EXPECT_EQ(one.values.at("test_nll"), one_shared.values.at("test_nll"));
+  EXPECT_THROW(tiny_config(dir + "/data", {"chains=4", "train.chain_minibatch=some"}), std::invalid_argument);
 
   // Samplers with a global thermostat / accept step are refused with chains.
   a.out_dir = dir + "/bad";

@@ -189,7 +189,7 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
                                              "gibbs_every_steps", "gibbs_start_epochs", "gibbs_start_steps",
                                              "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
-                                             "eval_every", "eval_every_steps", "eval_batch_size", "eval_lag", "threads",
+                                             "eval_every", "eval_every_steps", "eval_batch_size", "eval_lag", "chain_minibatch", "threads",
                                              "fused", "tf32", "flush_denormal", "graph", "graph_epoch",
                                              "backward", "require_healthy"};
 const std::vector<std::string> kOutputKeys = {"dir",        "save_samples",  "max_samples", "max_sample_mb",
@@ -358,6 +358,7 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   check_nonneg_int(t.context() + ".eval_every_steps", train.eval_every_steps);
   train.eval_lag = t.get_int("eval_lag", 0);
   check_nonneg_int(t.context() + ".eval_lag", train.eval_lag);
+  train.chain_minibatch_shared = t.get_choice("chain_minibatch", "own", {"own", "shared"}) == "shared";
   train.eval_batch_size = t.get_int("eval_batch_size", 10000);
   check_positive_int(t.context() + ".eval_batch_size", train.eval_batch_size);
   train.threads = t.get_int("threads", 0);
@@ -438,6 +439,8 @@ void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, co
   in_file(src, [&] { check_model_task(model, p.task, c.model.context()); });
   if (c.chains > 0 && model.name != "mlp" && model.name != "torchscript")
     fail(src, "chains: parallel chains are available for model.name: mlp and torchscript only (got " + model.name + ")");
+  if (c.train.chain_minibatch_shared && c.chains > 1 && model.name != "mlp")
+    fail(src, "train.chain_minibatch: shared is available for model.name: mlp only (got " + model.name + ")");
   if (c.chains > 0 && (model.name == "mlp" ? model.mlp.sample_noise : model.torchscript.sample_noise))
     fail(src, "model.noise_prior: gamma is not available with parallel chains (use fixed)");
   // exp(−U/T) with a Gamma hyperprior on λ: in directions the data do not constrain, θ's scale is

@@ -7,6 +7,8 @@
 // so Σ_c nll_c is one batched pass and ∂/∂θ_c involves chain c's minibatch only. With elementwise
 // samplers (SGLD, pSGLD, SGHMC, mSGNHT, Santa) and per-chain prior precisions (make_prior_groups splits
 // every group by chain), the C chains are independent samplers of the same posterior.
+// With share_minibatch(true) (train.chain_minibatch: shared) nll() takes n examples that every chain's
+// term uses: Σ_c nll_c(x_1..n), the first layer as one [n, in] x [in, C·out] product.
 // Evaluation inputs are shared by all chains: predict_chains() gives [C, n, K] (or [C, n]) and predict()
 // their mean, so the trainer's running average is over chains and samples.
 // Initialisation consumes the generator as C stacked copies of `Mlp`'s (layer by layer, weight then
@@ -30,6 +32,13 @@ class MlpChains : public Model {
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
+  // Shared: nll() takes n examples, every chain's term on all n (the first layer one product over
+  // the chains, as predict_chains'); the fused CUDA pass then steps aside for autograd.
+  bool share_minibatch(bool on) override {
+    shared_ = on && chains_ > 1;  // one chain: nothing to share, the same products as its own
+    return true;
+  }
+  int64_t minibatch_chains() const override { return shared_ ? 1 : chains_; }
   // On CUDA with kernels.cuda_mlp: fused (classification): every chain's forward and backward in the
   // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad.
   // Undefined (nothing written) elsewhere: the trainer then runs autograd on nll().
@@ -47,6 +56,7 @@ class MlpChains : public Model {
   int64_t chains_;
   std::vector<torch::Tensor> weights_, biases_;
   double tau_;
+  bool shared_ = false;
   kernels::MlpFusedScratch fused_;  // the fused CUDA pass's buffers, kept from step to step
 };
 

@@ -83,6 +83,11 @@ class Model : public torch::nn::Module {
   // Parallel chains held in one model (parameters stacked along dim 0, independent minibatches:
   // nll() then takes chains()·n examples, chain-major). Default: one chain.
   virtual int64_t chains() const { return 1; }
+  // train.chain_minibatch: shared: every chain's likelihood on the same n examples (nll() then takes
+  // n). Returns whether the model can; with one chain there is nothing to share.
+  virtual bool share_minibatch(bool on) { return !on || chains() == 1; }
+  // Minibatches in a training batch: chains(), or 1 where the chains share one.
+  virtual int64_t minibatch_chains() const { return chains(); }
   // Per-chain predictions [C, n, classes] / [C, n]; predict() is their mean over the chains.
   virtual torch::Tensor predict_chains(const torch::Tensor& inputs) { return predict(inputs).unsqueeze(0); }
   // k scalar parameters per chain [C, k] (the first k entries of the first parameter), traced for

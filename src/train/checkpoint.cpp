@@ -80,7 +80,7 @@ void TrainingRun::load_checkpoint(const std::string& file) {
   torch::Tensor perm;
   ar.try_read("perm", perm, true);
   check_checkpoint_state(file, t, s_.prior->precisions(), perm, s_.plan.train_size, s_.plan.steps_per_epoch,
-                         model_.chains());
+                         model_.minibatch_chains());
   step_ = t[0].item<int64_t>();
   rows_at_resume_ = t[3].item<int64_t>();
   evaluations_ = rows_at_resume_;  // the probes' schedule counts the run's evaluations, not the session's

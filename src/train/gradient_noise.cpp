@@ -17,10 +17,10 @@ GradientNoiseProbe::GradientNoiseProbe(uint64_t seed, double grad_scale, int64_t
 
 std::vector<torch::Tensor> GradientNoiseProbe::group_gradients(Model& model, const Sampler& sampler,
                                                                const Batch& train) {
-  // chains()·n examples, chain-major, each chain's n drawn without replacement (as the run's own)
+  // minibatch_chains()·n examples, chain-major, each chain's n drawn without replacement (as the run's own)
   const int64_t n = std::min<int64_t>(batch_size_, train.size());
   std::vector<torch::Tensor> idx;
-  for (int64_t c = 0; c < model.chains(); ++c)
+  for (int64_t c = 0; c < model.minibatch_chains(); ++c)
     idx.push_back(torch::randperm(train.size(), gen_, torch::TensorOptions().dtype(torch::kInt64)).slice(0, 0, n));
   const auto rows = torch::cat(idx).to(train.inputs.device());
   const Batch batch{train.inputs.index_select(0, rows), train.targets.index_select(0, rows)};

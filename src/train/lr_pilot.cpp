@@ -59,7 +59,7 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
     const int64_t batch = std::min(s.plan.batch_size, train.size());
     const double grad_scale = static_cast<double>(train.size()) / static_cast<double>(batch);
     LossMeter loss(s.dm.device);
-    MinibatchStream batches(train.size(), batch, model.chains(), s.dm.device, s.gen_dev);
+    MinibatchStream batches(train.size(), batch, model.minibatch_chains(), s.dm.device, s.gen_dev);
     StepRunner runner(model, *s.sampler, *s.prior, train, grad_scale, batch, loss, /*graph=*/false, s.dm.device,
                       s.gen_dev);
     runner.use_model_backward(s.config.train.backward == "auto");

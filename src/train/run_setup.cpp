@@ -88,6 +88,8 @@ DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace&
   if (device_ready.valid()) device_ready.get();
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
   dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, place.chain_seed.value_or(config.seed), config.chains); });
+  if (!dm.model->share_minibatch(config.train.chain_minibatch_shared))
+    throw std::invalid_argument(config.source + ": train.chain_minibatch: shared is not available for this model");
   if (place.chain_seed && *place.chain_seed != config.seed && config.model.get_string("name", "") == "torchscript")
     jitter_parameters(*dm.model, *place.chain_seed);
   dm.model->to(dm.device);

@@ -59,7 +59,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   // The captured body reads static buffers only: the batch's indices (copied in before each step),
   // the sampler's per-step scalars (its kPrepare step), λ and τ (tensors updated in place by Gibbs).
   graph_ = std::make_unique<StepGraph>(device, gen);
-  idx_static_ = torch::zeros({batch_size * model.chains()}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  idx_static_ = torch::zeros({batch_size * model.minibatch_chains()}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   graph_body_ = [this] {
     select_batch(idx_static_);
     closure_();

@@ -105,7 +105,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       eval_(data_, cfg_.train.eval_batch_size),
       predictive_(data_.standardized_targets),
       loss_(s_.dm.device),
-      batches_(s_.plan.train_size, s_.plan.batch_size, model_.chains(), s_.dm.device, s_.gen_dev),
+      batches_(s_.plan.train_size, s_.plan.batch_size, model_.minibatch_chains(), s_.dm.device, s_.gen_dev),
       steps_(model_, *s_.sampler, *s_.prior, data_.train, s_.plan.grad_scale(), s_.plan.batch_size, loss_,
              s_.plan.graph, s_.dm.device, s_.gen_dev),
       console_(cfg_.name, opt_.quiet, cfg_.output.progress, eval_.classification(),
