@@ -10,6 +10,9 @@
 #include "models/mlp_chains.h"
 #include "priors/gaussian_prior.h"
 #include "tiny_idx.h"
+#include "samplers/registry.h"
+#include "train/minibatches.h"
+#include "train/step_runner.h"
 #include "train/trainer.h"
 
 using namespace sgmcmc;
@@ -258,6 +261,75 @@ TEST(Trainer, ParallelChains) {
     EXPECT_NE(std::string(e.what()).find("chains: sampler sgnht couples"), std::string::npos) << e.what();
   }
   EXPECT_THROW(tiny_config(dir + "/data", {"chains=0"}), std::invalid_argument);
+}
+
+// Bayesian linear regression (an mlp with no hidden layer, a Gaussian likelihood with fixed τ, a fixed
+// prior precision λ) sampled by SGLD through the trainer's step (StepRunner, MinibatchStream) with 64
+// chains, each drawing its own minibatches and sharing one (train.chain_minibatch). Every chain's (w, b)
+// has the posterior N(μ, A⁻¹), A = λI + τX̃ᵀX̃, μ = τA⁻¹X̃ᵀy, X̃ = [X, 1].
+// Tolerances. The means: SGLD on a Gaussian target is a linear recursion with zero-mean noise, so they
+// are unbiased at any step size: 5 standard errors of the time-batch means (20 batches of 1,000 steps,
+// ≫ the slowest mode's relaxation time 1/(η·λ_min(A)) ≈ 200 steps), pooled over the chains so that the
+// shared minibatch's correlation between chains is inside the error. The variances: SGLD's stationary
+// covariance with the full gradient is (A − ηA²/2)⁻¹, at most η·λ_max(A)/2 ≈ 1 % above A⁻¹ here; the
+// minibatch's gradient noise adds about (η/2)·V·A⁻¹ ≈ 1.6 % (V ≈ (N²/n)(N − n)/(N − 1) ≈ 63 per unit of
+// per-example gradient variance); allowed: 5 standard errors + 5 %. A likelihood gradient scaled by 2
+// (or by the chain count) moves the means by ≫ 5 errors and the variances by ≥ 30 %.
+TEST(Trainer, ChainsSampleTheLinearRegressionPosterior) {
+  const int64_t N = 20, n = 5, C = 64, burn = 2000, steps = 20000, batches = 20, per = steps / batches;
+  const double tau = 1.0, lambda = 10.0;
+  auto gd = compat::make_generator(torch::kCPU, 21);
+  const auto X = at::randn({N, 2}, gd, torch::kFloat64);
+  const auto y = X.matmul(torch::tensor({1.0, -0.5}, torch::kFloat64)) + 0.3 + at::randn({N}, gd, torch::kFloat64);
+  const auto Xt = torch::cat({X, torch::ones({N, 1}, torch::kFloat64)}, 1);
+  const auto A = lambda * torch::eye(3, torch::kFloat64) + tau * Xt.t().matmul(Xt);
+  const auto cov = torch::inverse(A);
+  const auto mu = cov.matmul(tau * Xt.t().matmul(y));
+  const Batch train{X, y};
+  for (const bool shared : {false, true}) {
+    MlpOptions o;
+    o.inputs = 2;
+    o.hidden = {};
+    o.outputs = 1;
+    o.likelihood = "gaussian";
+    o.noise_precision = tau;
+    auto gi = compat::make_generator(torch::kCPU, 3);
+    MlpChains m(o, C, gi);
+    m.to(torch::kFloat64);
+    ASSERT_TRUE(m.share_minibatch(shared));
+    EXPECT_EQ(m.minibatch_chains(), shared ? 1 : C);
+    GaussianPrior prior(make_prior_groups(m, "per_tensor"), lambda, /*learn=*/false, 1.0, 1.0);
+    auto gen = compat::make_generator(torch::kCPU, 7);
+    OptionMap lr("sampler");
+    lr.set("lr", "5e-4");
+    auto sampler = make_sampler("sgld", {ParamGroup(m.parameters())}, lr, gen);
+    LossMeter loss(torch::kCPU);
+    StepRunner runner(m, *sampler, prior, train, static_cast<double>(N) / n, n, loss, /*graph=*/false, torch::kCPU, gen);
+    MinibatchStream stream(N, n, m.minibatch_chains(), torch::kCPU, gen);
+    auto params = m.named_parameters();
+    const auto w = params["fc1.weight"], b = params["fc1.bias"];
+    auto m1 = torch::zeros({batches, 3}, torch::kFloat64), m2 = torch::zeros({batches, 3}, torch::kFloat64);
+    for (int64_t t = 0; t < burn + steps; ++t) {
+      runner.step(stream.next());
+      if (t < burn) continue;
+      torch::NoGradGuard no_grad;
+      const auto th = torch::cat({w.detach().reshape({C, 2}), b.detach().reshape({C, 1})}, 1);
+      const int64_t k = (t - burn) / per;
+      m1[k] += th.sum(0);
+      m2[k] += th.square().sum(0);
+    }
+    m1 /= static_cast<double>(per * C);
+    m2 /= static_cast<double>(per * C);
+    const auto vb = m2 - m1.square();  // each batch's variance over its steps and chains
+    const double root = std::sqrt(static_cast<double>(batches));
+    for (int64_t j = 0; j < 3; ++j) {
+      const double mean = m1.select(1, j).mean().item<double>(), mean_se = m1.select(1, j).std().item<double>() / root;
+      const double var = vb.select(1, j).mean().item<double>(), var_se = vb.select(1, j).std().item<double>() / root;
+      const double want_var = cov[j][j].item<double>();
+      EXPECT_NEAR(mean, mu[j].item<double>(), 5 * mean_se) << (shared ? "shared" : "own") << " coordinate " << j;
+      EXPECT_NEAR(var, want_var, 5 * var_se + 0.05 * want_var) << (shared ? "shared" : "own") << " coordinate " << j;
+    }
+  }
 }
 
 // A deep ensemble is an optimizer with `chains: K`. K = 1 reproduces the plain optimizer
