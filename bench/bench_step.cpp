@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
   set_kernel_settings(s.config.kernels);  // as sgmcmc train installs them (--set kernels.KEY=...)
   Model& model = *s.dm.model;
   LossMeter loss(s.dm.device);
-  MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.chains(), s.dm.device, s.gen_dev);
+  MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.minibatch_chains(), s.dm.device, s.gen_dev);
   const bool graph = s.plan.graph;
   StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
                     graph, s.dm.device, s.gen_dev);
