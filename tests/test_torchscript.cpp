@@ -198,6 +198,14 @@ TEST(TorchScript, ChainsInOneProcess) {
     EXPECT_TRUE(torch::allclose(g[1], grad_b[item.key()], 1e-5, 1e-6)) << item.key();
   }
   EXPECT_EQ(chains->predict_chains(a.inputs).sizes(), (std::vector<int64_t>{2, 50, 4}));
+  // train.chain_minibatch: shared: one batch of n for both chains, each chain's gradient its own on it.
+  ASSERT_TRUE(chains->share_minibatch(true));
+  EXPECT_EQ(chains->minibatch_chains(), 1);
+  chains->zero_grad();
+  chains->nll(b).backward();
+  for (const auto& item : chains->named_parameters())
+    for (int64_t c = 0; c < 2; ++c)
+      EXPECT_TRUE(torch::allclose(item.value().grad()[c], grad_b[item.key()], 1e-5, 1e-6)) << item.key() << " " << c;
 
   auto run_cfg = config_for(dir + "/data", "{name: torchscript, path: " + path + "}", {"chains=3"});
   RunOptions o;
@@ -207,6 +215,13 @@ TEST(TorchScript, ChainsInOneProcess) {
   EXPECT_TRUE(s.finished);
   EXPECT_EQ(s.values.at("chains"), 3);
   EXPECT_TRUE(std::isfinite(s.values.at("rhat_test_loglik"))) << "R̂ over the three chains";
+  RunOptions shared = o;
+  shared.out_dir = dir + "/run_shared";
+  const auto s_shared = run_training(
+      config_for(dir + "/data", "{name: torchscript, path: " + path + "}", {"chains=3", "train.chain_minibatch=shared"}),
+      shared);
+  EXPECT_TRUE(s_shared.finished);
+  EXPECT_TRUE(std::isfinite(s_shared.values.at("rhat_test_loglik")));
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(o.out_dir + "/samples")) files.push_back(e.path());
   ASSERT_FALSE(files.empty());

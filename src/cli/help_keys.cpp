@@ -53,7 +53,7 @@ const std::map<std::string, std::string>& meanings() {
       {"train.eval_lag", "steps queued after an evaluation before its row is read and written (0: at once; on a GPU the "
                          "host's work on the row then overlaps them; the same values)"},
       {"train.chain_minibatch", "own | shared: with chains, each chain its own minibatch (default) or one a step for "
-                                "all (mlp; the first layer one product over the chains)"},
+                                "all (mlp: the first layer one product over the chains)"},
       {"train.threads", "CPU threads (0: the process's CPUs)"},
       {"train.fused", "fused sampler kernels (false: per-parameter ATen ops, the same noise)"},
       {"train.tf32", "TF32 matrix products on CUDA"},

@@ -439,8 +439,6 @@ void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, co
   in_file(src, [&] { check_model_task(model, p.task, c.model.context()); });
   if (c.chains > 0 && model.name != "mlp" && model.name != "torchscript")
     fail(src, "chains: parallel chains are available for model.name: mlp and torchscript only (got " + model.name + ")");
-  if (c.train.chain_minibatch_shared && c.chains > 1 && model.name != "mlp")
-    fail(src, "train.chain_minibatch: shared is available for model.name: mlp only (got " + model.name + ")");
   if (c.chains > 0 && (model.name == "mlp" ? model.mlp.sample_noise : model.torchscript.sample_noise))
     fail(src, "model.noise_prior: gamma is not available with parallel chains (use fixed)");
   // exp(−U/T) with a Gamma hyperprior on λ: in directions the data do not constrain, θ's scale is

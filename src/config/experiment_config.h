@@ -79,8 +79,8 @@ struct TrainConfig {
   int64_t eval_batch_size = 10000; // chunk size for predictions
   // train.chain_minibatch: own (the default): with parallel chains each chain draws its own minibatch
   // of batch_size; shared: one minibatch a step that every chain's gradient uses. Each chain is the
-  // same sampler either way; shared minibatches correlate the chains' gradient noise, and the first
-  // layer's products become one product over all chains (models/mlp_chains.h).
+  // same sampler either way; shared minibatches correlate the chains' gradient noise, and the mlp's
+  // first layer's products become one product over all chains (models/mlp_chains.h).
   bool chain_minibatch_shared = false;
   int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)

@@ -210,6 +210,14 @@ torch::Tensor TorchScriptChains::forward(int64_t c, const torch::Tensor& inputs)
 }
 
 torch::Tensor TorchScriptChains::nll(const Batch& batch) {
+  if (shared_) {
+    torch::Tensor total;
+    for (int64_t c = 0; c < chains_; ++c) {
+      auto nll = likelihood_nll(options_, forward(c, batch.inputs), batch, tau_);
+      total = total.defined() ? total + nll : nll;
+    }
+    return total;
+  }
   if (batch.size() % chains_ != 0)
     throw std::invalid_argument(where_ + ": a batch of " + std::to_string(batch.size()) + " examples for " +
                                 std::to_string(chains_) + " chains");

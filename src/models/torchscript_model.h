@@ -78,11 +78,17 @@ class TorchScriptChains : public Model {
   TorchScriptChains(const TorchScriptOptions& options, int64_t chains, uint64_t seed, const std::string& where = "model");
 
   Task task() const override;
-  // `batch` holds chains()·n examples, chain-major: chain c's are rows [c·n, (c+1)·n).
+  // `batch` holds chains()·n examples, chain-major: chain c's are rows [c·n, (c+1)·n); with
+  // share_minibatch(true) (train.chain_minibatch: shared) n examples that every chain's term uses.
   torch::Tensor nll(const Batch& batch) override;
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
+  bool share_minibatch(bool on) override {
+    shared_ = on && chains_ > 1;
+    return true;
+  }
+  int64_t minibatch_chains() const override { return shared_ ? 1 : chains_; }
   std::map<std::string, double> likelihood_hyperparameters() const override;
   void train(bool on = true) override;
 
@@ -102,6 +108,7 @@ class TorchScriptChains : public Model {
   TorchScriptOptions options_;
   std::string where_;
   int64_t chains_;
+  bool shared_ = false;
   torch::jit::Module module_;
   std::vector<Slot> slots_;
   torch::Tensor tau_;
