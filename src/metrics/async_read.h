@@ -22,6 +22,8 @@ class AsyncHostRead {
   void start(const torch::Tensor& packed);
   // Its values, once the copy has finished (a RecordFunction scope "sgmcmc::host_read", as to_host's).
   std::vector<double> values();
+  // Whether start() was given a tensor to read.
+  bool started() const { return host_.defined(); }
 
  private:
   struct Event;  // the CUDA event of a CUDA build

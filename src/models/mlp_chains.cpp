@@ -59,26 +59,18 @@ torch::Tensor MlpChains::forward_impl(const torch::Tensor& inputs, bool shared) 
 }
 
 torch::Tensor MlpChains::nll(const Batch& batch) {
-  if (shared_) {
-    const int64_t n = batch.size(), total = chains_ * n;
-    auto f = forward_impl(batch.inputs, /*shared=*/true);  // [C, n, out]
-    if (task() == Task::kClassification)
-      return torch::nn::functional::cross_entropy(
-          f.reshape({total, -1}), batch.targets.repeat({chains_}),
-          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    auto r = f.reshape({chains_, n}) - batch.targets.to(f.dtype()).reshape({1, n});
-    return 0.5 * tau_ * r.pow(2).sum() + 0.5 * static_cast<double>(total) * (std::log(2 * M_PI) - std::log(tau_));
-  }
-  const int64_t total = batch.size();
+  const bool shared = minibatch_shared();
+  const int64_t total = shared ? chains_ * batch.size() : batch.size();
   if (total % chains_ != 0)
     throw std::invalid_argument("MlpChains::nll: batch of " + std::to_string(total) + " is not chains x n");
   const int64_t n = total / chains_;
-  auto f = forward(batch.inputs.reshape({chains_, n, -1}));
+  // [C, n, out]; the targets chain-major (shared: each chain's are the batch's)
+  auto f = shared ? forward_impl(batch.inputs, /*shared=*/true) : forward(batch.inputs.reshape({chains_, n, -1}));
+  const auto y = shared ? batch.targets.repeat({chains_}) : batch.targets;
   if (task() == Task::kClassification)
     return torch::nn::functional::cross_entropy(
-        f.reshape({total, -1}), batch.targets,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-  auto r = f.reshape({total}) - batch.targets.to(f.dtype());
+        f.reshape({total, -1}), y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  auto r = f.reshape({total}) - y.to(f.dtype());
   return 0.5 * tau_ * r.pow(2).sum() + 0.5 * static_cast<double>(total) * (std::log(2 * M_PI) - std::log(tau_));
 }
 
@@ -90,7 +82,7 @@ bool MlpChains::set_loss_sink(const torch::Tensor& sum, double weight) {
 
 torch::Tensor MlpChains::nll_backward(const Batch& batch, double scale) {
 #if defined(SGMCMC_WITH_CUDA)
-  if (shared_ || task() != Task::kClassification || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled())
+  if (minibatch_shared() || task() != Task::kClassification || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled())
     return {};
   for (size_t i = 0; i < weights_.size(); ++i)
     if (!weights_[i].grad().defined() || !biases_[i].grad().defined()) return {};

@@ -32,13 +32,6 @@ class MlpChains : public Model {
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
-  // Shared: nll() takes n examples, every chain's term on all n (the first layer one product over
-  // the chains, as predict_chains'); the fused CUDA pass then steps aside for autograd.
-  bool share_minibatch(bool on) override {
-    shared_ = on && chains_ > 1;  // one chain: nothing to share, the same products as its own
-    return true;
-  }
-  int64_t minibatch_chains() const override { return shared_ ? 1 : chains_; }
   // On CUDA with kernels.cuda_mlp: fused (classification): every chain's forward and backward in the
   // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad.
   // Undefined (nothing written) elsewhere: the trainer then runs autograd on nll().
@@ -49,6 +42,11 @@ class MlpChains : public Model {
   // Outputs [C, n, out] for per-chain inputs [C, n, ...].
   torch::Tensor forward(const torch::Tensor& inputs);
 
+ protected:
+  // Shared: nll() takes n examples, every chain's term on all n (the first layer one product over
+  // the chains, as predict_chains'); the fused CUDA pass then steps aside for autograd.
+  bool can_share_minibatch() const override { return true; }
+
  private:
   // shared: inputs [n, ...] seen by every chain.
   torch::Tensor forward_impl(const torch::Tensor& inputs, bool shared);
@@ -56,7 +54,6 @@ class MlpChains : public Model {
   int64_t chains_;
   std::vector<torch::Tensor> weights_, biases_;
   double tau_;
-  bool shared_ = false;
   kernels::MlpFusedScratch fused_;  // the fused CUDA pass's buffers, kept from step to step
 };
 

@@ -84,10 +84,16 @@ class Model : public torch::nn::Module {
   // nll() then takes chains()·n examples, chain-major). Default: one chain.
   virtual int64_t chains() const { return 1; }
   // train.chain_minibatch: shared: every chain's likelihood on the same n examples (nll() then takes
-  // n). Returns whether the model can; with one chain there is nothing to share.
-  virtual bool share_minibatch(bool on) { return !on || chains() == 1; }
+  // n; minibatch_shared() tells a model's nll). False where the model cannot (can_share_minibatch); with
+  // one chain there is nothing to share.
+  bool share_minibatch(bool on) {
+    if (on && chains() > 1 && !can_share_minibatch()) return false;
+    minibatch_shared_ = on && chains() > 1;
+    return true;
+  }
+  bool minibatch_shared() const { return minibatch_shared_; }
   // Minibatches in a training batch: chains(), or 1 where the chains share one.
-  virtual int64_t minibatch_chains() const { return chains(); }
+  int64_t minibatch_chains() const { return minibatch_shared_ ? 1 : chains(); }
   // Per-chain predictions [C, n, classes] / [C, n]; predict() is their mean over the chains.
   virtual torch::Tensor predict_chains(const torch::Tensor& inputs) { return predict(inputs).unsqueeze(0); }
   // k scalar parameters per chain [C, k] (the first k entries of the first parameter), traced for
@@ -97,6 +103,13 @@ class Model : public torch::nn::Module {
     auto flat = p.reshape({chains(), -1});
     return flat.narrow(1, 0, std::min<int64_t>(k, flat.size(1))).clone();
   }
+
+ protected:
+  // Chain models whose nll() takes a shared minibatch when minibatch_shared().
+  virtual bool can_share_minibatch() const { return false; }
+
+ private:
+  bool minibatch_shared_ = false;
 };
 
 }  // namespace sgmcmc

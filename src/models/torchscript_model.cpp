@@ -210,21 +210,14 @@ torch::Tensor TorchScriptChains::forward(int64_t c, const torch::Tensor& inputs)
 }
 
 torch::Tensor TorchScriptChains::nll(const Batch& batch) {
-  if (shared_) {
-    torch::Tensor total;
-    for (int64_t c = 0; c < chains_; ++c) {
-      auto nll = likelihood_nll(options_, forward(c, batch.inputs), batch, tau_);
-      total = total.defined() ? total + nll : nll;
-    }
-    return total;
-  }
-  if (batch.size() % chains_ != 0)
+  const bool shared = minibatch_shared();
+  if (!shared && batch.size() % chains_ != 0)
     throw std::invalid_argument(where_ + ": a batch of " + std::to_string(batch.size()) + " examples for " +
                                 std::to_string(chains_) + " chains");
-  const int64_t n = batch.size() / chains_;
+  const int64_t n = shared ? batch.size() : batch.size() / chains_;
   torch::Tensor total;
   for (int64_t c = 0; c < chains_; ++c) {
-    Batch part{batch.inputs.narrow(0, c * n, n), batch.targets.narrow(0, c * n, n)};
+    const Batch part = shared ? batch : Batch{batch.inputs.narrow(0, c * n, n), batch.targets.narrow(0, c * n, n)};
     auto nll = likelihood_nll(options_, forward(c, part.inputs), part, tau_);
     total = total.defined() ? total + nll : nll;
   }

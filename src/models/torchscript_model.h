@@ -84,11 +84,6 @@ class TorchScriptChains : public Model {
   torch::Tensor predict(const torch::Tensor& inputs) override;
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
-  bool share_minibatch(bool on) override {
-    shared_ = on && chains_ > 1;
-    return true;
-  }
-  int64_t minibatch_chains() const override { return shared_ ? 1 : chains_; }
   std::map<std::string, double> likelihood_hyperparameters() const override;
   void train(bool on = true) override;
 
@@ -96,6 +91,10 @@ class TorchScriptChains : public Model {
   torch::Tensor forward(int64_t c, const torch::Tensor& inputs);
   // TorchScriptModel::check_outputs, on chain 0.
   void check_outputs(const Batch& sample);
+
+ protected:
+  // Shared (train.chain_minibatch): every chain's forward on the one batch.
+  bool can_share_minibatch() const override { return true; }
 
  private:
   struct Slot {
@@ -108,7 +107,6 @@ class TorchScriptChains : public Model {
   TorchScriptOptions options_;
   std::string where_;
   int64_t chains_;
-  bool shared_ = false;
   torch::jit::Module module_;
   std::vector<Slot> slots_;
   torch::Tensor tau_;

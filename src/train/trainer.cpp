@@ -332,10 +332,7 @@ void TrainingRun::begin_evaluation(bool sample_fresh) {
   EvalOut unused;
   queue_evaluation(sample_fresh, predictive_, p, unused);
   p.values.start(p.out->packed);
-  if (const auto& draw = s_.prior->pending_draw(); draw.defined()) {
-    p.lambda.start(draw);
-    p.lambda_pending = true;
-  }
+  p.lambda.start(s_.prior->pending_draw());
   host_columns(p.row);
   p.probe = gradient_noise_probe();
   pending_eval_ = std::move(p);
@@ -347,7 +344,7 @@ void TrainingRun::complete_evaluation(bool then_checkpoint) {
   pending_eval_.reset();
   if (then_checkpoint) phases_.enter(PhaseClock::kEval);
   p.out->batch.unpack(p.values.values());
-  if (p.lambda_pending) s_.prior->set_host_draw(p.lambda.values());
+  if (p.lambda.started()) s_.prior->set_host_draw(p.lambda.values());
   last_ = finish_evaluation(p, predictive_);
   report_evaluation(p.step, p.probe);
   if (!then_checkpoint) return;

@@ -147,7 +147,6 @@ class TrainingRun {
     EvalOut* out = nullptr;
     AsyncHostRead values;                // out->packed
     AsyncHostRead lambda;                // the Gibbs step's device draw, if the host has not read it
-    bool lambda_pending = false;
     std::optional<std::vector<double>> probe;  // the gradient-noise probe's ratios (run at the step)
   };
   bool eval_lag_on() const;
