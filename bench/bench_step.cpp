@@ -224,6 +224,7 @@ int main(int argc, char** argv) {
       ("label", "name of the row", cxxopts::value<std::string>()->default_value(""))
       ("matmul", "the models' matrix products: onednn | aten (default: the build's)", cxxopts::value<std::string>()->default_value(""))
       ("graph", "step and floor each replayed as one CUDA graph (train.graph)")
+      ("graph-steps", "with --graph: steps per graph launch (train.graph_steps; the floor stays one a step)", cxxopts::value<int>()->default_value("1"))
       ("h,help", "help");
   cli.parse_positional({"config"});
   auto r = cli.parse(argc, argv);
@@ -244,6 +245,7 @@ int main(int argc, char** argv) {
   auto sets = r["set"].as<std::vector<std::string>>();
   // the sampler in its prepare-and-replay mode, or not (train.graph's default, auto, captures on CUDA)
   sets.push_back(r.count("graph") ? "train.graph=true" : "train.graph=false");
+  sets.push_back("train.graph_steps=" + std::to_string(r["graph-steps"].as<int>()));
   RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), sets));
   set_kernel_settings(s.config.kernels);  // as sgmcmc train installs them (--set kernels.KEY=...)
   Model& model = *s.dm.model;
@@ -251,12 +253,28 @@ int main(int argc, char** argv) {
   MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.minibatch_chains(), s.dm.device, s.gen_dev);
   const bool graph = s.plan.graph;
   StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
-                    graph, s.dm.device, s.gen_dev);
+                    graph, s.dm.device, s.gen_dev, s.plan.graph_steps);
   runner.use_model_backward(s.config.train.backward == "auto");
   int64_t step_no = 0;
+  const int64_t block = runner.block_steps();
+  // one step, or (--graph-steps K) a block of K steps: the rounds count steps either way
   auto one_step = [&] {
-    s.sampler->set_lr(s.schedule->at(step_no++));
-    runner.step(batches.next());
+    if (block == 1) {
+      s.sampler->set_lr(s.schedule->at(step_no++));
+      runner.step(batches.next());
+      return int64_t{1};
+    }
+    std::vector<torch::Tensor> idx;
+    for (int64_t j = 0; j < block; ++j) idx.push_back(batches.next());
+    const int64_t first = step_no;
+    runner.step_block(torch::cat(idx), [&](int64_t j) { s.sampler->set_lr(s.schedule->at(first + j)); });
+    step_no += block;
+    return block;
+  };
+  auto run_steps = [&](int64_t n) {
+    int64_t done = 0;
+    while (done < n) done += one_step();
+    return done;
   };
   Floor floor = make_floor(s.config, model, s.dm.data.train, s.plan.batch_size * model.chains());
   if (graph) {  // the floor's work captured too (after StepGraph's warm-up steps), replayed per step
@@ -266,17 +284,17 @@ int main(int argc, char** argv) {
   const torch::Device dev = s.dm.device;
 
   for (int i = 0; i < r["warmup"].as<int>(); ++i) {
-    one_step();
+    (void)one_step();
     floor.run();
   }
   sync(dev);
   std::vector<double> step_rate, floor_rate;
   for (int round = 0; round < rounds; ++round) {
     auto t0 = Clock::now();
-    for (int i = 0; i < steps; ++i) one_step();
+    const int64_t done = run_steps(steps);
     (void)loss.take_mean();  // the host read the trainer does at an evaluation
     sync(dev);
-    step_rate.push_back(steps / seconds_since(t0));
+    step_rate.push_back(static_cast<double>(done) / seconds_since(t0));
     t0 = Clock::now();
     for (int i = 0; i < floor_steps; ++i) floor.run();
     sync(dev);
@@ -286,7 +304,8 @@ int main(int argc, char** argv) {
   const std::string label = r["label"].as<std::string>().empty() ? s.config.name : r["label"].as<std::string>();
   std::cout << std::fixed << std::setprecision(1) << label << " (" << threads << " threads, batch "
             << s.plan.batch_size << ", " << rounds << " rounds of " << steps << " steps, matmul "
-            << kernels::matmul_backend_name() << (graph ? ", graph" : "") << ", " << dev << ")\n"
+            << kernels::matmul_backend_name() << (graph ? ", graph" : "")
+            << (block > 1 ? ", " + std::to_string(block) + " steps a launch" : std::string()) << ", " << dev << ")\n"
             << "  step   steps/s min " << st.min << "  median " << st.median << "  max " << st.max << "\n"
             << "  floor  steps/s min " << fl.min << "  median " << fl.median << "  max " << fl.max << "  ["
             << floor.what << "]\n"
@@ -300,7 +319,7 @@ int main(int argc, char** argv) {
                               {"steps", steps}, {"step_steps_per_s", step_rate}, {"floor_steps_per_s", floor_rate},
                               {"step_median", st.median}, {"floor_median", fl.median},
                               {"fraction_of_floor", st.median / fl.median}, {"floor", floor.what},
-                              {"matmul", kernels::matmul_backend_name()}, {"graph", graph},
+                              {"matmul", kernels::matmul_backend_name()}, {"graph", graph}, {"graph_steps", block},
                               {"device", dev.str()}};
   if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
 #if defined(SGMCMC_WITH_CUDA)
@@ -320,7 +339,7 @@ int main(int argc, char** argv) {
     const bool by_parent = r.count("by-parent") > 0;
     enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
     auto t0 = Clock::now();
-    for (int i = 0; i < steps; ++i) one_step();
+    (void)run_steps(steps);
     const double wall_us = seconds_since(t0) * 1e6;
     double top_us = 0;
     auto ops = op_profile(disableProfilerLegacy(), by_parent, &top_us);

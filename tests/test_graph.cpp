@@ -20,6 +20,7 @@
 #include "kernels/copy_async.h"
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
+#include "samplers/step_params_buffer.h"
 #include "tiny_idx.h"
 #include "train/phase_graph.h"
 #include "train/run_setup.h"
@@ -72,6 +73,96 @@ TEST(Graph, PreparedStepsEqualEagerSteps) {
       EXPECT_EQ(graph.replays(), 22) << name;
     }
   }
+}
+
+// train.graph_steps at the sampler: a block of k prepared steps (each with its own lr, so each row of
+// the step buffers holds other scalars), then their bodies with launch_prepared(j), is the eager run
+// bit for bit for every fused sampler and both dtypes: the same noise keys in the same order. A block
+// longer than the buffers' rows, a row outside them, or nested blocks are refused.
+TEST(Graph, PreparedBlocksEqualEagerSteps) {
+  constexpr int kBlock = 6, kBlocks = 4;
+  auto lr_at = [](int t) { return 1e-3 / (1.0 + 0.1 * t); };
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    for (const auto& [name, kv] : test::fused_sampler_configs()) {
+      const auto opts = test::options(kv);
+      auto eager = test::make_two_group_run(name, opts, true, dt);
+      auto blocks = test::make_two_group_run(name, opts, true, dt);
+      const double lr0 = eager.sampler->lr();
+      for (int t = 0; t < kBlock * kBlocks; ++t) {
+        eager.sampler->set_lr(lr0 * lr_at(t) / 1e-3);
+        test::quadratic_grads(eager);
+        eager.sampler->step();
+      }
+      blocks.sampler->set_step_mode(Sampler::StepMode::kPrepare, kBlock);
+      StepGraph graph(torch::kCPU, compat::make_generator(torch::kCPU, 0), /*warmup=*/1);
+      for (int b = 0; b < kBlocks; ++b) {
+        blocks.sampler->begin_prepared_block();
+        for (int j = 0; j < kBlock; ++j) {
+          blocks.sampler->set_lr(lr0 * lr_at(b * kBlock + j) / 1e-3);
+          EXPECT_FALSE(blocks.sampler->step(Closure()).defined());
+        }
+        EXPECT_EQ(blocks.sampler->end_prepared_block(), kBlock);
+        EXPECT_EQ(blocks.sampler->prepared_rules().size(), kBlock * blocks.sampler->param_groups().size())
+            << name;  // one rule per group per row
+        graph.run(
+            [&] {
+              for (int j = 0; j < kBlock; ++j) {
+                test::quadratic_grads(blocks);
+                blocks.sampler->launch_prepared(j);
+              }
+            },
+            blocks.sampler->prepared_rules());
+      }
+      for (size_t k = 0; k < eager.params.size(); ++k)
+        EXPECT_TRUE(torch::equal(eager.params[k], blocks.params[k]))
+            << name << " param " << k << " max |Δ| " << (eager.params[k] - blocks.params[k]).abs().max().item<double>();
+      EXPECT_EQ(eager.sampler->steps(), blocks.sampler->steps()) << name;
+      EXPECT_EQ(graph.captures(), 1) << name;
+      // the same sampler still takes single prepared steps (row 0) between blocks
+      blocks.sampler->step(Closure());
+      EXPECT_EQ(blocks.sampler->prepared_rules().size(), blocks.sampler->param_groups().size()) << name;
+      blocks.sampler->launch_prepared();
+      // refused: a 7th step in a block of 6 rows, a row outside them, a block inside a block
+      blocks.sampler->begin_prepared_block();
+      EXPECT_THROW(blocks.sampler->begin_prepared_block(), std::logic_error);
+      for (int j = 0; j < kBlock; ++j) blocks.sampler->step(Closure());
+      EXPECT_THROW(blocks.sampler->step(Closure()), std::logic_error) << name;
+      (void)blocks.sampler->end_prepared_block();
+      EXPECT_THROW(blocks.sampler->launch_prepared(kBlock), std::logic_error);
+      EXPECT_THROW(blocks.sampler->end_prepared_block(), std::logic_error);
+    }
+  }
+}
+
+// The step buffers' rows: staged rows reach the device buffer (on the CPU, at once), each row at its
+// own stable address; rows and commits outside the buffer are refused.
+TEST(Graph, StepParamsBufferRows) {
+  StepParamsBuffer buf(torch::kCPU, 3);
+  EXPECT_EQ(buf.rows(), 3);
+  kernels::FusedScalars s;
+  kernels::NoiseStream noise;
+  std::set<const void*> addresses;
+  for (int64_t r = 0; r < 3; ++r) {
+    s.lr = 0.5 * static_cast<double>(r + 1);
+    noise.key = static_cast<uint64_t>(r + 7);
+    buf.stage(r, kernels::FusedRule::kSgld, s, noise, torch::kFloat64);
+    addresses.insert(buf.device_buffer(r).data_ptr());
+    EXPECT_EQ(buf.device_buffer(r).numel(), kernels::step_params_bytes());
+  }
+  buf.commit(3);
+  EXPECT_EQ(addresses.size(), 3u);
+  // each row holds what write_step_params makes of its scalars
+  for (int64_t r = 0; r < 3; ++r) {
+    s.lr = 0.5 * static_cast<double>(r + 1);
+    noise.key = static_cast<uint64_t>(r + 7);
+    auto want = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
+    kernels::write_step_params(kernels::FusedRule::kSgld, s, noise, torch::kFloat64, want.data_ptr());
+    EXPECT_TRUE(torch::equal(buf.device_buffer(r), want)) << "row " << r;
+  }
+  EXPECT_THROW(buf.stage(3, kernels::FusedRule::kSgld, s, noise, torch::kFloat64), std::out_of_range);
+  EXPECT_THROW(buf.device_buffer(-1), std::out_of_range);
+  EXPECT_THROW(buf.commit(4), std::out_of_range);
+  EXPECT_THROW(StepParamsBuffer(torch::kCPU, 0), std::invalid_argument);
 }
 
 // StepGraph's sequencing: warm-up, one capture, replays; a new key captures again (no warm-up), as
@@ -228,6 +319,94 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
     EXPECT_NE(std::string(e.what()).find("train.graph: sampler sgnht cannot be captured"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/refused"));
+}
+
+// train.graph_steps: blocks of steps in one graph launch give the single steps' run bit for bit: every
+// metrics row, the summary, a resumed run. Blocks of 7 of a 10-step epoch (evaluations every 2 epochs,
+// a Gibbs step every epoch) mix blocks and single steps; `epoch` takes each epoch as one block. A
+// cyclical schedule with noise-free exploration changes the lr and the temperature inside blocks; parallel
+// chains gather C·n rows a step; santa crosses the end of its exploration stage.
+TEST(Graph, TrainerStepBlocksEqualSingleSteps) {
+  const std::string dir = tiny_data_dir("graph_steps");
+  RunOptions a = quiet_options(true);
+  for (const auto& [sampler, extra] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"{name: sghmc, lr: 1.0e-4, alpha: 0.1}", {}},
+           {"{name: sghmc, lr: 1.0e-4, alpha: 0.1}",
+            {"schedule.type=cyclical", "schedule.cycles=2", "schedule.explore_fraction=0.3"}},
+           {"{name: santa, lr: 1.0e-6, burnin: 30, data_size: 500}", {}},
+           {"{name: msgnht, lr: 1.0e-3, integrator: ssi}", {"chains=2"}}}) {
+    auto run = [&](const std::string& steps) {
+      auto sets = extra;
+      sets.push_back("train.graph=true");
+      sets.push_back("train.graph_steps=" + steps);
+      a.out_dir = dir + "/k" + steps;
+      return run_training(graph_config(dir + "/data", sampler, sets), a);
+    };
+    auto single = run("1");
+    const auto rows_single = metrics_rows(dir + "/k1");
+    ASSERT_EQ(rows_single.size(), 4u) << sampler;  // the header and 3 evaluations
+    EXPECT_EQ(single.values.count("graph_block_replays"), 0u);
+    for (const std::string k : {"7", "epoch"}) {
+      auto blocks = run(k);
+      for (const char* key : {"test_error", "test_nll", "sample_test_error", "val_nll", "samples", "steps"})
+        EXPECT_EQ(single.values.at(key), blocks.values.at(key)) << sampler << " graph_steps " << k << " " << key;
+      EXPECT_EQ(metrics_rows(dir + "/k" + k), rows_single) << sampler << " graph_steps " << k;
+      EXPECT_EQ(blocks.values.at("graph_block_captures"), 1) << sampler << " " << k;
+      // epoch: all 6 epochs as blocks (a warm-up, a capture, replays); 7: 6 blocks of 7, 18 single steps
+      const double block_calls = blocks.values.at("graph_block_warmups") + blocks.values.at("graph_block_replays");
+      EXPECT_EQ(block_calls, 6) << sampler << " " << k;
+      const double single_calls = blocks.values.count("graph_replays")
+                                      ? blocks.values.at("graph_warmup_steps") + blocks.values.at("graph_replays")
+                                      : 0;
+      EXPECT_EQ(single_calls + block_calls * (k == "7" ? 7 : 10), 60) << sampler << " " << k;
+    }
+  }
+  // Interrupted mid-epoch and resumed in blocks: the single steps' run.
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  a.out_dir = dir + "/whole";
+  auto whole = run_training(graph_config(dir + "/data", sampler, {"train.graph=true"}), a);
+  a.out_dir = dir + "/resumed";
+  a.stop_after_steps = 25;
+  auto part = run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=epoch"}), a);
+  EXPECT_FALSE(part.finished);
+  EXPECT_EQ(part.values.at("steps"), 25);
+  a.stop_after_steps = -1;
+  a.resume = true;
+  a.overwrite = false;
+  auto rest = run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=4"}), a);
+  a.resume = false;
+  for (const char* k : {"test_error", "test_nll", "val_nll", "samples", "steps"})
+    EXPECT_EQ(whole.values.at(k), rest.values.at(k)) << "resumed " << k;
+  // graph_steps 0 is refused, naming the key
+  a.out_dir = dir + "/refused";
+  a.overwrite = true;
+  try {
+    run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=0"}), a);
+    ADD_FAILURE() << "train.graph_steps: 0 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("train.graph_steps"), std::string::npos) << e.what();
+  }
+}
+
+// On CUDA: blocks of an epoch's steps as one CUDA graph give the one-step graph's run bit for bit (the
+// same kernels on the same numbers in the same order; the noise offsets drawn on the host per step).
+TEST(Graph, CudaStepBlocksEqualSingleSteps) {
+  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
+    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
+  const std::string dir = tiny_data_dir("graph_steps_cuda");
+  RunOptions a = quiet_options(true);
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  a.out_dir = dir + "/k1";
+  auto single = run_training(graph_config(dir + "/data", sampler, {"device=cuda", "train.graph=true"}), a);
+  for (const std::string k : {"7", "epoch"}) {
+    a.out_dir = dir + "/k" + k;
+    auto blocks = run_training(
+        graph_config(dir + "/data", sampler, {"device=cuda", "train.graph=true", "train.graph_steps=" + k}), a);
+    for (const char* key : {"test_error", "test_nll", "val_nll", "samples", "steps"})
+      EXPECT_EQ(single.values.at(key), blocks.values.at(key)) << "graph_steps " << k << " " << key;
+    EXPECT_EQ(metrics_rows(dir + "/k" + k), metrics_rows(dir + "/k1")) << "graph_steps " << k;
+    EXPECT_GE(blocks.values.at("graph_block_replays"), 1) << k;
+  }
 }
 
 // On CUDA: the captured run (a real CUDA graph, replayed) against the eager run on the device. The

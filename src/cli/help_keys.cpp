@@ -59,6 +59,9 @@ const std::map<std::string, std::string>& meanings() {
       {"train.tf32", "TF32 matrix products on CUDA"},
       {"train.flush_denormal", "CPU: denormal floats flushed to zero (true; false keeps IEEE gradual underflow)"},
       {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
+      {"train.graph_steps", "N | epoch: where the step is captured, N steps (or an epoch's) in one graph launch, "
+                            "their minibatches gathered at once, wherever no Gibbs step, sample or evaluation falls "
+                            "inside (1: a launch a step; the same values)"},
       {"train.graph_epoch", "auto | true | false: capture a run's per-epoch phases (a classification run's sample "
                             "predictions and evaluation metrics, the Gibbs step) as CUDA graphs (auto: where the step "
                             "is captured)"},

@@ -190,7 +190,7 @@ const std::vector<std::string> kPriorKeys = {"precision",         "hyperprior", 
                                              "groups"};
 const std::vector<std::string> kTrainKeys = {"epochs", "steps", "batch_size", "burn_in", "burn_in_steps", "thin",
                                              "eval_every", "eval_every_steps", "eval_batch_size", "eval_lag", "chain_minibatch", "threads",
-                                             "fused", "tf32", "flush_denormal", "graph", "graph_epoch",
+                                             "fused", "tf32", "flush_denormal", "graph", "graph_steps", "graph_epoch",
                                              "backward", "require_healthy"};
 const std::vector<std::string> kOutputKeys = {"dir",        "save_samples",  "max_samples", "max_sample_mb",
                                               "checkpoint", "checkpoint_every_seconds", "progress"};
@@ -368,6 +368,12 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.flush_denormal = t.get_bool("flush_denormal", true);
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
+  if (t.get_string("graph_steps", "1") == "epoch") {
+    train.graph_steps = 0;
+  } else {
+    train.graph_steps = t.get_int("graph_steps", 1);
+    check_positive_int(t.context() + ".graph_steps", train.graph_steps);
+  }
   train.graph_epoch_auto = t.get_string("graph_epoch", "auto") == "auto";
   train.graph_epoch = train.graph_epoch_auto ? false : t.get_bool("graph_epoch", false);
   train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});

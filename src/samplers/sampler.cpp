@@ -127,33 +127,60 @@ void Sampler::add_folded_prior(size_t g) {
   fold_[g].clear();
 }
 
-void Sampler::set_step_mode(StepMode mode) {
+void Sampler::set_step_mode(StepMode mode, int64_t block_rows) {
+  if (block_rows < 1) throw std::invalid_argument("Sampler::set_step_mode: block_rows must be >= 1");
   if (mode == StepMode::kPrepare && !graph_capturable())
     throw std::invalid_argument("train.graph: sampler " + name() +
                                 " cannot be captured; a captured step needs a fused update (sgld, psgld, sghmc "
                                 "with noise_estimate none or constant, msgnht, santa without grad_decay), flat parameter groups and "
                                 "train.fused: true");
-  if (mode == StepMode::kPrepare && step_buffers_.empty())
-    for (const auto& f : flat_) step_buffers_.push_back(std::make_unique<StepParamsBuffer>(f->data().device()));
-  prepared_.assign(groups_.size(), PreparedLaunch{});
+  if (mode == StepMode::kPrepare && (step_buffers_.empty() || step_buffers_.front()->rows() != block_rows)) {
+    step_buffers_.clear();
+    for (const auto& f : flat_) step_buffers_.push_back(std::make_unique<StepParamsBuffer>(f->data().device(), block_rows));
+  }
+  prepared_.assign(static_cast<size_t>(mode == StepMode::kPrepare ? block_rows : 1),
+                   std::vector<PreparedLaunch>(groups_.size()));
+  block_ = false;
+  block_row_ = 0;
+  prepared_rows_ = 1;
   mode_ = mode;
 }
 
-void Sampler::launch_prepared() {
+void Sampler::begin_prepared_block() {
+  if (mode_ != StepMode::kPrepare) throw std::logic_error("Sampler::begin_prepared_block: not in kPrepare mode");
+  if (block_) throw std::logic_error("Sampler::begin_prepared_block: a block is open");
+  block_ = true;
+  block_row_ = 0;
+}
+
+int64_t Sampler::end_prepared_block() {
+  if (!block_) throw std::logic_error("Sampler::end_prepared_block: no block is open");
+  block_ = false;
+  if (block_row_ == 0) throw std::logic_error("Sampler::end_prepared_block: the block prepared no step");
+  for (auto& b : step_buffers_) b->commit(block_row_);
+  prepared_rows_ = block_row_;
+  return block_row_;
+}
+
+void Sampler::launch_prepared(int64_t row) {
   if (mode_ != StepMode::kPrepare) throw std::logic_error("Sampler::launch_prepared: not in kPrepare mode");
+  if (row < 0 || row >= static_cast<int64_t>(prepared_.size()))
+    throw std::logic_error("Sampler::launch_prepared: row " + std::to_string(row) + " outside the prepared block");
   torch::NoGradGuard no_grad;
+  auto& launches = prepared_[static_cast<size_t>(row)];
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (!prepared_[g].ready)
+    if (!launches[g].ready)
       throw std::logic_error("Sampler::launch_prepared: no step was prepared");
     auto theta = flat_[g]->data();
-    kernels::fused_update_from(prepared_[g].rule, theta, prepared_[g].state, flat_[g]->grad(),
-                               step_buffers_[g]->device_buffer());
+    kernels::fused_update_from(launches[g].rule, theta, launches[g].state, flat_[g]->grad(),
+                               step_buffers_[g]->device_buffer(row));
   }
 }
 
 std::vector<int> Sampler::prepared_rules() const {
   std::vector<int> out;
-  for (const auto& p : prepared_) out.push_back(static_cast<int>(p.rule));
+  for (int64_t r = 0; r < prepared_rows_; ++r)
+    for (const auto& p : prepared_[static_cast<size_t>(r)]) out.push_back(static_cast<int>(p.rule));
   return out;
 }
 

@@ -107,12 +107,22 @@ class Sampler {
   // CUDA graph (after the closure's forward and backward) and replayed after each step's host part;
   // on the CPU, prepare + closure + launch_prepared() is the eager step bit for bit
   // (tests/test_graph.cpp). kPrepare needs graph_capturable().
+  // `block_rows` > 1: up to that many steps can be prepared as one block (below), for a graph that
+  // replays several steps (train.graph_steps); the buffers are sized here, before any capture.
   enum class StepMode { kEager, kPrepare };
-  void set_step_mode(StepMode mode);
+  void set_step_mode(StepMode mode, int64_t block_rows = 1);
   StepMode step_mode() const { return mode_; }
-  void launch_prepared();
-  // The fused rule of every group in the last prepared step (a graph captured for one list of rules
-  // is replayed while the list stays the same; Santa's switches once, at the end of its burn-in).
+  // Launches the prepared step: row 0, or step `row` of the last block.
+  void launch_prepared(int64_t row = 0);
+  // A block of prepared steps: between begin_prepared_block() and end_prepared_block(), the k-th
+  // step(closure) in kPrepare mode prepares row k (at most block_rows of them), and
+  // end_prepared_block() moves the block's scalars to the device in one copy and returns its length.
+  // The steps are prepared in order, so each draws the same noise keys and offsets as it would alone.
+  void begin_prepared_block();
+  int64_t end_prepared_block();
+  // The fused rule of every group in the last prepared step or block, row by row (a graph captured
+  // for one list of rules is replayed while the list stays the same; Santa's switches once, at the
+  // end of its burn-in).
   std::vector<int> prepared_rules() const;
   // True if step() is the fused update of step_params for this sampler's options.
   virtual bool has_fused_step() const { return false; }
@@ -209,7 +219,10 @@ class Sampler {
     bool ready = false;
   };
   StepMode mode_ = StepMode::kEager;
-  std::vector<PreparedLaunch> prepared_;
+  std::vector<std::vector<PreparedLaunch>> prepared_;  // [row][group]
+  bool block_ = false;       // between begin_ and end_prepared_block
+  int64_t block_row_ = 0;    // the row the next prepared step writes
+  int64_t prepared_rows_ = 1;  // rows of the last prepared step or block
   std::vector<std::unique_ptr<StepParamsBuffer>> step_buffers_;
   at::Generator generator_;
   double lr_;
@@ -250,8 +263,12 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
           // the replayed kernel reads the generator's key and offset from the step's parameters
           if (fg->data().is_cuda()) noise = kernels::cuda_noise_stream(generator_, fg->numel());
 #endif
-          step_buffers_[g]->write(*rule, s, noise, fg->data().scalar_type());
-          prepared_[g] = {*rule, std::move(st), true};
+          const int64_t row = block_ ? block_row_ : 0;
+          if (row >= static_cast<int64_t>(prepared_.size()))
+            throw std::logic_error("Sampler: a block of more prepared steps than set_step_mode's block_rows");
+          if (block_) step_buffers_[g]->stage(row, *rule, s, noise, fg->data().scalar_type());
+          else step_buffers_[g]->write(*rule, s, noise, fg->data().scalar_type());
+          prepared_[static_cast<size_t>(row)][g] = {*rule, std::move(st), true};
         } else {
           auto theta = fg->data();
           if (fold && !theta.device().is_cpu()) {
@@ -284,6 +301,10 @@ void Sampler::step_params(std::optional<kernels::FusedRule> rule, kernels::Fused
     }
   }
   fold_.clear();
+  if (mode_ == StepMode::kPrepare) {
+    if (block_) ++block_row_;
+    else prepared_rows_ = 1;
+  }
 }
 
 }  // namespace sgmcmc

@@ -109,7 +109,7 @@ void verify_checksum(torch::serialize::InputArchive& ar, const std::string& file
 
 bool resume_may_change(const std::string& key) {
   static const std::vector<std::string> keys = {"name", "train.epochs", "train.steps", "train.threads", "train.eval_every",
-                                                "train.eval_every_steps", "train.eval_batch_size", "train.graph_epoch", "train.eval_lag",
+                                                "train.eval_every_steps", "train.eval_batch_size", "train.graph_epoch", "train.graph_steps", "train.eval_lag",
                                                 // how the ranks meet, not what they compute (distributed.mode does)
                                                 "distributed.init", "distributed.backend", "distributed.timeout_s"};
   return std::find(keys.begin(), keys.end(), key) != keys.end() || starts_with(key, "output.") ||

@@ -24,6 +24,7 @@ struct RunPlan {
   bool collects_samples = true; // samplers average a posterior predictive; optimizers do not
   // Derived by make_run_setup (the config is never written back):
   bool graph = false;           // the step captured once and replayed (train.graph, auto resolved)
+  int64_t graph_steps = 1;      // steps per captured block (train.graph_steps resolved; 1 without graph)
   double base_lr = 0;           // the schedule's base step: sampler.lr, divided by N under lr_scaling: per_datum
   std::map<std::string, double> resolved;  // the `auto` keys and what they became (summary.json "auto")
 

@@ -1,5 +1,6 @@
 #include "train/run_setup.h"
 
+#include <algorithm>
 #include <future>
 #include <stdexcept>
 
@@ -121,6 +122,11 @@ RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place) {
   s.prior->set_draw_on_device(!s.dm.device.is_cpu());
   s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);
   s.plan.graph = graph;
+  if (graph) {
+    const int64_t k = cfg.train.graph_steps == 0 ? s.plan.steps_per_epoch : cfg.train.graph_steps;
+    s.plan.graph_steps = std::max<int64_t>(1, std::min(k, s.plan.total_steps));
+    if (cfg.train.graph_steps == 0) s.plan.resolved["train.graph_steps"] = static_cast<double>(s.plan.graph_steps);
+  }
   // lr_scaling: per_datum: the configured lr is per datum, the step is lr/N. The schedule sets the
   // sampler's lr from this base at every step; the first step's is installed here.
   s.plan.base_lr = s.sampler->lr() / (cfg.lr_scaling == "per_datum" ? static_cast<double>(s.plan.train_size) : 1.0);

@@ -38,7 +38,7 @@ void LossMeter::load(torch::serialize::InputArchive& ar, int64_t count) {
 
 StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prior, const Batch& train,
                        double grad_scale, int64_t batch_size, LossMeter& loss, bool graph, torch::Device device,
-                       at::Generator gen)
+                       at::Generator gen, int64_t graph_steps)
     : model_(model),
       sampler_(sampler),
       prior_(prior),
@@ -66,6 +66,67 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
     sampler_.launch_prepared();
     add_batch_loss();
   };
+  if (graph_steps < 1) throw std::invalid_argument("train.graph_steps must be >= 1");
+  if (graph_steps == 1) return;
+  // Before anything is captured: the step buffers' rows are the captured kernels' addresses.
+  sampler_.set_step_mode(Sampler::StepMode::kPrepare, graph_steps);
+  block_steps_ = graph_steps;
+  const int64_t rows = batch_size * model.minibatch_chains();
+  idx_block_static_ = torch::zeros({graph_steps * rows}, idx_static_.options());
+  auto row_bytes = [](const torch::Tensor& t) { return t.numel() == 0 ? 0 : t.nbytes() / t.size(0); };
+  // float32 rows where the CPU keeps the images as bytes: the block holds them widened
+  const int64_t input_row = train_bytes_ ? row_bytes(train.inputs) / train.inputs.element_size() * 4 : row_bytes(train.inputs);
+  block_rows_fit_ = graph_steps * rows * (input_row + row_bytes(train.targets)) <= kBlockRowsBytes;
+  block_graph_ = std::make_unique<StepGraph>(device, gen, /*warmup=*/1);
+  block_body_ = [this] { block_body(); };
+}
+
+void StepRunner::block_body() {
+  const int64_t rows = idx_static_.numel();
+  if (block_rows_fit_) select_rows(block_rows_, idx_block_static_);
+  const Batch own = batch_;
+  for (int64_t j = 0; j < block_steps_; ++j) {
+    if (block_rows_fit_) {
+      batch_.inputs = block_rows_.inputs.narrow(0, j * rows, rows);
+      batch_.targets = block_rows_.targets.narrow(0, j * rows, rows);
+    } else {
+      select_batch(idx_block_static_.narrow(0, j * rows, rows));
+    }
+    closure_();
+    sampler_.launch_prepared(j);
+    add_batch_loss();
+    if (after_block_step_ && *after_block_step_ && idx_block_static_.device().is_cpu()) (*after_block_step_)(j);
+  }
+  if (block_rows_fit_) batch_ = own;  // the one-step graph's buffers, for steps outside blocks
+}
+
+void StepRunner::step_block(const torch::Tensor& idx, const std::function<void(int64_t)>& before_step,
+                            const std::function<void(int64_t)>& after_step) {
+  if (!block_graph_) throw std::logic_error("StepRunner::step_block: no block graph (train.graph_steps)");
+  if (idx.numel() != idx_block_static_.numel())
+    throw std::invalid_argument("StepRunner::step_block: " + std::to_string(idx.numel()) + " indices for a block of " +
+                                std::to_string(idx_block_static_.numel()));
+  kernels::copy_async(idx_block_static_, idx);
+  sampler_.begin_prepared_block();
+  try {
+    for (int64_t j = 0; j < block_steps_; ++j) {
+      before_step(j);
+      sampler_.step(closure_);  // kPrepare: row j's scalars and noise
+    }
+  } catch (...) {
+    (void)sampler_.end_prepared_block();
+    throw;
+  }
+  (void)sampler_.end_prepared_block();
+  after_block_step_ = &after_step;
+  try {
+    block_graph_->run(block_body_, sampler_.prepared_rules());
+  } catch (...) {
+    after_block_step_ = nullptr;
+    throw;
+  }
+  after_block_step_ = nullptr;
+  for (int64_t j = 0; j < block_steps_; ++j) loss_.count_step();
 }
 
 StepRunner::~StepRunner() { use_loss_sink(false); }
@@ -178,17 +239,17 @@ torch::Tensor StepRunner::gradient() {
   return closure_value();
 }
 
-void StepRunner::select_batch(const torch::Tensor& idx) {
+void StepRunner::select_rows(Batch& out, const torch::Tensor& idx) {
   // into the same buffers every step on the CPU (kernels/gather_rows.h), images from their bytes
   // (data/byte_rows.h); index_select elsewhere
-  if (train_bytes_ && idx.device().is_cpu()) train_bytes_->gather_out(batch_.inputs, idx);
+  if (train_bytes_ && idx.device().is_cpu()) train_bytes_->gather_out(out.inputs, idx);
 #if defined(SGMCMC_WITH_CUDA)
   else if (idx.is_cuda() && kernel_settings().cuda_gather_fused &&
-           kernels::gather_rows_pair_cuda(batch_.inputs, train_.inputs, batch_.targets, train_.targets, idx))
+           kernels::gather_rows_pair_cuda(out.inputs, train_.inputs, out.targets, train_.targets, idx))
     return;  // both in one kernel (kernels.cuda_gather: fused)
 #endif
-  else kernels::gather_rows_out(batch_.inputs, train_.inputs, idx);
-  kernels::gather_rows_out(batch_.targets, train_.targets, idx);
+  else kernels::gather_rows_out(out.inputs, train_.inputs, idx);
+  kernels::gather_rows_out(out.targets, train_.targets, idx);
 }
 
 void StepRunner::add_batch_loss() {
@@ -210,9 +271,15 @@ void StepRunner::step(const torch::Tensor& idx) {
 
 std::map<std::string, double> StepRunner::graph_counts() const {
   if (!graph_) return {};
-  return {{"graph_warmup_steps", static_cast<double>(graph_->warmups())},
-          {"graph_captures", static_cast<double>(graph_->captures())},
-          {"graph_replays", static_cast<double>(graph_->replays())}};
+  std::map<std::string, double> out{{"graph_warmup_steps", static_cast<double>(graph_->warmups())},
+                                    {"graph_captures", static_cast<double>(graph_->captures())},
+                                    {"graph_replays", static_cast<double>(graph_->replays())}};
+  if (block_graph_) {  // in blocks of graph_steps steps each
+    out["graph_block_warmups"] = static_cast<double>(block_graph_->warmups());
+    out["graph_block_captures"] = static_cast<double>(block_graph_->captures());
+    out["graph_block_replays"] = static_cast<double>(block_graph_->replays());
+  }
+  return out;
 }
 
 }  // namespace sgmcmc

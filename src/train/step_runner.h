@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,15 +68,30 @@ class LossMeter {
 
 class StepRunner {
  public:
-  // `batch_size` is per chain; `graph`: capture the step (train.graph) with `gen` registered.
+  // `batch_size` is per chain; `graph`: capture the step (train.graph) with `gen` registered;
+  // `graph_steps` > 1 (with `graph`): blocks of that many steps captured as one graph as well
+  // (train.graph_steps; step_block), the sampler's step buffers sized for them.
   StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prior, const Batch& train, double grad_scale,
-             int64_t batch_size, LossMeter& loss, bool graph, torch::Device device, at::Generator gen);
+             int64_t batch_size, LossMeter& loss, bool graph, torch::Device device, at::Generator gen,
+             int64_t graph_steps = 1);
   ~StepRunner();  // takes its loss sink back from the model
   StepRunner(const StepRunner&) = delete;
   StepRunner& operator=(const StepRunner&) = delete;
 
   // One step on the training examples `idx`.
   void step(const torch::Tensor& idx);
+  // The steps step_block takes at once: train.graph_steps where the step is captured, else 1.
+  int64_t block_steps() const { return block_graph_ ? block_steps_ : 1; }
+  // block_steps() steps in one graph launch, bit for bit the same as that many step() calls:
+  // `idx` holds their minibatches' indices one after the other ([block_steps() · batch]), and
+  // `before_step(j)` runs before step j's host part (the sampler's lr and temperature for it);
+  // `after_step(j)`, if set, after step j's work where the steps run on the host (the CPU: nothing is
+  // captured there, and a per-step check sees each step's batch_nll()); never on a GPU. The
+  // indices go to the device in one copy, the sampler's scalars in one copy per group; the graph
+  // gathers every step's rows into one block of rows first (where that block fits kBlockRowsBytes;
+  // otherwise each step gathers its own), then runs each step on its slice of that block.
+  void step_block(const torch::Tensor& idx, const std::function<void(int64_t)>& before_step,
+                  const std::function<void(int64_t)>& after_step = {});
   // Called after the backward pass, before the prior's gradient, with the minibatch nll (detached):
   // distributed.mode: data sums .grad and the nll over the ranks here (the hook of DistributedRun).
   // The model's backward pass then adds no loss of its own (use_loss_sink(false)): the reduced nll is
@@ -111,7 +127,9 @@ class StepRunner {
   torch::Tensor likelihood_backward();  // (N/n)·∇nll(batch) added into .grad; returns nll (detached)
   // A model backward pass's nll, noting that the model added it to the loss sum (where the sink is on)
   torch::Tensor from_model(torch::Tensor nll);
-  void select_batch(const torch::Tensor& idx);
+  void select_batch(const torch::Tensor& idx) { select_rows(batch_, idx); }
+  void select_rows(Batch& out, const torch::Tensor& idx);
+  void block_body();  // the captured body of step_block
   void plan_prior_fold();                      // fold_entries_, where the fold can apply
   const std::vector<kernels::PriorFold>& prior_fold();  // this step's segments, with the current λ
   void add_batch_loss();
@@ -148,6 +166,16 @@ class StepRunner {
   std::unique_ptr<StepGraph> graph_;
   torch::Tensor idx_static_;
   std::function<void()> graph_body_;
+  // train.graph_steps: the block's graph, its indices [K · batch], its gathered rows (empty when they
+  // would exceed kBlockRowsBytes, or before the first block).
+  static constexpr int64_t kBlockRowsBytes = int64_t{1} << 30;
+  int64_t block_steps_ = 1;
+  std::unique_ptr<StepGraph> block_graph_;
+  torch::Tensor idx_block_static_;
+  Batch block_rows_;
+  bool block_rows_fit_ = false;
+  std::function<void()> block_body_;
+  const std::function<void(int64_t)>* after_block_step_ = nullptr;  // step_block's, while it runs
   std::function<void(torch::Tensor&)> reduce_;
   bool sink_ = false;           // the model adds the loss (use_loss_sink)
   bool loss_in_model_ = false;  // and did so for this step's batch_nll_

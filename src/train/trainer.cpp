@@ -107,7 +107,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       loss_(s_.dm.device),
       batches_(s_.plan.train_size, s_.plan.batch_size, model_.minibatch_chains(), s_.dm.device, s_.gen_dev),
       steps_(model_, *s_.sampler, *s_.prior, data_.train, s_.plan.grad_scale(), s_.plan.batch_size, loss_,
-             s_.plan.graph, s_.dm.device, s_.gen_dev),
+             s_.plan.graph, s_.dm.device, s_.gen_dev, s_.plan.graph_steps),
       console_(cfg_.name, opt_.quiet, cfg_.output.progress, eval_.classification(),
                static_cast<double>(s_.plan.total_steps) / s_.plan.steps_per_epoch),
       guard_(cfg_.sampler_name(), cfg_.sampler, s_.params, s_.dm.device.is_cpu(), dir_.checkpoint_path().string(),
@@ -211,7 +211,49 @@ TrainingRun::Stop TrainingRun::stop_reason(int signal) const {
   return Stop::kNone;
 }
 
+// A block of train.graph_steps steps where nothing is due after any but its last (the checks that
+// follow each step of run()'s loop: a deferred row, a Gibbs step, a sample, an evaluation, the end or
+// a step limit). DivergenceGuard's every-step loss check (the CPU's) runs after each step of the block.
+bool TrainingRun::block_fits() const {
+  const int64_t k = steps_.block_steps();
+  if (k <= 1 || dist_.active()) return false;
+  const RunPlan& plan = s_.plan;
+  const int64_t last = step_ + k;
+  if (last > plan.total_steps || (opt_.stop_after_steps >= 0 && last > opt_.stop_after_steps)) return false;
+  if (pending_eval_ && pending_eval_->step + cfg_.train.eval_lag < last) return false;
+  for (int64_t s = step_ + 1; s < last; ++s)
+    if (plan.gibbs_due(s) || plan.sample_due(s) || plan.eval_due(s)) return false;
+  return true;
+}
+
+void TrainingRun::step_block() {
+  const int64_t k = steps_.block_steps(), first = step_;
+  std::vector<torch::Tensor> idx;
+  for (int64_t j = 0; j < k; ++j) idx.push_back(batches_.next());
+  const bool stages = s_.schedule->has_stages();
+  try {
+    steps_.step_block(
+        torch::cat(idx),
+        [&](int64_t j) {
+          s_.sampler->set_lr(s_.schedule->at(first + j));
+          if (stages) s_.sampler->set_temperature(s_.schedule->sampling(first + j) ? temperature_ : 0.0);
+        },
+        [&](int64_t j) { guard_.check_step_loss(first + j + 1, steps_.batch_nll(), s_.schedule->at(first + j)); });
+  } catch (const c10::Error& e) {
+    console_.clear();
+    guard_.diverge_on_error(first + k, s_.sampler->lr(), e);
+  } catch (const std::runtime_error& e) {
+    console_.clear();
+    guard_.diverge_on_error(first + k, s_.sampler->lr(), e);
+  }
+  step_ += k;
+}
+
 void TrainingRun::step() {
+  if (block_fits()) {
+    step_block();
+    return;
+  }
   auto idx = dist_.shard(batches_.next());
   s_.sampler->set_lr(s_.schedule->at(step_));
   if (s_.schedule->has_stages()) s_.sampler->set_temperature(s_.schedule->sampling(step_) ? temperature_ : 0.0);

@@ -46,7 +46,9 @@ class TrainingRun {
   enum class Stop { kNone, kFinished, kStepLimit, kSignal };
 
   Stop stop_reason(int signal) const;
-  void step();
+  void step();  // one step, or a block of train.graph_steps where one fits (block_fits)
+  bool block_fits() const;
+  void step_block();
   void gibbs_step();
   void collect_sample();
   void evaluate(bool sample_fresh);
