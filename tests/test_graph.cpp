@@ -361,6 +361,21 @@ TEST(Graph, TrainerStepBlocksEqualSingleSteps) {
       EXPECT_EQ(single_calls + block_calls * (k == "7" ? 7 : 10), 60) << sampler << " " << k;
     }
   }
+  // With a deferred evaluation read (train.eval_lag: 3), whose row falls inside the next epoch's block
+  // and is read after it: the rows of the immediate read, epoch by epoch in blocks.
+  {
+    a.out_dir = dir + "/lag_single";
+    const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+    auto single = run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.eval_every=1"}), a);
+    a.out_dir = dir + "/lag_blocks";
+    auto blocks = run_training(graph_config(dir + "/data", sampler,
+                                            {"train.graph=true", "train.eval_every=1", "train.eval_lag=3",
+                                             "train.graph_steps=epoch"}),
+                               a);
+    EXPECT_EQ(metrics_rows(dir + "/lag_blocks"), metrics_rows(dir + "/lag_single"));
+    EXPECT_EQ(single.values.at("test_nll"), blocks.values.at("test_nll"));
+    EXPECT_EQ(blocks.values.at("graph_block_warmups") + blocks.values.at("graph_block_replays"), 6);
+  }
   // Interrupted mid-epoch and resumed in blocks: the single steps' run.
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
   a.out_dir = dir + "/whole";

@@ -51,7 +51,8 @@ const std::map<std::string, std::string>& meanings() {
       {"train.eval_every_steps", "... or steps (> 0 overrides eval_every)"},
       {"train.eval_batch_size", "examples per forward pass when predicting"},
       {"train.eval_lag", "steps queued after an evaluation before its row is read and written (0: at once; on a GPU the "
-                         "host's work on the row then overlaps them; the same values)"},
+                         "host's work on the row then overlaps them; the same values; with train.graph_steps, "
+                         "at the end of the block it falls in)"},
       {"train.chain_minibatch", "own | shared: with chains, each chain its own minibatch (default) or one a step for "
                                 "all (mlp: the first layer one product over the chains)"},
       {"train.threads", "CPU threads (0: the process's CPUs)"},

@@ -91,8 +91,9 @@ struct TrainConfig {
                                    // (resolve_train_graph); true / false set `graph` and clear this
   // Steps captured together as one graph where the step is captured (train.graph, resolved): a
   // block of that many steps is one graph launch, its minibatches gathered at once; the loop takes a
-  // block wherever no Gibbs step, sample, evaluation or deferred row falls inside it, single steps
-  // elsewhere. The same values as single steps, bit for bit. 0: `epoch` (the epoch's steps).
+  // block wherever no Gibbs step, sample or evaluation falls inside it, single steps elsewhere (a
+  // deferred row due inside a block is read after it). The same values as single steps, bit for bit.
+  // 0: `epoch` (the epoch's steps).
   int64_t graph_steps = 1;
   // The per-epoch phases of a run (a classification run's sample predictions and evaluation metrics,
   // the Gibbs step) captured as CUDA graphs and replayed (train/phase_graph.h); the same values either

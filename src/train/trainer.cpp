@@ -212,15 +212,16 @@ TrainingRun::Stop TrainingRun::stop_reason(int signal) const {
 }
 
 // A block of train.graph_steps steps where nothing is due after any but its last (the checks that
-// follow each step of run()'s loop: a deferred row, a Gibbs step, a sample, an evaluation, the end or
-// a step limit). DivergenceGuard's every-step loss check (the CPU's) runs after each step of the block.
+// follow each step of run()'s loop: a Gibbs step, a sample, an evaluation, the end or a step limit). A
+// deferred row (train.eval_lag) due inside it is read after the block instead: the same row, since
+// nothing it reads changes before the next Gibbs step, sample or evaluation. DivergenceGuard's
+// every-step loss check (the CPU's) runs after each step of the block.
 bool TrainingRun::block_fits() const {
   const int64_t k = steps_.block_steps();
   if (k <= 1 || dist_.active()) return false;
   const RunPlan& plan = s_.plan;
   const int64_t last = step_ + k;
   if (last > plan.total_steps || (opt_.stop_after_steps >= 0 && last > opt_.stop_after_steps)) return false;
-  if (pending_eval_ && pending_eval_->step + cfg_.train.eval_lag < last) return false;
   for (int64_t s = step_ + 1; s < last; ++s)
     if (plan.gibbs_due(s) || plan.sample_due(s) || plan.eval_due(s)) return false;
   return true;
