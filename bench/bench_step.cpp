@@ -264,10 +264,8 @@ int main(int argc, char** argv) {
       runner.step(batches.next());
       return int64_t{1};
     }
-    std::vector<torch::Tensor> idx;
-    for (int64_t j = 0; j < block; ++j) idx.push_back(batches.next());
     const int64_t first = step_no;
-    runner.step_block(torch::cat(idx), [&](int64_t j) { s.sampler->set_lr(s.schedule->at(first + j)); });
+    runner.step_block(batches.next_block(block), [&](int64_t j) { s.sampler->set_lr(s.schedule->at(first + j)); });
     step_no += block;
     return block;
   };

@@ -114,6 +114,24 @@ TEST(MinibatchStream, EveryEpochVisitsEachExampleOnceAndResumesExactly) {
   EXPECT_TRUE(torch::equal(r.next(), b));
 }
 
+// next_block(k) is next() k times concatenated, the same draws of the generator (10 steps an epoch):
+// from an epoch's start, inside it, up to its end, a whole epoch, across an epoch's end; with chains.
+TEST(MinibatchStream, BlocksEqualSingleBatches) {
+  for (int64_t chains : {1, 3}) {
+    auto gen_a = compat::make_generator(torch::kCPU, 5), gen_b = compat::make_generator(torch::kCPU, 5);
+    MinibatchStream singles(103, 10, chains, torch::kCPU, gen_a), blocks(103, 10, chains, torch::kCPU, gen_b);
+    for (int64_t k : {4, 4, 2, 10, 4, 4, 1, 10, 3}) {
+      std::vector<torch::Tensor> want;
+      for (int64_t j = 0; j < k; ++j) want.push_back(singles.next());
+      const auto got = blocks.next_block(k);
+      EXPECT_TRUE(torch::equal(got, torch::cat(want))) << "chains " << chains << " k " << k;
+      EXPECT_EQ(blocks.position(), singles.position());
+    }
+  }
+  MinibatchStream s(103, 10, 1, torch::kCPU, compat::make_generator(torch::kCPU, 5));
+  EXPECT_THROW(s.next_block(0), std::invalid_argument);
+}
+
 TEST(MinibatchStream, ChainsDrawIndependentPermutations) {
   MinibatchStream s(50, 10, 3, torch::kCPU, compat::make_generator(torch::kCPU, 1));
   auto idx = s.next().view({3, 10});

@@ -16,6 +16,9 @@ class MinibatchStream {
 
   // Indices of the next minibatch: [n], or [C·n] chain-major with C chains.
   torch::Tensor next();
+  // The next k minibatches' indices one after the other ([k·n] or [k·C·n]): next() k times,
+  // concatenated; one chain's block inside one epoch is a view of the permutation (no copy).
+  torch::Tensor next_block(int64_t k);
   // Position in the current epoch (0 = a new permutation is drawn by the next call).
   int64_t position() const { return pos_; }
 
@@ -27,6 +30,7 @@ class MinibatchStream {
   int64_t n_total_, n_, chains_, steps_per_epoch_;
   torch::Device device_;
   at::Generator gen_;
+  void draw_if_epoch_starts();  // a fresh permutation when the position is 0
   torch::Tensor perm_;
   int64_t pos_ = 0;
 };

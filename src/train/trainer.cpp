@@ -229,12 +229,11 @@ bool TrainingRun::block_fits() const {
 
 void TrainingRun::step_block() {
   const int64_t k = steps_.block_steps(), first = step_;
-  std::vector<torch::Tensor> idx;
-  for (int64_t j = 0; j < k; ++j) idx.push_back(batches_.next());
+  const auto idx = batches_.next_block(k);
   const bool stages = s_.schedule->has_stages();
   try {
     steps_.step_block(
-        torch::cat(idx),
+        idx,
         [&](int64_t j) {
           s_.sampler->set_lr(s_.schedule->at(first + j));
           if (stages) s_.sampler->set_temperature(s_.schedule->sampling(first + j) ? temperature_ : 0.0);
