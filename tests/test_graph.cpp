@@ -22,9 +22,11 @@
 #include "samplers/registry.h"
 #include "samplers/step_params_buffer.h"
 #include "tiny_idx.h"
+#include "train/minibatches.h"
 #include "train/phase_graph.h"
 #include "train/run_setup.h"
 #include "train/step_graph.h"
+#include "train/step_runner.h"
 #include "train/trainer.h"
 
 using namespace sgmcmc;
@@ -401,6 +403,43 @@ TEST(Graph, TrainerStepBlocksEqualSingleSteps) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("train.graph_steps"), std::string::npos) << e.what();
   }
+}
+
+// StepRunner's blocks with the block's rows gathered at once and with each step gathering its own
+// (limit_block_rows(0)), against single steps: the same parameters bit for bit after 4 blocks of 5.
+TEST(Graph, StepBlocksGatherAtOnceOrPerStep) {
+  const std::string dir = tiny_data_dir("graph_steps_runner");
+  std::vector<std::vector<torch::Tensor>> finals;
+  for (const std::string mode : {"single", "at_once", "per_step"}) {
+    RunSetup s = make_run_setup(graph_config(dir + "/data", "{name: sghmc, lr: 1.0e-4, alpha: 0.1}",
+                                             {"train.graph=true", mode == "single" ? "train.graph_steps=1" : "train.graph_steps=5"}));
+    Model& model = *s.dm.model;
+    LossMeter loss(s.dm.device);
+    MinibatchStream batches(s.plan.train_size, s.plan.batch_size, 1, s.dm.device, s.gen_dev);
+    StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
+                      /*graph=*/true, s.dm.device, s.gen_dev, s.plan.graph_steps);
+    if (mode == "per_step") runner.limit_block_rows(0);
+    EXPECT_EQ(runner.block_steps(), mode == "single" ? 1 : 5);
+    int64_t t = 0;
+    while (t < 20) {
+      if (mode == "single") {
+        s.sampler->set_lr(s.schedule->at(t++));
+        runner.step(batches.next());
+        continue;
+      }
+      const int64_t first = t;
+      runner.step_block(batches.next_block(5), [&](int64_t j) { s.sampler->set_lr(s.schedule->at(first + j)); });
+      t += 5;
+    }
+    if (mode == "per_step") EXPECT_THROW(runner.limit_block_rows(0), std::logic_error);
+    EXPECT_EQ(loss.count(), 20);
+    std::vector<torch::Tensor> p;
+    for (const auto& q : model.parameters()) p.push_back(q.detach().clone());
+    finals.push_back(p);
+  }
+  for (size_t m = 1; m < finals.size(); ++m)
+    for (size_t k = 0; k < finals[0].size(); ++k)
+      EXPECT_TRUE(torch::equal(finals[0][k], finals[m][k])) << "mode " << m << " parameter " << k;
 }
 
 // On CUDA: blocks of an epoch's steps as one CUDA graph give the one-step graph's run bit for bit (the

@@ -73,12 +73,17 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   block_steps_ = graph_steps;
   const int64_t rows = batch_size * model.minibatch_chains();
   idx_block_static_ = torch::zeros({graph_steps * rows}, idx_static_.options());
-  auto row_bytes = [](const torch::Tensor& t) { return t.numel() == 0 ? 0 : t.nbytes() / t.size(0); };
-  // float32 rows where the CPU keeps the images as bytes: the block holds them widened
-  const int64_t input_row = train_bytes_ ? row_bytes(train.inputs) / train.inputs.element_size() * 4 : row_bytes(train.inputs);
-  block_rows_fit_ = graph_steps * rows * (input_row + row_bytes(train.targets)) <= kBlockRowsBytes;
+  auto row_bytes = [](const torch::Tensor& t) { return t.numel() == 0 ? 0 : static_cast<int64_t>(t.nbytes()) / t.size(0); };
+  block_rows_bytes_ = graph_steps * rows * (row_bytes(train.inputs) + row_bytes(train.targets));
+  block_rows_fit_ = block_rows_bytes_ <= kBlockRowsBytes;
   block_graph_ = std::make_unique<StepGraph>(device, gen, /*warmup=*/1);
   block_body_ = [this] { block_body(); };
+}
+
+void StepRunner::limit_block_rows(int64_t bytes) {
+  if (block_graph_ && block_graph_->warmups() + block_graph_->replays() > 0)
+    throw std::logic_error("StepRunner::limit_block_rows: after the first block");
+  block_rows_fit_ = block_rows_bytes_ <= bytes;
 }
 
 void StepRunner::block_body() {

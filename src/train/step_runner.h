@@ -92,6 +92,9 @@ class StepRunner {
   // otherwise each step gathers its own), then runs each step on its slice of that block.
   void step_block(const torch::Tensor& idx, const std::function<void(int64_t)>& before_step,
                   const std::function<void(int64_t)>& after_step = {});
+  // The block's rows are gathered at once up to this many bytes (kBlockRowsBytes unless set; before
+  // the first block); beyond, each step of the block gathers its own (the tests set 0 for that path).
+  void limit_block_rows(int64_t bytes);
   // Called after the backward pass, before the prior's gradient, with the minibatch nll (detached):
   // distributed.mode: data sums .grad and the nll over the ranks here (the hook of DistributedRun).
   // The model's backward pass then adds no loss of its own (use_loss_sink(false)): the reduced nll is
@@ -174,6 +177,7 @@ class StepRunner {
   torch::Tensor idx_block_static_;
   Batch block_rows_;
   bool block_rows_fit_ = false;
+  int64_t block_rows_bytes_ = 0;  // what the block's rows take (0 without blocks)
   std::function<void()> block_body_;
   const std::function<void(int64_t)>* after_block_step_ = nullptr;  // step_block's, while it runs
   std::function<void(torch::Tensor&)> reduce_;
