@@ -394,14 +394,18 @@ TEST(Graph, TrainerStepBlocksEqualSingleSteps) {
   a.resume = false;
   for (const char* k : {"test_error", "test_nll", "val_nll", "samples", "steps"})
     EXPECT_EQ(whole.values.at(k), rest.values.at(k)) << "resumed " << k;
-  // graph_steps 0 is refused, naming the key
+  // 0 and a word other than epoch are refused, naming the key and what it takes
   a.out_dir = dir + "/refused";
   a.overwrite = true;
-  try {
-    run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=0"}), a);
-    ADD_FAILURE() << "train.graph_steps: 0 was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("train.graph_steps"), std::string::npos) << e.what();
+  for (const std::string bad : {"0", "epochs"}) {
+    try {
+      run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=" + bad}), a);
+      ADD_FAILURE() << "train.graph_steps: " << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("train.graph_steps: expected a number of steps >= 1 or epoch, got '" + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -368,11 +369,14 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.flush_denormal = t.get_bool("flush_denormal", true);
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
-  if (t.get_string("graph_steps", "1") == "epoch") {
+  if (const std::string gs = t.get_string("graph_steps", "1"); gs == "epoch") {
     train.graph_steps = 0;
   } else {
-    train.graph_steps = t.get_int("graph_steps", 1);
-    check_positive_int(t.context() + ".graph_steps", train.graph_steps);
+    char* end = nullptr;
+    const long long v = std::strtoll(gs.c_str(), &end, 10);
+    if (end == gs.c_str() || *end != '\0' || v < 1 || v > (1LL << 30))
+      fail(src, "train.graph_steps: expected a number of steps >= 1 or epoch, got '" + gs + "'");
+    train.graph_steps = v;
   }
   train.graph_epoch_auto = t.get_string("graph_epoch", "auto") == "auto";
   train.graph_epoch = train.graph_epoch_auto ? false : t.get_bool("graph_epoch", false);
