@@ -93,6 +93,26 @@ TEST(RunPlan, RejectsBatchLargerThanDataAndBurnInAsLongAsTheRun) {
   EXPECT_NO_THROW(make_run_plan(burn, 1000, false));  // optimizers collect no samples
 }
 
+// next_due(step) is the first later step where gibbs_due, sample_due or eval_due holds (or the end),
+// against a search step by step, over plans with Gibbs steps from a start, thinning, evaluations by
+// epoch and by steps, and an optimizer's plan (no samples).
+TEST(RunPlan, NextDueIsTheFirstStepWithHostWork) {
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"train.epochs=6", "train.burn_in=2.5", "train.batch_size=100", "train.eval_every=2", "prior.gibbs_every_steps=7"},
+           {"train.epochs=7", "train.burn_in=1", "train.batch_size=100", "train.thin=3", "train.eval_every_steps=25",
+            "prior.gibbs_every_epochs=1", "prior.gibbs_start_steps=33"},
+           {"train.steps=57", "train.burn_in_steps=11", "train.batch_size=100", "train.eval_every=3"}}) {
+    for (bool samples : {true, false}) {
+      const auto p = make_run_plan(config_with(sets), 1050, samples);
+      for (int64_t step = 0; step < p.total_steps; ++step) {
+        int64_t want = step + 1;
+        while (want < p.total_steps && !(p.gibbs_due(want) || p.sample_due(want) || p.eval_due(want))) ++want;
+        EXPECT_EQ(p.next_due(step), want) << sets[0] << " samples " << samples << " step " << step;
+      }
+    }
+  }
+}
+
 TEST(MinibatchStream, EveryEpochVisitsEachExampleOnceAndResumesExactly) {
   auto gen = compat::make_generator(torch::kCPU, 3);
   MinibatchStream s(103, 10, 1, torch::kCPU, gen);

@@ -65,9 +65,13 @@ StepParamsBuffer::StepParamsBuffer(torch::Device device, int64_t rows, int64_t s
 
 StepParamsBuffer::~StepParamsBuffer() = default;
 
-torch::Tensor StepParamsBuffer::device_buffer(int64_t row) const {
+void StepParamsBuffer::check_row(int64_t row) const {
   if (row < 0 || row >= rows_)
     throw std::out_of_range("StepParamsBuffer: row " + std::to_string(row) + " of " + std::to_string(rows_));
+}
+
+torch::Tensor StepParamsBuffer::device_buffer(int64_t row) const {
+  check_row(row);
   return device_[row].narrow(0, 0, kernels::step_params_bytes());
 }
 
@@ -85,8 +89,7 @@ void StepParamsBuffer::write(kernels::FusedRule rule, const kernels::FusedScalar
 
 void StepParamsBuffer::stage(int64_t row, kernels::FusedRule rule, const kernels::FusedScalars& s,
                              kernels::NoiseStream noise, torch::ScalarType dtype) {
-  if (row < 0 || row >= rows_)
-    throw std::out_of_range("StepParamsBuffer: row " + std::to_string(row) + " of " + std::to_string(rows_));
+  check_row(row);
   if (!single_) {
     kernels::write_step_params(rule, s, noise, dtype, device_[row].data_ptr());
     return;

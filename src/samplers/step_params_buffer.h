@@ -31,7 +31,7 @@ class StepParamsBuffer {
   StepParamsBuffer& operator=(const StepParamsBuffer&) = delete;
 
   // Folds (rule, s, noise) for tensors of `dtype` and makes them row 0's contents for the next kernel
-  // that reads it (kernels::write_step_params): stage(0, …) and commit(1).
+  // that reads it (kernels::write_step_params), through the single steps' slots.
   void write(kernels::FusedRule rule, const kernels::FusedScalars& s, kernels::NoiseStream noise,
              torch::ScalarType dtype);
   // A block of steps: stage rows 0 … k−1, then commit(k) copies them to the device in one copy.
@@ -46,6 +46,7 @@ class StepParamsBuffer {
 
  private:
   struct CudaRing;  // pinned slots and their events (CUDA builds)
+  void check_row(int64_t row) const;  // std::out_of_range outside [0, rows)
   int64_t rows_, stride_;
   torch::Tensor device_;  // [rows, stride] bytes
   std::unique_ptr<CudaRing> single_, block_;  // CUDA: single steps' slots (row 0), blocks' slots (rows > 1)

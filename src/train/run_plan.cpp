@@ -45,4 +45,16 @@ RunPlan make_run_plan(const ExperimentConfig& cfg, int64_t train_size, bool coll
   return p;
 }
 
+int64_t RunPlan::next_due(int64_t step) const {
+  // the first multiple of `every` above `after`
+  const auto next_multiple = [](int64_t after, int64_t every) { return (after / every + 1) * every; };
+  int64_t due = std::min(total_steps, next_multiple(step, eval_every));
+  if (gibbs_every > 0) due = std::min(due, next_multiple(std::max(step, gibbs_start), gibbs_every));
+  if (collects_samples) {
+    const int64_t after = std::max(step, burn_in_steps);
+    due = std::min(due, burn_in_steps + next_multiple(after - burn_in_steps, thin));
+  }
+  return std::max(due, step + 1);
+}
+
 }  // namespace sgmcmc

@@ -37,6 +37,9 @@ struct RunPlan {
     return collects_samples && step > burn_in_steps && (step - burn_in_steps) % thin == 0;
   }
   bool eval_due(int64_t step) const { return step % eval_every == 0 || step == total_steps; }
+  // The first step after `step` at which a Gibbs step, a sample or an evaluation is due (total_steps
+  // at the latest): the steps in between need nothing of the host (train.graph_steps' blocks).
+  int64_t next_due(int64_t step) const;
   // At an evaluation step: checkpoint.pt is due every `every_seconds` of wall clock (0: at every
   // evaluation) and at the last step, `since_last` seconds after the previous checkpoint.
   bool checkpoint_due(int64_t step, double every_seconds, double since_last) const {

@@ -219,12 +219,9 @@ TrainingRun::Stop TrainingRun::stop_reason(int signal) const {
 bool TrainingRun::block_fits() const {
   const int64_t k = steps_.block_steps();
   if (k <= 1 || dist_.active()) return false;
-  const RunPlan& plan = s_.plan;
   const int64_t last = step_ + k;
-  if (last > plan.total_steps || (opt_.stop_after_steps >= 0 && last > opt_.stop_after_steps)) return false;
-  for (int64_t s = step_ + 1; s < last; ++s)
-    if (plan.gibbs_due(s) || plan.sample_due(s) || plan.eval_due(s)) return false;
-  return true;
+  if (opt_.stop_after_steps >= 0 && last > opt_.stop_after_steps) return false;
+  return s_.plan.next_due(step_) >= last;  // total_steps at the latest
 }
 
 void TrainingRun::step_block() {
