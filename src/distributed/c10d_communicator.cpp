@@ -207,6 +207,10 @@ class C10dCommunicator final : public Communicator {
   }
 
   void join(const DistributedOptions& o) {
+    // A write to a lost rank's socket (Gloo's pairs, the TCPStore) then fails with EPIPE, which the
+    // collective's error path reports naming the lost rank, instead of SIGPIPE ending this process
+    // with status 141 and no message (seen when a rank is killed while another is mid-send).
+    ::signal(SIGPIPE, SIG_IGN);
     const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
     c10::intrusive_ptr<::c10d::Store> store;
     // A process that joins again (k-fold: one run per fold) must not meet the keys or the file of
