@@ -54,8 +54,9 @@
 #   cache  instead of build, one call (CACHE_DEADLINE=500, timeout 540): cublaslt's choices kept
 #          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, the CUDA
 #          graph tests, H.1 in full with train.graph_steps: epoch against the defaults (the same bits) and
-#          with train.eval_lag: 20 (the evaluation's read deferred), the steps with
-#          auto against cublaslt and against auto in blocks of 100 steps a launch, FNN-400 on the cuBLAS route, 100 chains with their own minibatches against
+#          with train.eval_lag: 20 (the evaluation's read deferred) and with kernels.cuda_mlp_update: fused
+#          (the sampler's update in the pass's last kernel: its tests, the same results, the time), the steps with
+#          auto against cublaslt, against auto in blocks of 100 steps a launch and with the update fused, FNN-400 on the cuBLAS route, 100 chains with their own minibatches against
 #          a shared one (train.chain_minibatch), a GPU timeline of H.1 (bench/timeline.py), Nsight Compute
 #          over 100 chains' step
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
@@ -685,8 +686,11 @@ stage_defaults() {
 # (the cache's GPU test among them) and the CUDA graph tests; H.1 in full with cublaslt three times on an
 # empty cache (the first measures and writes, the others must say `cached` and end at the first's test
 # error and NLL to the last digit) beside the defaults and train.graph_steps: epoch twice each (the same
-# test error and NLL as the defaults, to the last digit); H.1 in full with train.eval_lag: 20 twice (the same results as the defaults,
-# to the last digit); the H.1 and FNN-800 steps, auto against cublaslt (cached); then the Python
+# test error and NLL as the defaults, to the last digit) and kernels.cuda_mlp_update: fused twice (the
+# sampler's update in the fused pass's last kernel: the same results to ~1e-6 and one kernel a step less);
+# H.1 in full with train.eval_lag: 20 twice (the same results as the defaults,
+# to the last digit); the H.1 and FNN-800 steps, auto against cublaslt (cached), blocks of 100 steps and
+# the update fused; then the Python
 # module against the machine's torch and bench/timeline.py over 8 epochs of H.1 with the defaults (the
 # steady step's GPU busy and idle time, the epochs' boundaries, the GPU's idle time after each evaluation's
 # host read); FNN-400's step on the cuBLAS route (auto) against pipelined; 100 chains with
@@ -695,8 +699,9 @@ stage_defaults() {
 stage_cache() {
   local dl=${CACHE_DEADLINE:-500} r
   build_targets test_mlp_fused test_graph bench_step sgmcmc || return 1
-  run_gtest test_mlp_fused 120 "GemmLt.*"
-  # the CUDA graph tests, train.graph_steps' blocks (Graph.CudaStepBlocksEqualSingleSteps) among them
+  run_gtest test_mlp_fused 150 "GemmLt.*:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
+  # the CUDA graph tests, train.graph_steps' blocks (Graph.CudaStepBlocksEqualSingleSteps) and the update in
+  # the pass (Graph.CudaUpdateInMlpPassEqualsSeparateLaunch) among them
   run_gtest test_graph 120 "Graph.Cuda*"
   local cache=/tmp/gemm_lt_cache
   rm -rf $cache
@@ -709,6 +714,8 @@ stage_cache() {
     left $((dl - 200)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
     left $((dl - 200)) "H.1 in full, graph_steps" && H1_GRAPHS=true H1_SETS="--set train.graph_steps=epoch" \
       H1_TAG=_graph_steps$r stage_h1
+    left $((dl - 200)) "H.1 in full, update fused" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_update=fused" \
+      H1_TAG=_update_fused$r stage_h1
   done
   # the evaluation's row read 20 steps later (train.eval_lag: the host's work on the row beside the queued
   # steps), against the defaults above: the same test error and NLL to the last digit, and the time
@@ -720,19 +727,24 @@ stage_cache() {
   grep -c '"algo"' "$L/gemm_lt_cache.json"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" v
-  # the steps: auto, cublaslt, and auto in blocks of 100 steps a graph launch (--graph-steps 100)
-  local k
+  # the steps: auto, cublaslt, auto in blocks of 100 steps a graph launch (--graph-steps 100), and auto with
+  # the sampler's update in the pass's last kernel (kernels.cuda_mlp_update: fused)
+  local k gemm up
   for r in 1 2; do
-    for v in auto cublaslt auto_steps100; do
+    for v in auto cublaslt auto_steps100 update_fused; do
       left $((dl - 150)) "steps" || break 2
       k=1; [ $v = auto_steps100 ] && k=100
+      gemm=${v%_steps100}; up=separate
+      [ $v = update_fused ] && gemm=auto up=fused
       XDG_CACHE_HOME=$cache timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" \
-        --set device=cuda --set kernels.cuda_mlp_gemm=${v%_steps100} --threads 16 --rounds 5 --steps 500 --graph \
-        --graph-steps $k --label "mlp_h1_gemm_${v}_graph" --json "$L/cache_steps.jsonl" 2>&1 | grep -E "rror|  cublaslt "
+        --set device=cuda --set kernels.cuda_mlp_gemm=$gemm --set kernels.cuda_mlp_update=$up --threads 16 --rounds 5 \
+        --steps 500 --graph --graph-steps $k --label "mlp_h1_gemm_${v}_graph" --json "$L/cache_steps.jsonl" 2>&1 |
+        grep -E "rror|  cublaslt "
       # shellcheck disable=SC2086
       XDG_CACHE_HOME=$cache timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" \
-        --set device=cuda --set kernels.cuda_mlp_gemm=${v%_steps100} --threads 16 --rounds 5 --steps 500 --graph \
-        --graph-steps $k --label "fnn800_gemm_${v}_graph" --json "$L/cache_steps.jsonl" 2>&1 | grep -E "rror|  cublaslt "
+        --set device=cuda --set kernels.cuda_mlp_gemm=$gemm --set kernels.cuda_mlp_update=$up --threads 16 --rounds 5 \
+        --steps 500 --graph --graph-steps $k --label "fnn800_gemm_${v}_graph" --json "$L/cache_steps.jsonl" 2>&1 |
+        grep -E "rror|  cublaslt "
     done
   done
   [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"

@@ -295,6 +295,14 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
         "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_gemm: " + v + "}\n", "k.yaml")).kernels;
     EXPECT_EQ(k.to_map().at("cuda_mlp_gemm"), v);
   }
+  // the sampler's update in the fused pass: separate (the default) or fused; nothing else
+  EXPECT_FALSE(c.kernels.cuda_mlp_update_fused);
+  EXPECT_EQ(c.kernels.to_map().at("cuda_mlp_update"), "separate");
+  EXPECT_TRUE(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_update: fused}\n",
+                                            "k.yaml")).kernels.cuda_mlp_update_fused);
+  EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_update: yes}\n",
+                                             "k.yaml")),
+               std::invalid_argument);
   // where cublaslt's choices are kept: auto (the default), off, or a file; an empty value is an error
   EXPECT_EQ(c.kernels.to_map().at("cuda_gemm_cache"), "auto");
   for (const std::string v : {"off", "/tmp/choices.json"}) {

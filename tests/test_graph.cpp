@@ -467,6 +467,34 @@ TEST(Graph, CudaStepBlocksEqualSingleSteps) {
   }
 }
 
+// On CUDA: the sampler's update in the fused MLP pass's last kernel (kernels.cuda_mlp_update: fused)
+// against its own launch, in single-step graphs and in blocks of steps. The same per-element arithmetic
+// on the same noise (MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate: within a few ulps), so over
+// 6 epochs of SGHMC the metrics agree far below their resolution (1e-6 on the NLL); the update must
+// have been taken (graph_updates_in_model), and not with the default.
+TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
+  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
+    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
+  const std::string dir = tiny_data_dir("graph_update_in_pass_cuda");
+  RunOptions a = quiet_options(true);
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  for (const std::string k : {"1", "epoch"}) {
+    const std::vector<std::string> sets = {"device=cuda", "train.graph=true", "train.graph_steps=" + k};
+    a.out_dir = dir + "/separate" + k;
+    auto separate = run_training(graph_config(dir + "/data", sampler, sets), a);
+    auto fused_sets = sets;
+    fused_sets.push_back("kernels.cuda_mlp_update=fused");
+    a.out_dir = dir + "/fused" + k;
+    auto fused = run_training(graph_config(dir + "/data", sampler, fused_sets), a);
+    EXPECT_EQ(separate.values.count("graph_updates_in_model"), 0u) << k;
+    ASSERT_EQ(fused.values.count("graph_updates_in_model"), 1u) << k;
+    EXPECT_GE(fused.values.at("graph_updates_in_model"), 1) << k;
+    for (const char* key : {"test_nll", "val_nll", "sample_test_nll"})
+      EXPECT_NEAR(separate.values.at(key), fused.values.at(key), 1e-6) << "graph_steps " << k << " " << key;
+    EXPECT_EQ(separate.values.at("steps"), fused.values.at("steps")) << k;
+  }
+}
+
 // On CUDA: the captured run (a real CUDA graph, replayed) against the eager run on the device. The
 // noise is the same Philox stream (the graph advances the generator's offset per replay by what
 // the eager launches advance it), so the two differ only by GEMM reduction order: far below the

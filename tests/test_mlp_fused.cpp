@@ -335,6 +335,143 @@ std::vector<kernels::MlpLayerTensors> with_precisions(Mlp& m, torch::Device dev)
 }
 }  // namespace
 
+#if defined(SGMCMC_WITH_CUDA)
+namespace {
+// The model's parameters laid out as one flat group on `dev`, as the sampler's FlatGroup lays them out
+// (θ, ∇Ũ and one state buffer; the layers' tensors views into them), with `extra` elements after the
+// last parameter (a group the pass does not cover); ∇Ũ and the state (≥ 0) drawn from `seed`.
+struct FlatLayers {
+  torch::Tensor theta, grad, state;
+  std::vector<kernels::MlpLayerTensors> layers;
+};
+FlatLayers flat_layers(torch::nn::Module& m, torch::Device dev, int64_t extra, uint64_t seed) {
+  auto params = m.parameters();
+  int64_t n = extra;
+  for (auto& p : params) n += p.numel();
+  auto gen = compat::make_generator(torch::kCPU, seed);
+  const auto cpu = params[0].options().device(torch::kCPU);
+  FlatLayers f;
+  f.theta = torch::zeros({n}, cpu.device(dev));
+  f.grad = torch::randn({n}, gen, cpu).to(dev);
+  f.state = (torch::randn({n}, gen, cpu) * 0.01).abs().to(dev);  // ≥ 0: pSGLD's V
+  std::vector<torch::Tensor> th, gr;
+  int64_t at = 0;
+  for (auto& p : params) {
+    f.theta.narrow(0, at, p.numel()).copy_(p.detach().reshape({-1}));
+    th.push_back(f.theta.narrow(0, at, p.numel()).view(p.sizes()));
+    gr.push_back(f.grad.narrow(0, at, p.numel()).view(p.sizes()));
+    at += p.numel();
+  }
+  for (size_t i = 0; i + 1 < params.size(); i += 2) f.layers.push_back({th[i], th[i + 1], gr[i], gr[i + 1]});
+  return f;
+}
+}  // namespace
+#endif
+
+// On a GPU: the sampler's update in the pass's last launch (MlpFusedScratch::update) against the same pass
+// followed by the sampler's own kernel (fused_update_from, which Fused.CudaEqualsReferenceWithSameNoise
+// checks against the CPU reference rules) on the same step parameters and noise stream. The gradients
+// and nll are the same launches' and must be equal bit for bit; θ and the state run the same per-element
+// function on the same operands (fused_element), so they agree to a few ulps at most (nvcc may contract a
+// multiply-add into an FMA differently in the two kernels): 4 ulps of the largest value, and θ must move
+// by far more (~lr·|∇Ũ| ≥ 1e-5 here). Every GEMM kernel, with the prior's λ in the epilogue (overwrite)
+// and without (accumulate, the cuBLAS route's hidden ∇W_l then in a problem of their own), each rule the
+// epilogue takes; and the cases it declines: a group the layers do not cover, two streams, other rules.
+TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  const torch::Device dev(torch::kCUDA);
+  using Gemm = KernelSettings::MlpGemm;
+  using kernels::FusedRule;
+  kernels::FusedScalars sc;
+  sc.lr = 1e-3, sc.temperature = 1, sc.alpha = 0.1, sc.eps = 1e-5;
+  const kernels::NoiseStream noise{0x5eed1234abcdull, 8};
+  const auto params_for = [&](FusedRule rule, torch::Dtype dt) {
+    auto host = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
+    kernels::write_step_params(rule, sc, noise, dt, host.data_ptr());
+    return host.to(dev);
+  };
+  auto all = cases(true);
+  all.push_back(cases(false)[4]);  // App. H.1's shape
+  for (auto gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCublas, Gemm::kCublasLt})
+  for (auto dt : {torch::kFloat32, torch::kFloat64})
+  for (auto rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi})
+  for (bool prior : {true, false}) {
+    KernelSettings k;
+    k.cuda_mlp = KernelSettings::Choice::kFused;
+    k.cuda_mlp_gemm = gemm;
+    ScopedKernelSettings scoped(k);
+    const auto sp = params_for(rule, dt);
+    const double ulps = (dt == torch::kFloat64 ? 4 * 1.1e-16 : 4 * 6e-8);
+    for (const auto& c : all) {
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) + ", rule " +
+                   std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulate"));
+      auto [m, batch] = build(c, dt, dev, 9);
+      const auto act = kernels::activation_from_name(c.activation);
+      FlatLayers a = flat_layers(*m, dev, 0, 5), b = flat_layers(*m, dev, 0, 5);
+      if (prior) {  // with_precisions' λ on the flat views
+        const auto lambdas = with_precisions(*m, dev);
+        for (auto* f : {&a, &b})
+          for (size_t l = 0; l < lambdas.size(); ++l)
+            f->layers[l].weight_lambda = lambdas[l].weight_lambda, f->layers[l].bias_lambda = lambdas[l].bias_lambda;
+      }
+      const bool with_state = rule != FusedRule::kSgld;
+      const auto theta0 = a.theta.clone();
+      kernels::FusedUpdateArgs up{rule, a.theta, a.grad, sp, with_state ? std::vector<torch::Tensor>{a.state} : std::vector<torch::Tensor>{}};
+      kernels::MlpFusedScratch sa, sb;
+      sa.update = &up;
+      auto nll_a = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, a.layers, act, 7.0, prior, sa);
+      auto nll_b = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, b.layers, act, 7.0, prior, sb);
+      ASSERT_TRUE(nll_a.defined() && nll_b.defined());
+      ASSERT_TRUE(sa.update_applied);
+      EXPECT_FALSE(sb.update_applied);
+      std::vector<torch::Tensor> sb_state;
+      if (with_state) sb_state.push_back(b.state);
+      kernels::fused_update_from(rule, b.theta, sb_state, b.grad, sp);
+      EXPECT_TRUE(torch::equal(nll_a, nll_b));
+      EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "max |Δ| " << (a.grad - b.grad).abs().max().item<double>();
+      EXPECT_LE(max_rel(a.theta, b.theta), ulps);
+      EXPECT_LE(max_rel(a.state, b.state), ulps);
+      EXPECT_GT((a.theta - theta0).abs().max().item<double>(), 1e-5) << "θ did not move";
+    }
+  }
+  // declined (update_applied false, θ untouched by the pass): a group with elements beyond the layers', two
+  // streams (the last launch runs beside the hidden ∇W products), a rule the epilogue does not take
+  const auto c = cases(true)[0];
+  struct Decline {
+    std::string name;
+    int64_t extra;
+    int streams;
+    FusedRule rule;
+  };
+  for (const auto& d : {Decline{"uncovered elements", 3, 1, FusedRule::kSghmcEuler},
+                        Decline{"two streams", 0, 2, FusedRule::kSghmcEuler},
+                        Decline{"msgnht", 0, 1, FusedRule::kMsgnhtEuler}}) {
+    SCOPED_TRACE(d.name);
+    KernelSettings k;
+    k.cuda_mlp = KernelSettings::Choice::kFused;
+    k.cuda_mlp_gemm = Gemm::kCublas;
+    k.cuda_mlp_streams = d.streams;
+    ScopedKernelSettings scoped(k);
+    auto [m, batch] = build(c, torch::kFloat32, dev, 9);
+    FlatLayers a = flat_layers(*m, dev, d.extra, 5);
+    const auto theta0 = a.theta.clone();
+    auto state = a.state;
+    kernels::FusedUpdateArgs up{d.rule, a.theta, a.grad, params_for(d.rule, torch::kFloat32), {a.state, state}};
+    if (d.rule != FusedRule::kMsgnhtEuler) up.state.pop_back();
+    kernels::MlpFusedScratch s;
+    s.update = &up;
+    auto nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, a.layers,
+                                                kernels::activation_from_name(c.activation), 7.0, true, s);
+    ASSERT_TRUE(nll.defined());
+    EXPECT_FALSE(s.update_applied);
+    EXPECT_TRUE(torch::equal(a.theta, theta0));
+  }
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
 // With precisions, the reference writes λθ + ∇: what seeding .grad with λθ and accumulating the MLP's own
 // backward into it gives (the trainer's path without the fold). The model's seeded pass exists on CUDA only.
 TEST(MlpFused, ReferenceWithPrecisionsEqualsSeedThenAccumulate) {

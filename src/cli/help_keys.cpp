@@ -90,6 +90,8 @@ const std::map<std::string, std::string>& meanings() {
       {"kernels.cuda_act", "aten | fused: bias + activation CUDA kernels on ATen's MLP path (measured slower)"},
       {"kernels.cuda_gather", "fused: the minibatch's images and labels gathered in one CUDA kernel | aten"},
       {"kernels.cuda_mlp_prior", "fused: the prior's λθ in the fused MLP pass's weight-gradient epilogue | aten"},
+      {"kernels.cuda_mlp_update", "separate: the sampler's update in its own kernel | fused: in the fused MLP pass's "
+                                  "last kernel (graph-replayed steps, one flat group, SGLD / pSGLD / SGHMC)"},
       {"kernels.cuda_mlp_tile", "auto (32) | 32 | 64: the fused MLP pass's GEMM tile edge (A/B)"},
       {"kernels.cuda_mlp_blocks_per_sm", "auto (2) | 1 | 2 | 4 | 8 | 16: blocks per SM the fused MLP pass's split-K aims at (A/B)"},
       {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3: the fused MLP pass's GEMM kernel (auto: cublas for one chain up to 4 layers, pipelined for one chain beyond, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS)"},

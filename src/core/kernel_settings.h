@@ -30,6 +30,9 @@
 //                         # the first step ~0.1 s slower); tf32x3: on tensor cores as 3xTF32,
 //                         # kernels/gemm_tf32x3.h (slower than cublas at H.1's and FNN-800's shapes))
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
+//     cuda_mlp_update: separate # separate: the sampler's update in its own kernel | fused: in the fused
+//                         # pass's last kernel, for a graph-replayed step of one flat group with SGLD, pSGLD
+//                         # or SGHMC (one kernel a step less; separate until a GPU run has measured it)
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
 //     cuda_gemm_cache: auto # auto ($XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/…) | off | FILE:
@@ -64,6 +67,7 @@ struct KernelSettings {
   enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kCublasLt, kTf32x3 };
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
+  bool cuda_mlp_update_fused = false;
   int cuda_mlp_streams = 0;  // 0: auto (1)
   std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 

@@ -8,13 +8,17 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/kernel_settings.h"
 #include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
+#include "kernels/fused_elementwise.h"
 #include "kernels/mlp_fused.h"
 #include "kernels/gemm_lt.h"
 #include "kernels/gemm_tf32x3.h"
@@ -39,7 +43,8 @@ constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memo
 constexpr int64_t kAutoMaxLayer = 640000;
 
 // kAddPrior: C(m, j) += λ_c·prior_c(m, j) alone (k = 0), after cuBLAS wrote C (the cuBLAS route below).
-enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative, kAddPrior };
+// kKeep: C(m, j) as it is (k = 0): a problem for the sampler's update alone, after cuBLAS wrote C.
+enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative, kAddPrior, kKeep };
 
 // C(m, j) ← epilogue(Σ_k A(m, k) B(k, j)) with A(m, k) = a[m·a_rs + k·a_cs], B(k, j) = b[k·b_rs + j·b_cs];
 // with `ones`, B has a column j = n of ones whose results go to extra[m] (the bias gradient).
@@ -62,6 +67,7 @@ struct Gemm {
   const T* prior_e = nullptr;
   const T* lambda_e = nullptr;
   Epilogue epi = Epilogue::kStore;
+  bool update = false;  // the batch's PassUpdate for every element of C and extra the epilogue finishes
   Activation act = Activation::kNone;
   T* work = nullptr;       // [chains, splits, m, n + ones] partial sums (splits > 1)
   int* counters = nullptr;  // [chains, tiles] arrivals
@@ -70,6 +76,41 @@ struct Gemm {
   // (0: shared by the chains); λ are not per chain (the pass takes no prior with chains).
   int64_t a_bs = 0, b_bs = 0, c_bs = 0, e_bs = 0, bias_bs = 0, y_bs = 0, prior_c_bs = 0, prior_e_bs = 0;
 };
+
+// The sampler's update in the last launch's epilogue (MlpFusedScratch::update): θ, its state and ∇Ũ as
+// flat buffers (an element's index is its gradient's offset from gr) and the step's parameters on the
+// device (write_step_params: the coefficients and the noise stream, read when the kernel runs, so that a
+// replayed graph takes each step's). rule < 0: none.
+template <typename T>
+struct PassUpdate {
+  int rule = -1;
+  T* th = nullptr;
+  T* s0 = nullptr;
+  const T* gr = nullptr;
+  const StepParams<T>* params = nullptr;
+};
+
+// Element i of the flat group: the rule with normal i of the step's stream, as the sampler's own kernel
+// (fused_update_cuda.cu) gives it: component i % 4 of Philox block i / 4. ∇Ũ[i] is final (this thread
+// has just written it).
+template <typename T>
+__device__ __forceinline__ void update_element(const PassUpdate<T>& u, const FusedCoefs<T>& k, uint64_t key,
+                                               uint64_t offset, int64_t i) {
+  const Normal4 z = philox_normal4(key, offset, static_cast<uint64_t>(i / 4));
+  const int j = static_cast<int>(i % 4);
+  const float zf = j == 0 ? z.a : j == 1 ? z.b : j == 2 ? z.c : z.d;
+  switch (static_cast<FusedRule>(u.rule)) {
+    case FusedRule::kSgld: fused_element<FusedRule::kSgld, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k); break;
+    case FusedRule::kPsgld: fused_element<FusedRule::kPsgld, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k); break;
+    case FusedRule::kSghmcEuler:
+      fused_element<FusedRule::kSghmcEuler, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k);
+      break;
+    case FusedRule::kSghmcSsi:
+      fused_element<FusedRule::kSghmcSsi, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k);
+      break;
+    default: break;  // not taken (update_of)
+  }
+}
 
 // Several independent products in one launch (block ranges by first_block), and one more block that sums
 // sum_in[0 … sum_n) into *sum_out when sum_out is set.
@@ -83,6 +124,7 @@ struct GemmBatch {
   T* sum_out = nullptr;
   double* loss_sum = nullptr;  // with sum_out: *loss_sum += loss_weight · *sum_out
   double loss_weight = 0;
+  PassUpdate<T> up;  // the problems with `update` set apply it (the kernels' kUpdate instances only)
 };
 
 template <typename T, int kN>
@@ -107,9 +149,9 @@ __device__ void block_sum(const T* in, int n, T* out, double* loss_sum, double l
 // the work buffer and the tile's last split to arrive adds all of them in split order (the same bits
 // from one call to the next); then the epilogue. row(i) and col(j) are the thread's output coordinates
 // within the tile; every thread of the block calls it (it synchronises).
-template <typename T, int kTM, int kTN, int kBM, typename Row, typename Col>
-__device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split, T (&acc)[kTM][kTN], Row row, Col col,
-                            int* is_last) {
+template <typename T, int kTM, int kTN, int kBM, bool kUpdate, typename Row, typename Col>
+__device__ void finish_tile(const Gemm<T>& g, const PassUpdate<T>& up, int64_t chain, int tile, int split,
+                            T (&acc)[kTM][kTN], Row row, Col col, int* is_last) {
   const int tid = threadIdx.x;
   const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBM;
   const int n_all = g.n + (g.ones ? 1 : 0);
@@ -151,6 +193,10 @@ __device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split
   const T* const y_ptr = g.y == nullptr ? nullptr : g.y + chain * g.y_bs;
   const T* const prior_c_ptr = g.prior_c == nullptr ? nullptr : g.prior_c + chain * g.prior_c_bs;
   const T* const prior_e_ptr = g.prior_e == nullptr ? nullptr : g.prior_e + chain * g.prior_e_bs;
+  FusedCoefs<T> k;
+  uint64_t key = 0, offset = 0;
+  const bool update = kUpdate && g.update;
+  if (update) k = up.params->k, key = up.params->noise.key, offset = up.params->noise.offset;
 #pragma unroll
   for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -162,6 +208,7 @@ __device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split
         T* e = extra_ptr + gm;
         if (g.lambda_e != nullptr) *e = v + *g.lambda_e * prior_e_ptr[gm];
         else *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
+        if (update) update_element(up, k, key, offset, e - up.gr);
         continue;
       }
       T* out = c_ptr + gm * g.c_rs + gn;
@@ -171,7 +218,9 @@ __device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split
         case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + bias_ptr[gn]); break;
         case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, y_ptr[static_cast<int64_t>(gm) * g.n + gn]); break;
         case Epilogue::kAddPrior: *out = *out + *g.lambda_c * prior_c_ptr[gm * g.c_rs + gn]; break;
+        case Epilogue::kKeep: break;
       }
+      if (update) update_element(up, k, key, offset, out - up.gr);
     }
 }
 
@@ -226,7 +275,7 @@ __device__ void staging_of(const Gemm<T>& g, int tid, int (&am)[kLoads], int (&a
   }
 }
 
-template <typename T, int kBM>
+template <typename T, int kBM, bool kUpdate>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ GemmBatch<T> batch) {
   constexpr int kBN = kBM, kTM = kBM / kThreadsM, kTN = kBN / kThreadsN;
   constexpr int kLoads = kBM * kBK / kThreads;  // elements of each operand a thread stages per k step
@@ -286,9 +335,9 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
     }
     __syncthreads();
   }
-  finish_tile<T, kTM, kTN, kBM>(
-      g, chain, w.tile, w.split, acc, [&](int i) { return ty + i * kThreadsM; }, [&](int j) { return tx + j * kThreadsN; },
-      &is_last);
+  finish_tile<T, kTM, kTN, kBM, kUpdate>(
+      g, batch.up, chain, w.tile, w.split, acc, [&](int i) { return ty + i * kThreadsM; },
+      [&](int j) { return tx + j * kThreadsN; }, &is_last);
 }
 
 // One element from global into shared memory without passing through registers (sm_80's asynchronous
@@ -338,7 +387,7 @@ __device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
 constexpr int kPipeThreads = 256, kPipeStages = 4, kPipeBM = 32, kPipeSlices = 4;
 constexpr int kPipeLd = kPipeBM + 4;  // padded rows: fewer bank conflicts on the copies, float4 still aligned
 
-template <typename T>
+template <typename T, bool kUpdate>
 __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const __grid_constant__ GemmBatch<T> batch) {
   constexpr int kBM = kPipeBM, kTM = 4, kTN = 4, kSide = kBM / kTM;  // 8 × 8 threads a slice
   constexpr int kSliceThreads = kSide * kSide, kSliceK = kBK / kPipeSlices;
@@ -428,8 +477,8 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
     for (int sl = 1; sl < kPipeSlices; ++sl) s += part[(sl * kBM + row) * kBM + col0 + j];
     out[0][j] = s;
   }
-  finish_tile<T, 1, kTN, kBM>(
-      g, chain, w.tile, w.split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
+  finish_tile<T, 1, kTN, kBM, kUpdate>(
+      g, batch.up, chain, w.tile, w.split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
 }
 
 // The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
@@ -555,9 +604,16 @@ void launch(GemmBatch<T>& batch, int tile, int chains, bool pipe, cudaStream_t s
   if (batch.sum_out != nullptr) ++blocks;
   if (blocks == 0) return;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(chains));
-  if (tile == 64) gemm_kernel<T, 64><<<grid, kThreads, 0, stream>>>(batch);
-  else if (pipe) gemm_pipelined_kernel<T><<<grid, kPipeThreads, 0, stream>>>(batch);
-  else gemm_kernel<T, 32><<<grid, kThreads, 0, stream>>>(batch);
+  // the update's instances only for a launch that applies it: the others keep their registers
+  if (batch.up.rule >= 0) {
+    if (tile == 64) gemm_kernel<T, 64, true><<<grid, kThreads, 0, stream>>>(batch);
+    else if (pipe) gemm_pipelined_kernel<T, true><<<grid, kPipeThreads, 0, stream>>>(batch);
+    else gemm_kernel<T, 32, true><<<grid, kThreads, 0, stream>>>(batch);
+  } else {
+    if (tile == 64) gemm_kernel<T, 64, false><<<grid, kThreads, 0, stream>>>(batch);
+    else if (pipe) gemm_pipelined_kernel<T, false><<<grid, kPipeThreads, 0, stream>>>(batch);
+    else gemm_kernel<T, 32, false><<<grid, kThreads, 0, stream>>>(batch);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -611,6 +667,64 @@ void times_derivative(torch::Tensor& g, const torch::Tensor& y, Activation act) 
     case Activation::kTanh: at::tanh_backward_out(g, g, y); break;
     case Activation::kNone: break;
   }
+}
+
+// The scratch's update (MlpFusedScratch::update) where the last launch can apply all of it: one chain, one
+// stream (with two, the last launch runs beside the hidden layers' ∇W products), a rule the epilogue
+// instantiates, flat buffers of the pass's dtype and device, and the layers' parameters and gradients
+// covering θ and ∇Ũ exactly, each at the same offset in both. rule −1 otherwise (the caller launches it).
+template <typename T>
+PassUpdate<T> update_of(const MlpFusedScratch& s, const std::vector<MlpLayerTensors>& layers, int chains, bool two) {
+  const FusedUpdateArgs* u = s.update;
+  if (u == nullptr || chains != 1 || two) return {};
+  size_t states = 0;
+  switch (u->rule) {
+    case FusedRule::kSgld: break;
+    case FusedRule::kPsgld:
+    case FusedRule::kSghmcEuler:
+    case FusedRule::kSghmcSsi: states = 1; break;
+    default: return {};
+  }
+  const torch::Tensor& th = u->theta;
+  const torch::Tensor& gr = u->grad;
+  const auto flat = [&](const torch::Tensor& t) {
+    return t.defined() && t.is_contiguous() && t.scalar_type() == layers[0].weight.scalar_type() &&
+           t.device() == layers[0].weight.device() && th.defined() && t.numel() == th.numel();
+  };
+  if (!flat(th) || !flat(gr) || u->state.size() != states) return {};
+  for (const auto& st : u->state)
+    if (!flat(st)) return {};
+  const auto& sp = u->step_params;
+  if (!sp.defined() || sp.scalar_type() != torch::kUInt8 || !sp.is_contiguous() || sp.numel() < step_params_bytes() ||
+      sp.device() != th.device() || reinterpret_cast<uintptr_t>(sp.data_ptr()) % alignof(StepParams<T>) != 0)
+    return {};
+  // element offsets from the buffers' starts, by address (the layers' tensors are views into them)
+  const auto offset_in = [](const torch::Tensor& t, const torch::Tensor& base) {
+    const auto d = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr())) -
+                   static_cast<int64_t>(reinterpret_cast<uintptr_t>(base.data_ptr()));
+    return d % static_cast<int64_t>(sizeof(T)) == 0 ? d / static_cast<int64_t>(sizeof(T)) : int64_t{-1};
+  };
+  std::vector<std::pair<int64_t, int64_t>> spans;  // (offset, elements) of every parameter
+  for (const auto& l : layers)
+    for (const auto& [p, g] : {std::pair{&l.weight, &l.weight_grad}, std::pair{&l.bias, &l.bias_grad}}) {
+      const int64_t at = offset_in(*p, th);
+      if (at < 0 || offset_in(*g, gr) != at || at + p->numel() > th.numel() || g->numel() != p->numel()) return {};
+      spans.emplace_back(at, p->numel());
+    }
+  std::sort(spans.begin(), spans.end());
+  int64_t next = 0;
+  for (const auto& [at, n] : spans) {
+    if (at != next) return {};  // a gap (elements no problem finishes) or an overlap
+    next += n;
+  }
+  if (next != th.numel()) return {};
+  PassUpdate<T> up;
+  up.rule = static_cast<int>(u->rule);
+  up.th = th.data_ptr<T>();
+  up.s0 = states > 0 ? u->state[0].data_ptr<T>() : nullptr;
+  up.gr = gr.data_ptr<T>();
+  up.params = static_cast<const StepParams<T>*>(sp.data_ptr());
+  return up;
 }
 
 // Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
@@ -671,6 +785,9 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   const auto prior_first_at = [&](size_t l) { return two && overwrite && layers[l].weight_lambda.defined(); };
   bool prior_first = false;
   for (size_t l = 0; l + 1 < L; ++l) prior_first = prior_first || prior_first_at(l);
+  const PassUpdate<T> up = update_of<T>(s, layers, chains, two);  // applied in the last launch (rule ≥ 0)
+  const bool update = up.rule >= 0;
+  s.update_applied = false;
   if (prior_first) {  // ∇W_l = λ_W W_l for those hidden layers, on the side stream, beside the forward pass
     GemmBatch<T> pb;
     for (size_t l = 0; l + 1 < L; ++l) {
@@ -787,12 +904,14 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layers[l].bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
+    g.update = update;
     if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting, one chain
       g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
       g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
     }
   }
   // the route's hidden layers: ∇b_l = Σ_i g_{l+1,i} (+ λ_b b_l), the ones column alone; then ∇W_l += λ_W W_l
+  // (and the update: ∇W_l is final then), or with no prior a problem for the update alone
   for (size_t l = 0; route && l + 1 < L; ++l) {
     const MlpLayerTensors& layer = layers[l];
     const int out = static_cast<int>(outs_of(layer.weight)), in = static_cast<int>(ins_of(layer.weight));
@@ -803,20 +922,29 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.c = layer.weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layer.bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
+    g.update = update;
     if (layer.weight_lambda.defined()) {
       g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
-      if (prior_first_at(l)) continue;  // λ_W W_l is in ∇W_l already
-      Gemm<T>& p = b.p[b.count++];
-      p.m = out, p.n = in, p.k = 0;
-      p.a = g.a, p.b = g.b;  // never read (k = 0)
-      p.c = g.c, p.c_rs = in;
+      if (prior_first_at(l)) continue;  // λ_W W_l is in ∇W_l already (two streams: no update)
+    } else if (!update) {
+      continue;
+    }
+    Gemm<T>& p = b.p[b.count++];
+    p.m = out, p.n = in, p.k = 0;
+    p.a = g.a, p.b = g.b;  // never read (k = 0)
+    p.c = g.c, p.c_rs = in;
+    p.update = update;
+    if (layer.weight_lambda.defined()) {
       p.epi = Epilogue::kAddPrior;
       p.prior_c = layer.weight.template data_ptr<T>(), p.lambda_c = layer.weight_lambda.template data_ptr<T>();
+    } else {
+      p.epi = Epilogue::kKeep;
     }
   }
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
   if (s.loss_sum.defined()) b.loss_sum = s.loss_sum.data_ptr<double>(), b.loss_weight = s.loss_weight;
+  b.up = up;
   // planned before anything goes to the side stream: a first call allocates (and zeroes) the launch's
   // scratch on this stream, ahead of the fork
   const int tile = tile_edge();
@@ -834,6 +962,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     }
   if (two) side->tail_done.block(main_stream);
   else launch(b, tile, chains, pipe, stream);
+  s.update_applied = update;
   return nll;
 }
 
@@ -881,6 +1010,7 @@ bool mlp_fused_prior_enabled() { return kernel_settings().cuda_mlp_prior_fused; 
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                       bool overwrite, MlpFusedScratch& scratch, int64_t chains) {
+  scratch.update_applied = false;
   if (!handled(x, targets, layers, overwrite, chains)) return {};
   const auto& sum = scratch.loss_sum;
   if (sum.defined() && (sum.scalar_type() != torch::kFloat64 || sum.numel() != 1 || sum.device() != x.device()))

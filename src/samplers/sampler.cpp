@@ -162,19 +162,37 @@ int64_t Sampler::end_prepared_block() {
   return block_row_;
 }
 
-void Sampler::launch_prepared(int64_t row) {
-  if (mode_ != StepMode::kPrepare) throw std::logic_error("Sampler::launch_prepared: not in kPrepare mode");
+const std::vector<Sampler::PreparedLaunch>& Sampler::prepared_row(int64_t row, const char* who) const {
+  if (mode_ != StepMode::kPrepare) throw std::logic_error(std::string(who) + ": not in kPrepare mode");
   if (row < 0 || row >= static_cast<int64_t>(prepared_.size()))
-    throw std::logic_error("Sampler::launch_prepared: row " + std::to_string(row) + " outside the prepared block");
+    throw std::logic_error(std::string(who) + ": row " + std::to_string(row) + " outside the prepared block");
+  const auto& launches = prepared_[static_cast<size_t>(row)];
+  for (const auto& l : launches)
+    if (!l.ready) throw std::logic_error(std::string(who) + ": no step was prepared");
+  return launches;
+}
+
+void Sampler::launch_prepared(int64_t row, const std::vector<bool>& applied) {
+  const auto& launches = prepared_row(row, "Sampler::launch_prepared");
+  if (!applied.empty() && applied.size() != groups_.size())
+    throw std::logic_error("Sampler::launch_prepared: " + std::to_string(applied.size()) + " entries of `applied` for " +
+                           std::to_string(groups_.size()) + " groups");
   torch::NoGradGuard no_grad;
-  auto& launches = prepared_[static_cast<size_t>(row)];
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (!launches[g].ready)
-      throw std::logic_error("Sampler::launch_prepared: no step was prepared");
+    if (!applied.empty() && applied[g]) continue;
     auto theta = flat_[g]->data();
     kernels::fused_update_from(launches[g].rule, theta, launches[g].state, flat_[g]->grad(),
                                step_buffers_[g]->device_buffer(row));
   }
+}
+
+std::vector<kernels::FusedUpdateArgs> Sampler::prepared_updates(int64_t row) const {
+  const auto& launches = prepared_row(row, "Sampler::prepared_updates");
+  std::vector<kernels::FusedUpdateArgs> out(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g)
+    out[g] = {launches[g].rule, flat_[g]->data(), flat_[g]->grad(), step_buffers_[g]->device_buffer(row),
+              launches[g].state};
+  return out;
 }
 
 std::vector<int> Sampler::prepared_rules() const {
