@@ -368,8 +368,9 @@ FlatLayers flat_layers(torch::nn::Module& m, torch::Device dev, int64_t extra, u
 }  // namespace
 #endif
 
-// On a GPU: the sampler's update in the pass's last launch (MlpFusedScratch::update) against the same pass
-// followed by the sampler's own kernel (fused_update_from, which Fused.CudaEqualsReferenceWithSameNoise
+// On a GPU: the sampler's update in the pass's last launch (MlpFusedScratch::update) against the CPU
+// reference (the reference pass, then the CPU rule on the same step parameters: float rounding of the sums)
+// and against the same pass followed by the sampler's own kernel (fused_update_from, which Fused.CudaEqualsReferenceWithSameNoise
 // checks against the CPU reference rules) on the same step parameters and noise stream. The gradients
 // and nll are the same launches' and must be equal bit for bit; θ and the state run the same per-element
 // function on the same operands (fused_element), so they agree to a few ulps at most (nvcc may contract a
@@ -433,6 +434,23 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
       EXPECT_LE(max_rel(a.theta, b.theta), ulps);
       EXPECT_LE(max_rel(a.state, b.state), ulps);
       EXPECT_GT((a.theta - theta0).abs().max().item<double>(), 1e-5) << "θ did not move";
+      if (gemm != Gemm::kTiled) continue;
+      // the CPU reference once per rule: the reference pass on CPU copies of the flat buffers, then the
+      // CPU rule on the same step parameters (the same Philox stream); the pass's sums in another order
+      auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 9);
+      FlatLayers r = flat_layers(*mc, torch::kCPU, 0, 5);
+      if (prior) {
+        const auto lambdas = with_precisions(*mc, torch::kCPU);
+        for (size_t l = 0; l < lambdas.size(); ++l)
+          r.layers[l].weight_lambda = lambdas[l].weight_lambda, r.layers[l].bias_lambda = lambdas[l].bias_lambda;
+      }
+      kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, r.layers, act, 7.0, prior);
+      std::vector<torch::Tensor> r_state;
+      if (with_state) r_state.push_back(r.state);
+      kernels::fused_update_from(rule, r.theta, r_state, r.grad, sp.cpu());
+      EXPECT_LE(max_rel(a.grad, r.grad), tolerance(dt)) << "∇Ũ against the reference";
+      EXPECT_LE(max_rel(a.theta, r.theta), tolerance(dt)) << "θ against the reference";
+      EXPECT_LE(max_rel(a.state, r.state), tolerance(dt)) << "state against the reference";
     }
   }
   // declined (update_applied false, θ untouched by the pass): a group with elements beyond the layers', two
