@@ -469,9 +469,11 @@ TEST(Graph, CudaStepBlocksEqualSingleSteps) {
 
 // On CUDA: the sampler's update in the fused MLP pass's last kernel (kernels.cuda_mlp_update: fused)
 // against its own launch, in single-step graphs and in blocks of steps. The same per-element arithmetic
-// on the same noise (MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate: within a few ulps), so over
-// 6 epochs of SGHMC the metrics agree far below their resolution (1e-6 on the NLL); the update must
-// have been taken (graph_updates_in_model), and not with the default.
+// on the same noise (MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate: within a few ulps, bit for bit
+// where nvcc contracts the same multiply-adds), so over 6 epochs of SGHMC the metrics agree far below
+// their resolution: 1e-4 on the NLLs leaves room for a few ulps grown over 60 steps, while a skipped or
+// doubled update sends the chain elsewhere; the update must have been taken (graph_updates_in_model),
+// and not with the default.
 TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
@@ -490,7 +492,7 @@ TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
     ASSERT_EQ(fused.values.count("graph_updates_in_model"), 1u) << k;
     EXPECT_GE(fused.values.at("graph_updates_in_model"), 1) << k;
     for (const char* key : {"test_nll", "val_nll", "sample_test_nll"})
-      EXPECT_NEAR(separate.values.at(key), fused.values.at(key), 1e-6) << "graph_steps " << k << " " << key;
+      EXPECT_NEAR(separate.values.at(key), fused.values.at(key), 1e-4) << "graph_steps " << k << " " << key;
     EXPECT_EQ(separate.values.at("steps"), fused.values.at("steps")) << k;
   }
 }
