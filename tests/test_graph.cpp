@@ -18,6 +18,7 @@
 #include "compat.h"
 #include "config/experiment_config.h"
 #include "kernels/copy_async.h"
+#include "kernels/fused_update.h"
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
 #include "samplers/step_params_buffer.h"
@@ -74,6 +75,39 @@ TEST(Graph, PreparedStepsEqualEagerSteps) {
       EXPECT_EQ(graph.captures(), 1) << name;
       EXPECT_EQ(graph.replays(), 22) << name;
     }
+  }
+}
+
+// Sampler::prepared_updates names what launch_prepared would launch, group by group (the rule, the flat
+// buffers, the step's row of parameters), so that one group applied elsewhere with those arguments (as the
+// fused MLP pass does, kernels.cuda_mlp_update) and skipped by launch_prepared(row, applied) gives the plain
+// launch's step bit for bit, for every fused sampler; `applied` needs one entry per group.
+TEST(Graph, PreparedUpdatesAreWhatLaunchPreparedLaunches) {
+  for (const auto& [name, kv] : test::fused_sampler_configs()) {
+    SCOPED_TRACE(name);
+    const auto opts = test::options(kv);
+    auto plain = test::make_two_group_run(name, opts, true, torch::kFloat32);
+    auto split = test::make_two_group_run(name, opts, true, torch::kFloat32);
+    for (auto* r : {&plain, &split}) r->sampler->set_step_mode(Sampler::StepMode::kPrepare);
+    EXPECT_THROW(split.sampler->prepared_updates(), std::logic_error);  // nothing prepared yet
+    for (int t = 0; t < 12; ++t) {
+      for (auto* r : {&plain, &split}) {
+        r->sampler->step(Closure());
+        test::quadratic_grads(*r);
+      }
+      plain.sampler->launch_prepared();
+      auto updates = split.sampler->prepared_updates();
+      ASSERT_EQ(updates.size(), 2u);
+      EXPECT_EQ(static_cast<int>(updates[1].rule), split.sampler->prepared_rules()[1]);
+      auto& u = updates[t % 2];  // the group applied "elsewhere" alternates
+      kernels::fused_update_from(u.rule, u.theta, u.state, u.grad, u.step_params);
+      split.sampler->launch_prepared(0, {t % 2 == 0, t % 2 == 1});
+    }
+    for (size_t k = 0; k < plain.params.size(); ++k)
+      EXPECT_TRUE(torch::equal(plain.params[k], split.params[k])) << "param " << k;
+    auto start = test::make_two_group_run(name, opts, true, torch::kFloat32);
+    EXPECT_FALSE(torch::equal(split.params[2], start.params[2])) << "did not move";
+    EXPECT_THROW(split.sampler->launch_prepared(0, {true}), std::logic_error);
   }
 }
 
