@@ -2,13 +2,16 @@
 // posterior-predictive sums (against direct formulas), the evaluator's units, metrics.csv,
 // the divergence guard and the convergence traces (save/load round trips for resume).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/process_age.h"
 #include "core/remove_tree.h"
 #include "compat.h"
 #include "proc_util.h"
@@ -58,6 +61,43 @@ std::unique_ptr<torch::serialize::InputArchive> round_trip(Save&& save) {
 }
 
 }  // namespace
+
+// process_age_seconds (summary.json's time.launch): at least the time since this file's statics were
+// initialized (after the process started), growing with the clock and no faster (both reads' difference
+// within the steady clock's interval around them: the two clocks tick at one rate), and a new process's
+// (a fork's child, reading at once) well under a second: a wrong field of /proc/self/stat (a count, the
+// boot-relative start of something else) reads as days or as the machine's uptime.
+const auto kStaticsAt = std::chrono::steady_clock::now();
+TEST(ProcessAge, CountsFromTheProcessStartAtTheClocksRate) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  const auto t0 = Clock::now();
+  const auto a1 = process_age_seconds();
+  ASSERT_TRUE(a1.has_value());
+  EXPECT_GE(*a1, seconds(t0 - kStaticsAt));
+  volatile double x = 0;
+  while (Clock::now() - t0 < std::chrono::milliseconds(20)) x = x + 1;
+  const auto a2 = process_age_seconds();
+  const auto t1 = Clock::now();
+  ASSERT_TRUE(a2.has_value());
+  EXPECT_GE(*a2 - *a1, 0.019);
+  EXPECT_LE(*a2 - *a1, seconds(t1 - t0) + 1e-4);
+  int fd[2];
+  ASSERT_EQ(pipe(fd), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const auto age = process_age_seconds();
+    const double v = age ? *age : -1.0;
+    _exit(write(fd[1], &v, sizeof v) == sizeof v ? 0 : 1);
+  }
+  double child = -2;
+  ASSERT_EQ(read(fd[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fd[0]), close(fd[1]);
+  EXPECT_GE(child, 0);
+  EXPECT_LT(child, 1.0);
+}
 
 TEST(RunPlan, StepArithmetic) {
   // N = 1050, n = 100: 10 steps per epoch (the remainder of 50 is dropped); burn-in 2.5 epochs -> 25 steps.

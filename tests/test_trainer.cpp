@@ -124,6 +124,19 @@ TEST(Trainer, SgldLearnsTinyProblem) {
   EXPECT_GT(s.values.at("time.steps"), 0);
   EXPECT_GT(s.values.at("time.samples"), 0);  // 20 samples, each a prediction on test and val
   EXPECT_LE(phases, s.values.at("wall_seconds") + 1e-3);
+  // The setup's parts (data, the device's context beside it, the wait for it, the model, the training
+  // run's construction): each non-negative, together no more than time.setup; no context on the CPU.
+  // time.launch, the process's age at the run's start, is before wall_seconds' clock.
+  double parts = 0;
+  for (const char* part : {"data", "device_wait", "model", "trainer"}) {
+    const double t = s.values.at(std::string("time.setup.") + part);
+    EXPECT_GE(t, 0) << part;
+    parts += t;
+  }
+  EXPECT_GT(s.values.at("time.setup.data"), 0);
+  EXPECT_EQ(s.values.at("time.setup.context"), 0);
+  EXPECT_LE(parts, s.values.at("time.setup") + 1e-3);
+  EXPECT_GT(s.values.at("time.launch"), 0);
   // One metrics row per evaluation (every 5 epochs) plus the header, with the λ's logged.
   auto metrics = slurp(fs::path(ro.out_dir) / "metrics.csv");
   EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 7);

@@ -135,6 +135,7 @@ std::map<std::string, double> TrainingRun::summary_values() const {
     v["graph_epoch_replays"] = static_cast<double>(sample_graph_.replays() + eval_graph_.replays() + gibbs_graph_.replays());
   }
   for (const auto& [k, x] : phases) v[k] = x;
+  for (const auto& [k, x] : s_.seconds) v[k] = x;  // time.launch and the setup's parts
   if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
     for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
   if (dist_.active()) {

@@ -1,6 +1,7 @@
 #include "train/run_setup.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <stdexcept>
 
@@ -82,11 +83,22 @@ DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace&
     throw std::invalid_argument(config.source + ": device: cuda requested but no CUDA device is available");
   // The device's context (and its allocator's first block) is created on another thread while this one
   // reads and decodes the data: both take a few hundred milliseconds of a GPU run's start-up.
-  std::future<void> device_ready;
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  std::future<double> device_ready;
   if (dm.device.is_cuda())
-    device_ready = std::async(std::launch::async, [d = dm.device] { (void)torch::empty({1}, torch::TensorOptions().device(d)); });
+    device_ready = std::async(std::launch::async, [d = dm.device, since] {
+      const auto t = Clock::now();
+      (void)torch::empty({1}, torch::TensorOptions().device(d));
+      return since(t);
+    });
+  auto t = Clock::now();
   Dataset cpu = load_dataset(config.data, config.seed);
-  if (device_ready.valid()) device_ready.get();
+  dm.seconds["data"] = since(t);
+  t = Clock::now();
+  dm.seconds["context"] = device_ready.valid() ? device_ready.get() : 0.0;
+  dm.seconds["device_wait"] = since(t);
+  t = Clock::now();
   if (cpu.train.size() == 0) throw std::invalid_argument(config.source + ": data: the training set is empty");
   dm.model = with_source(config.source, [&] { return make_model(config.model, cpu, place.chain_seed.value_or(config.seed), config.chains); });
   if (!dm.model->share_minibatch(config.train.chain_minibatch_shared))
@@ -95,6 +107,7 @@ DataAndModel load_data_and_model(const ExperimentConfig& config, const RunPlace&
     jitter_parameters(*dm.model, *place.chain_seed);
   dm.model->to(dm.device);
   dm.data = cpu.to(dm.device);
+  dm.seconds["model"] = since(t);
   return dm;
 }
 
@@ -140,6 +153,8 @@ RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place) {
                                   "(sgld, psgld, sghmc, sgnht, msgnht), not " + cfg.sampler_name());
     return schedule;
   });
+  for (const auto& [part, x] : s.dm.seconds) s.seconds["time.setup." + part] = x;
+  s.built_at = std::chrono::steady_clock::now();
   return s;
 }
 

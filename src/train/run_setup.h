@@ -3,6 +3,8 @@
 // sampler, the prior, the step plan and the step-size schedule.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +33,11 @@ struct DataAndModel {
   torch::Device device{torch::kCPU};
   Dataset data;   // on the device
   ModelPtr model; // on the device
+  // Where the load's seconds went (summary.json's time.setup.<part>): "data" (reading, inflating and
+  // decoding the files), "context" (the device's context created on its own thread beside the data; 0 on
+  // the CPU), "device_wait" (what of the context the data did not hide), "model" (building the model,
+  // moving it and the data to the device).
+  std::map<std::string, double> seconds;
 };
 
 // A TorchScript module starts at its file's weights whatever the seed. A chain of its own (a distributed
@@ -54,6 +61,11 @@ struct RunSetup {
   std::unique_ptr<GaussianPrior> prior;
   RunPlan plan;
   std::unique_ptr<Schedule> schedule;
+  // summary.json's parts of the start-up: time.setup.<part> (DataAndModel::seconds, and the training
+  // run's own construction, "trainer", from `built_at` on) and time.launch (the process's age when the
+  // run started: LibTorch's load, outside wall_seconds; set by the caller that knows it).
+  std::map<std::string, double> seconds;
+  std::chrono::steady_clock::time_point built_at;  // when make_run_setup returned
 };
 
 // train.graph: auto → a whole-step graph exactly where one is known to pay and to hold: a CUDA device

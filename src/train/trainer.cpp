@@ -2,12 +2,14 @@
 
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "metrics/reliability.h"
 #include "runtime/cpu.h"
 #include "train/lr_pilot.h"
 #include "train/training_run.h"
+#include "core/process_age.h"
 #include "core/signals.h"
 
 namespace sgmcmc {
@@ -50,7 +52,7 @@ double seconds_since(TrainingRun::Clock::time_point t0) {
 
 // The run itself, once the config is final: the directory, the setup on this rank's place, the loop.
 RunSummary run_setup_and_train(const ExperimentConfig& config, const RunOptions& opt, TrainingRun::Clock::time_point start,
-                               DistributedRun dist) {
+                               std::optional<double> launch, DistributedRun dist) {
   RunOptions o = opt;
   o.quiet = opt.quiet || dist.rank() > 0;  // rank 0 prints
   RunDirectory dir = RunDirectory::prepare(opt.out_dir, config.output.dir, config.name, opt.resume, opt.overwrite,
@@ -59,6 +61,7 @@ RunSummary run_setup_and_train(const ExperimentConfig& config, const RunOptions&
   place.device = dist.device_for(config.device);  // LOCAL_RANK picks the GPU
   if (dist.chains_across_ranks()) place.chain_seed = rank_seed(config.seed, dist.rank());
   RunSetup setup = make_run_setup(config, place);
+  if (launch) setup.seconds["time.launch"] = *launch;
   TrainingRun run(std::move(setup), std::move(dir), o, start, std::move(dist));
   return run.run();
 }
@@ -67,6 +70,7 @@ RunSummary run_setup_and_train(const ExperimentConfig& config, const RunOptions&
 
 RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
   const auto start = TrainingRun::Clock::now();
+  const std::optional<double> launch = process_age_seconds();  // before this clock: outside wall_seconds
   apply_runtime_settings(config);
   DistributedRun dist = join_distributed(config, opt.resume ? opt.out_dir : std::string());
   if (config.lr_auto && !opt.resume) {
@@ -84,9 +88,9 @@ RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
     chosen.lr_auto = false;
     RunOptions o = opt;
     o.lr_auto_json = choice.to_json().dump();
-    return run_setup_and_train(chosen, o, start, std::move(dist));
+    return run_setup_and_train(chosen, o, start, launch, std::move(dist));
   }
-  return run_setup_and_train(config, opt, start, std::move(dist));
+  return run_setup_and_train(config, opt, start, launch, std::move(dist));
 }
 
 TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& options, Clock::time_point start,
@@ -153,6 +157,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
   if (dist_.data_parallel())
     steps_.set_gradient_reduction([this](torch::Tensor& nll) { dist_.reduce_gradient(s_.params, nll); });
   step_at_start_ = step_;
+  s_.seconds["time.setup.trainer"] = seconds_since(s_.built_at);
 }
 
 // The loop, as the papers write it: for each step a minibatch, ∇Ũ and the sampler's update; every
