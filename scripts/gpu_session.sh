@@ -51,7 +51,8 @@
 #          choices (kernels.cuda_mlp_gemm: tiled | pipelined | cublas): test, step A/B, H.1 in full, ncu, 100 chains
 #   auto   instead of build, one call (AUTO_DEADLINE=420): the measured auto GEMM choices' test, step A/B
 #          (H.1, FNN-400, FNN-800 against tiled and ATen), H.1 in full, peers (sgmcmc, BlackJAX; carry .whl)
-#   cache  instead of build, one call (CACHE_DEADLINE=500, timeout 540): cublaslt's choices kept
+#   cache  instead of build, one call (CACHE_DEADLINE=500, timeout 540): the cluster products
+#          (kernels.cuda_mlp_gemm: cluster: their test, in the pass, H.1 in full and the steps), cublaslt's choices kept
 #          between processes (kernels.cuda_gemm_cache) checked for the same bits run to run, the CUDA
 #          graph tests, H.1 in full with train.graph_steps: epoch against the defaults (the same bits) and
 #          with train.eval_lag: 20 (the evaluation's read deferred) and with kernels.cuda_mlp_update: fused
@@ -698,8 +699,10 @@ stage_defaults() {
 # the cache holds, `auto` can take cublaslt for one chain.
 stage_cache() {
   local dl=${CACHE_DEADLINE:-500} r
-  build_targets test_mlp_fused test_graph bench_step sgmcmc || return 1
-  run_gtest test_mlp_fused 150 "GemmLt.*:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
+  build_targets test_mlp_fused test_gemm_cluster test_graph bench_step sgmcmc || return 1
+  # the cluster products (kernels/gemm_cluster.h) against their CPU reference bit for bit, then in the pass
+  run_gtest test_gemm_cluster 60 "GemmCluster.*"
+  run_gtest test_mlp_fused 150 "GemmLt.*:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate:MlpFused.CudaEqualsReference"
   # the CUDA graph tests, train.graph_steps' blocks (Graph.CudaStepBlocksEqualSingleSteps) and the update in
   # the pass (Graph.CudaUpdateInMlpPassEqualsSeparateLaunch) among them
   run_gtest test_graph 120 "Graph.Cuda*"
@@ -716,6 +719,8 @@ stage_cache() {
       H1_TAG=_graph_steps$r stage_h1
     left $((dl - 200)) "H.1 in full, update fused" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_update=fused" \
       H1_TAG=_update_fused$r stage_h1
+    left $((dl - 200)) "H.1 in full, cluster products" && H1_GRAPHS=true H1_SETS="--set kernels.cuda_mlp_gemm=cluster" \
+      H1_TAG=_cluster$r stage_h1
   done
   # the evaluation's row read 20 steps later (train.eval_lag: the host's work on the row beside the queued
   # steps), against the defaults above: the same test error and NLL to the last digit, and the time
@@ -731,11 +736,12 @@ stage_cache() {
   grep -c '"algo"' "$L/gemm_lt_cache.json"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" v
-  # the steps: auto, cublaslt, auto in blocks of 100 steps a graph launch (--graph-steps 100), and auto with
-  # the sampler's update in the pass's last kernel (kernels.cuda_mlp_update: fused)
+  # the steps: auto, cublaslt, the cluster products, auto in blocks of 100 steps a graph launch
+  # (--graph-steps 100), and auto with the sampler's update in the pass's last kernel
+  # (kernels.cuda_mlp_update: fused)
   local k gemm up
   for r in 1 2; do
-    for v in auto cublaslt auto_steps100 update_fused; do
+    for v in auto cublaslt cluster auto_steps100 update_fused; do
       left $((dl - 150)) "steps" || break 2
       k=1; [ $v = auto_steps100 ] && k=100
       gemm=${v%_steps100}; up=separate

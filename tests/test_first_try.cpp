@@ -290,7 +290,7 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
   EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {noise: fast}\n", "k.yaml")),
                std::invalid_argument);
   // every GEMM choice of the fused MLP pass reads back as written (summary.json records the text)
-  for (const std::string v : {"auto", "tiled", "pipelined", "cublas", "cublaslt", "tf32x3"}) {
+  for (const std::string v : {"auto", "tiled", "pipelined", "cublas", "cublaslt", "tf32x3", "cluster"}) {
     const auto k = build_config(parse_raw_config(
         "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_gemm: " + v + "}\n", "k.yaml")).kernels;
     EXPECT_EQ(k.to_map().at("cuda_mlp_gemm"), v);

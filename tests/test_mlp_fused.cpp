@@ -150,7 +150,8 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (up to 4
   // layers, one chain or several; the tiled kernel without a hidden layer), with its products as 3xTF32
   // (App. H.1's and FNN-800's shapes; a width that is no multiple of 4 takes cuBLAS for that product)
-  // (and the route's launches on two streams: kernels.cuda_mlp_streams 2)
+  // (and the route's launches on two streams: kernels.cuda_mlp_streams 2), on cuBLASLt and as cluster
+  // products (kernels/gemm_cluster.h: sm_90; before it, and for chains, the route takes cuBLAS)
   struct Variant {
     int tile;
     Gemm gemm;
@@ -158,7 +159,8 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   };
   for (auto [tile, gemm, streams] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
                                      Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
-                                     Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2}})
+                                     Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2},
+                                     Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
       SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) + ", blocks per SM " + std::to_string(per_sm));
@@ -394,7 +396,7 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
   };
   auto all = cases(true);
   all.push_back(cases(false)[4]);  // App. H.1's shape
-  for (auto gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCublas, Gemm::kCublasLt})
+  for (auto gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCublas, Gemm::kCublasLt, Gemm::kCluster})
   for (auto dt : {torch::kFloat32, torch::kFloat64})
   for (auto rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi})
   for (bool prior : {true, false}) {
@@ -529,7 +531,7 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
   // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_l by cuBLAS, then λ_W W_l added alone; on
   // two streams λ_W W_l stored first, beside the forward pass, and the products added onto it)
   for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kCublasLt,
-                    KernelSettings::MlpGemm::kTf32x3})
+                    KernelSettings::MlpGemm::kTf32x3, KernelSettings::MlpGemm::kCluster})
   for (int streams : {1, 2})
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
     if (streams == 2 && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only

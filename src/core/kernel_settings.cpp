@@ -39,7 +39,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
                             : cuda_mlp_gemm == MlpGemm::kPipelined ? "pipelined"
                             : cuda_mlp_gemm == MlpGemm::kCublas    ? "cublas"
                             : cuda_mlp_gemm == MlpGemm::kCublasLt  ? "cublaslt"
-                                                                   : "tf32x3"},
+                            : cuda_mlp_gemm == MlpGemm::kTf32x3    ? "tf32x3"
+                                                                   : "cluster"},
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"},
           {"cuda_mlp_update", cuda_mlp_update_fused ? "fused" : "separate"},
           {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
@@ -78,13 +79,14 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_mlp_blocks_per_sm = per_sm == "auto" ? 0 : std::stoi(per_sm);
   const auto head_rows = b.get_choice("cuda_mlp_head_rows", "auto", {"auto", "1", "2", "4", "8"});
   s.cuda_mlp_head_rows = head_rows == "auto" ? 0 : std::stoi(head_rows);
-  const auto gemm = b.get_choice("cuda_mlp_gemm", "auto", {"auto", "tiled", "pipelined", "cublas", "cublaslt", "tf32x3"});
+  const auto gemm = b.get_choice("cuda_mlp_gemm", "auto", {"auto", "tiled", "pipelined", "cublas", "cublaslt", "tf32x3", "cluster"});
   s.cuda_mlp_gemm = gemm == "auto"        ? KernelSettings::MlpGemm::kAuto
                     : gemm == "tiled"     ? KernelSettings::MlpGemm::kTiled
                     : gemm == "pipelined" ? KernelSettings::MlpGemm::kPipelined
                     : gemm == "cublas"    ? KernelSettings::MlpGemm::kCublas
                     : gemm == "cublaslt"  ? KernelSettings::MlpGemm::kCublasLt
-                                          : KernelSettings::MlpGemm::kTf32x3;
+                    : gemm == "tf32x3"    ? KernelSettings::MlpGemm::kTf32x3
+                                          : KernelSettings::MlpGemm::kCluster;
   s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
   s.cuda_mlp_update_fused = pick(b, "cuda_mlp_update", "separate", "fused", false);
   const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});

@@ -22,13 +22,15 @@
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
 //     cuda_mlp_gemm: auto # auto (cublas for one chain up to 4 layers, pipelined for one chain beyond,
-//                         # tiled for chains) | tiled | pipelined | cublas | cublaslt | tf32x3: the pass's GEMM
+//                         # tiled for chains) | tiled | pipelined | cublas | cublaslt | tf32x3 | cluster: the pass's GEMM
 //                         # kernel (pipelined: 4 stages of asynchronous copies in flight, 4 × 4 outputs a
 //                         # thread; cublas: the hidden layers' products on cuBLAS, the rest in the pass's
 //                         # kernels (up to 4 layers); cublaslt: those products on cuBLASLt, its kernel and
 //                         # split-K measured per shape, kernels/gemm_lt.h (a step 2–4 % faster than cublas,
 //                         # the first step ~0.1 s slower); tf32x3: on tensor cores as 3xTF32,
-//                         # kernels/gemm_tf32x3.h (slower than cublas at H.1's and FNN-800's shapes))
+//                         # kernels/gemm_tf32x3.h (slower than cublas at H.1's and FNN-800's shapes); cluster:
+//                         # those products split-K across a thread-block cluster, reduced in its shared
+//                         # memory, one kernel each, kernels/gemm_cluster.h (sm_90; not yet timed on a GPU))
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 //     cuda_mlp_update: separate # separate: the sampler's update in its own kernel | fused: in the fused
 //                         # pass's last kernel, for a graph-replayed step of one flat group with SGLD, pSGLD
@@ -64,7 +66,7 @@ struct KernelSettings {
   int cuda_mlp_tile = 0;  // 0: auto
   int cuda_mlp_blocks_per_sm = 0;  // 0: auto
   int cuda_mlp_head_rows = 0;  // 0: auto
-  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kCublasLt, kTf32x3 };
+  enum class MlpGemm { kAuto, kTiled, kPipelined, kCublas, kCublasLt, kTf32x3, kCluster };
   MlpGemm cuda_mlp_gemm = MlpGemm::kAuto;
   bool cuda_mlp_prior_fused = true;
   bool cuda_mlp_update_fused = false;

@@ -20,6 +20,7 @@
 #include "kernels/activation_hd.h"
 #include "kernels/fused_elementwise.h"
 #include "kernels/mlp_fused.h"
+#include "kernels/gemm_cluster.h"
 #include "kernels/gemm_lt.h"
 #include "kernels/gemm_tf32x3.h"
 #include "kernels/softmax_xent_row.h"
@@ -761,12 +762,15 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   // column alone) and λ_W W_l (an epilogue alone, k = 0) beside the output layer's gradients.
   // kernels.cuda_mlp_gemm: tf32x3 takes the products as 3xTF32 on tensor cores where that applies (a
   // build with CUTLASS, float32, widths in multiples of 4; kernels/gemm_tf32x3.h), cublaslt on cuBLASLt
-  // with the kernel and split-K measured per shape (float32; kernels/gemm_lt.h), cuBLAS otherwise.
+  // with the kernel and split-K measured per shape (float32; kernels/gemm_lt.h), cluster split-K across a
+  // thread-block cluster (float32, one chain, sm_90; kernels/gemm_cluster.h), cuBLAS otherwise.
   // Up to 4 layers (the last launch's problems: 2L − 1 of kMaxProblems).
   const MlpGemm gemm = gemm_choice(chains, L);
   const bool tf32x3 = gemm == MlpGemm::kTf32x3 && std::is_same_v<T, float>;
   const bool lt = gemm == MlpGemm::kCublasLt && std::is_same_v<T, float>;
-  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kCublasLt || gemm == MlpGemm::kTf32x3) && L >= 2 &&
+  const bool cluster = gemm == MlpGemm::kCluster && std::is_same_v<T, float>;
+  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kCublasLt || gemm == MlpGemm::kTf32x3 ||
+                      gemm == MlpGemm::kCluster) && L >= 2 &&
                      2 * static_cast<int>(L) - 1 <= kMaxProblems,
              pipe = gemm == MlpGemm::kPipelined;
   // kernels.cuda_mlp_streams: 2 (the route only): what does not wait for the hidden layers' ∇W products
@@ -808,6 +812,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   // c = a·b (accumulate: c += a·b): [m, k]·[k, n] for one chain, [C, m, k]·[C, k, n] for chains
   const auto product = [&](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
     if (lt && gemm_lt(a, b, c, accumulate)) return;  // 2-D or chains' 3-D
+    if (cluster && gemm_cluster(a, b, c, accumulate)) return;  // 2-D, one chain
     if (c.dim() == 2) {
       if (tf32x3 && gemm_tf32x3(a, b, c, accumulate)) return;
       if (accumulate) c.addmm_(a, b);
