@@ -174,18 +174,41 @@ __device__ void finish_tile(const Gemm<T>& g, const PassUpdate<T>& up, int64_t c
     __syncthreads();
     if (!*is_last) return;
     __threadfence();
+    // Each element's partial sums added in split order from 0 (the same bits as one split after the
+    // other), kBatch splits of every element of the thread's a round trip: their loads are independent,
+    // so a split-K tile waits for global memory ⌈splits / kBatch⌉ times, not once per split and element.
+    constexpr int kBatch = kTM * kTN >= 16 ? 1 : 16 / (kTM * kTN);
+    T sum[kTM][kTN];
 #pragma unroll
     for (int i = 0; i < kTM; ++i)
 #pragma unroll
-      for (int j = 0; j < kTN; ++j) {
-        const int gm = m0 + row(i), gn = n0 + col(j);
-        if (gm < g.m && gn < n_all) {
-          T s = T(0);
-          for (int sp = 0; sp < g.splits; ++sp)
-            s += __ldcg(work + (static_cast<int64_t>(sp) * g.m + gm) * n_all + gn);
-          acc[i][j] = s;
-        }
-      }
+      for (int j = 0; j < kTN; ++j) sum[i][j] = T(0);
+    for (int sp0 = 0; sp0 < g.splits; sp0 += kBatch) {
+      T v[kBatch][kTM][kTN];
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q)
+#pragma unroll
+        for (int i = 0; i < kTM; ++i)
+#pragma unroll
+          for (int j = 0; j < kTN; ++j) {
+            const int gm = m0 + row(i), gn = n0 + col(j);
+            v[q][i][j] = sp0 + q < g.splits && gm < g.m && gn < n_all
+                             ? __ldcg(work + (static_cast<int64_t>(sp0 + q) * g.m + gm) * n_all + gn)
+                             : T(0);
+          }
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q)
+#pragma unroll
+        for (int i = 0; i < kTM; ++i)
+#pragma unroll
+          for (int j = 0; j < kTN; ++j)
+            if (sp0 + q < g.splits) sum[i][j] += v[q][i][j];
+    }
+#pragma unroll
+    for (int i = 0; i < kTM; ++i)
+#pragma unroll
+      for (int j = 0; j < kTN; ++j)
+        if (m0 + row(i) < g.m && n0 + col(j) < n_all) acc[i][j] = sum[i][j];
     if (tid == 0) counters[tile] = 0;  // ready for the next call (and graph replay)
   }
   T* const c_ptr = g.c + chain * g.c_bs;
