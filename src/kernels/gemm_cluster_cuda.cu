@@ -82,8 +82,11 @@ __device__ __forceinline__ void store_stage(const Operand& o, int ks, int tid, c
   }
 }
 
-// Block (tile t, split s) = blockIdx.x = t·S + s, its cluster the S splits of tile t (rank s).
-__global__ void __launch_bounds__(kThreads) gemm_cluster_kernel(const __grid_constant__ Args g) {
+// Block (tile t, split s) = blockIdx.x = t·S + s, its cluster the S splits of tile t (rank s). At most 128
+// registers a thread (ptxas: 4 bytes spilled), so that two blocks fit an SM: a cluster of 8 needs 8 free
+// block slots in one GPC, and an H100's GPCs have 14–18 SMs, so at one block an SM a wave can hold fewer
+// clusters than H.1's 16 (a GPC of 14 SMs takes one).
+__global__ void __launch_bounds__(kThreads, 2) gemm_cluster_kernel(const __grid_constant__ Args g) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ float4 smem4[];
   float* const smem = reinterpret_cast<float*>(smem4);
