@@ -760,6 +760,8 @@ stage_cache() {
   [ -f "$L/cache_steps.jsonl" ] && step_table "$L/cache_steps.jsonl"
   # FNN-400 on the cuBLAS route (what auto now takes for it) against the pipelined kernel (auto before)
   fnn_gemm_ab $((dl - 130)) fnn400 "$L/cache_steps.jsonl" auto pipelined
+  # the step's kernels with the cluster products and the update in the pass (what is left of the step)
+  left $((dl - 140)) "ncu cluster" && ncu_h1 cluster 40 --set kernels.cuda_mlp_gemm=cluster --set kernels.cuda_mlp_update=fused
   # 100 chains, each its own minibatch (the default) against one minibatch shared by all
   # (train.chain_minibatch: shared: x·W_0ᵀ and ∇W_0 one product each over every chain, the images
   # gathered once), and shared with TF32's tensor cores; twice, interleaved
