@@ -700,9 +700,10 @@ stage_defaults() {
 stage_cache() {
   local dl=${CACHE_DEADLINE:-500} r
   build_targets test_mlp_fused test_gemm_cluster test_graph bench_step sgmcmc || return 1
-  # the cluster products (kernels/gemm_cluster.h) against their CPU reference bit for bit, then in the pass
+  # the cluster products (kernels/gemm_cluster.h) against their CPU reference bit for bit (in the pass:
+  # MlpFused.CudaEqualsReference, ~25 s, left to a call with more time; H.1 in full with them below)
   run_gtest test_gemm_cluster 60 "GemmCluster.*"
-  run_gtest test_mlp_fused 150 "GemmLt.*:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate:MlpFused.CudaEqualsReference"
+  run_gtest test_mlp_fused 150 "GemmLt.*:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
   # the CUDA graph tests, train.graph_steps' blocks (Graph.CudaStepBlocksEqualSingleSteps) and the update in
   # the pass (Graph.CudaUpdateInMlpPassEqualsSeparateLaunch) among them
   run_gtest test_graph 120 "Graph.Cuda*"
