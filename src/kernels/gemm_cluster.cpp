@@ -82,8 +82,4 @@ torch::Tensor gemm_cluster_reference(const torch::Tensor& a, const torch::Tensor
   return C;
 }
 
-#if !defined(SGMCMC_WITH_CUDA)
-bool gemm_cluster(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
-#endif
-
 }  // namespace sgmcmc::kernels

@@ -60,7 +60,7 @@ torch::Tensor gemm_cluster_reference(const torch::Tensor& a, const torch::Tensor
 
 // c = a·b (accumulate: c += a·b) on the current stream, graph-capturable, with the plan of
 // gemm_cluster_plan(m, n, k, the device's SMs). Returns false, launching nothing, where it does not apply:
-// the layouts above, a device before sm_90, a build without CUDA.
+// the layouts above, a device before sm_90. Defined in CUDA builds only (gemm_cluster_cuda.cu).
 bool gemm_cluster(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate);
 
 }  // namespace sgmcmc::kernels
