@@ -60,6 +60,14 @@
 #          auto against cublaslt, against auto in blocks of 100 steps a launch and with the update fused, FNN-400 on the cuBLAS route, 100 chains with their own minibatches against
 #          a shared one (train.chain_minibatch), a GPU timeline of H.1 (bench/timeline.py), Nsight Compute
 #          over 100 chains' step
+#   flip   instead of build, one short call (FLIP_DEADLINE=200, timeout ≥ 260): the defaults cache measured
+#          (train.graph_steps: auto, train.eval_lag: auto, cublaslt for one chain): the update-in-pass test,
+#          H.1 in full with the defaults (a fresh cuBLASLt cache: the first run measures) against the ones
+#          before, set explicitly, interleaved
+#   next   instead of build, one call (NEXT_DEADLINE=470, timeout 540; carry .devdeps .devdata .whl): the
+#          defaults' H.1 in full twice, the H.1 / FNN-800 steps (one launch a step and blocks of 100), the
+#          peers' H.1 rows on the same GPU with the defaults (PEERS-TABLE:cuda), Nsight Compute's sections
+#          over the cluster products (where their time goes), 100 chains shared with TF32
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -109,6 +117,7 @@ stage_build() {
 # CUTLASS's headers for the 3xTF32 products (kernels/gemm_tf32x3.h), from PyPI's nvidia-cutlass wheel carried
 # in .whl (here: pip download nvidia-cutlass --no-deps -d .whl): the cmake option, or nothing without it.
 cutlass_flag() {
+  [ "${NO_CUTLASS:-0}" = 1 ] && return 0
   local w; w=$(ls .whl/nvidia_cutlass-*.whl 2>/dev/null | head -1)
   [ -n "$w" ] || return 0
   [ -f /tmp/cutlass/cutlass_library/source/include/cutlass/cutlass.h ] ||
@@ -124,7 +133,7 @@ configure_cuda() {
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
     -DSGMCMC_BENCH=ON $(cutlass_flag) "-DCMAKE_PREFIX_PATH=$tp;$prefix/usr;$prefix/usr/lib/x86_64-linux-gnu/cmake;$prefix/usr/lib/cmake" \
     > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
-  grep -E "3xTF32" "$L/build.log"
+  grep -E "3xTF32" "$L/build.log" || true   # no CUTLASS carried: no line, not a failure
 }
 # Configure (configure_cuda) and build only these targets; the build log's errors on failure.
 build_targets() {
@@ -778,6 +787,66 @@ stage_cache() {
   # which kernels 100 chains' step runs on ATen's batched products (1.05 ms a step: ~8 GFLOP of float32
   # products, ~0.16 ms at the SIMT rate, so most of it is elsewhere)
   left $((dl - 60)) "ncu 100 chains" && NCU_SKIP=2000 NCU_EPOCHS=3 ncu_h1 chains100 40 --set chains=100
+}
+# The defaults the cache stage measured, one short call on a fresh machine (FLIP_DEADLINE seconds, default
+# 200): builds sgmcmc and test_mlp_fused (~150 s on 16 cores), runs MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate
+# (θ against the CPU rule on the pass's own gradient), then H.1 in full three times with the defaults
+# (train.graph_steps and train.eval_lag auto, kernels.cuda_mlp_gemm auto = cublaslt; on an empty cuBLASLt
+# cache, so the first run measures and the others take its choices) and twice with the defaults before
+# (graph_steps 1, eval_lag 0, cublas), interleaved.
+stage_flip() {
+  local dl=${FLIP_DEADLINE:-200} r cache=/tmp/gemm_lt_flip
+  build_targets sgmcmc test_mlp_fused || return 1
+  run_gtest test_mlp_fused 60 "MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
+  rm -rf $cache
+  for r in 1 2 3; do
+    left $((dl - 8)) "H.1 in full, the defaults" && XDG_CACHE_HOME=$cache H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
+    [ $r -le 2 ] || continue
+    left $((dl - 8)) "H.1 in full, the defaults before" && H1_GRAPHS=true H1_TAG=_before$r \
+      H1_SETS="--set train.graph_steps=1 --set train.eval_lag=0 --set kernels.cuda_mlp_gemm=cublas" stage_h1
+  done
+}
+# The next call after flip (NEXT_DEADLINE seconds, default 470; carry .whl with BlackJAX's wheel; CUTLASS's
+# wheel, if there, is not unpacked): builds sgmcmc, bench_step and test_gemm_cluster; H.1 in full with the
+# defaults twice; the H.1 and FNN-800 steps with the defaults, one launch a step and blocks of 100; the
+# peers' H.1 rows (sgmcmc with the defaults against BlackJAX, bench/peers.sh --device cuda, two rounds:
+# issue 44's GPU ratio); Nsight Compute's launch, occupancy, warp-state and memory sections over one H.1
+# forward product on the cluster kernel and cuBLASLt's (what a pipelined k loop would have to win); 100
+# chains with one shared minibatch on TF32.
+stage_next() {
+  local dl=${NEXT_DEADLINE:-470} r
+  NO_CUTLASS=1 build_targets sgmcmc bench_step test_gemm_cluster || return 1
+  run_gtest test_gemm_cluster 60 "GemmCluster.*"
+  for r in 1 2; do
+    left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
+  done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" k
+  for r in 1 2; do
+    for k in 1 100; do
+      left $((dl - 260)) "steps" || break 2
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --rounds 5 --steps 500 --graph --graph-steps $k --label "mlp_h1_defaults_steps${k}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --rounds 5 --steps 500 --graph --graph-steps $k --label "fnn800_defaults_steps${k}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/next.jsonl" ] && step_table "$L/next.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 230)) "peers" && PEERS_TIMEOUT=150 PEERS_ARGS="--wheels .whl --no-doc --rounds 2 --epochs 20 --burn-in 10 \
+    --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local ncu v; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for v in cluster cublaslt; do
+    left $((dl - 70)) "ncu sections, $v" || break
+    timeout 35 "$ncu" --clock-control none --kernel-name "regex:$([ $v = cluster ] && echo gemm_cluster || echo '^sm[0-9]|^cutlass|xmma')" --launch-skip 40 --launch-count 2 \
+      --section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
+      $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set kernels.cuda_mlp_gemm=$v \
+      --threads 16 --rounds 1 --steps 30 > "$L/ncu_sections_$v.txt" 2>&1
+    echo "ncu sections $v rc=$?"; grep -E "Duration|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued" "$L/ncu_sections_$v.txt" | head -16
+  done
+  left $((dl - 40)) "100 chains, shared, TF32" && chains100_run shared_tf32 --set train.chain_minibatch=shared --set train.tf32=true
 }
 # The Python module against the machine's torch (its python3, not /usr/bin's), then bench/timeline.py over
 # H.1 with the defaults (TIMELINE_SETS: more --set options): the summary, and the trace into $OUT.

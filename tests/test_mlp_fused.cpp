@@ -371,7 +371,8 @@ FlatLayers flat_layers(torch::nn::Module& m, torch::Device dev, int64_t extra, u
 #endif
 
 // On a GPU: the sampler's update in the pass's last launch (MlpFusedScratch::update) against the CPU
-// reference (the reference pass, then the CPU rule on the same step parameters: float rounding of the sums)
+// reference (the gradient against the reference pass: float rounding of the sums; θ and the state against
+// the CPU rule run on the pass's gradient with the same step parameters)
 // and against the same pass followed by the sampler's own kernel (fused_update_from, which Fused.CudaEqualsReferenceWithSameNoise
 // checks against the CPU reference rules) on the same step parameters and noise stream. The gradients
 // and nll are the same launches' and must be equal bit for bit; θ and the state run the same per-element
@@ -447,12 +448,22 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
           r.layers[l].weight_lambda = lambdas[l].weight_lambda, r.layers[l].bias_lambda = lambdas[l].bias_lambda;
       }
       kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, r.layers, act, 7.0, prior);
+      EXPECT_LE(max_rel(a.grad, r.grad), tolerance(dt)) << "∇Ũ against the reference";
+      // The update against the CPU rule on the pass's own gradient: compared with the reference's
+      // gradient instead, θ would carry η·|Δ∇Ũ| (SGHMC: θ += v, v −= η∇Ũ), up to η · 2e-5 · |∇Ũ|max,
+      // which with |∇Ũ| in the thousands (N/n = 7 over 500 rows) exceeds the gradient's own tolerance.
+      r.grad.copy_(a.grad.cpu());
       std::vector<torch::Tensor> r_state;
       if (with_state) r_state.push_back(r.state);
       kernels::fused_update_from(rule, r.theta, r_state, r.grad, sp.cpu());
-      EXPECT_LE(max_rel(a.grad, r.grad), tolerance(dt)) << "∇Ũ against the reference";
-      EXPECT_LE(max_rel(a.theta, r.theta), tolerance(dt)) << "θ against the reference";
-      EXPECT_LE(max_rel(a.state, r.state), tolerance(dt)) << "state against the reference";
+      // as Fused.CudaEqualsReferenceWithSameNoise: the same Philox normals, libm against CUDA's maths
+      const double rtol = dt == torch::kFloat64 ? 1e-12 : 1e-5, atol = dt == torch::kFloat64 ? 1e-12 : 1e-6;
+      EXPECT_TRUE(torch::allclose(a.theta.cpu(), r.theta, rtol, atol))
+          << "θ against the CPU rule, max |Δ| " << (a.theta.cpu() - r.theta).abs().max().item<double>();
+      if (with_state) {
+        EXPECT_TRUE(torch::allclose(a.state.cpu(), r.state, rtol, atol))
+            << "state against the CPU rule, max |Δ| " << (a.state.cpu() - r.state).abs().max().item<double>();
+      }
     }
   }
   // declined (update_applied false, θ untouched by the pass): a group with elements beyond the layers', two
