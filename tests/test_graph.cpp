@@ -319,6 +319,8 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
     a.out_dir = dir + "/graph";
     auto extra_g = extra;
     extra_g.push_back("train.graph=true");
+    auto blocks = extra_g;  // train.graph_steps: auto, the default
+    extra_g.push_back("train.graph_steps=1");
     auto captured = run_training(graph_config(dir + "/data", sampler, extra_g), a);
     for (const char* k : {"test_error", "test_nll", "sample_test_error", "val_nll", "samples", "steps"})
       EXPECT_EQ(eager.values.at(k), captured.values.at(k)) << sampler << " " << k;
@@ -328,6 +330,13 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
     EXPECT_EQ(captured.values.at("graph_warmup_steps"), 3) << sampler;
     EXPECT_EQ(captured.values.at("graph_captures"), 1) << sampler;
     EXPECT_EQ(captured.values.at("graph_replays"), 57) << sampler;  // 60 steps
+    // with train.graph_steps' default, an epoch's 10 steps (between its evaluation, sample and Gibbs
+    // step) go as blocks: the same run
+    a.out_dir = dir + "/blocks";
+    auto in_blocks = run_training(graph_config(dir + "/data", sampler, blocks), a);
+    for (const char* k : {"test_error", "test_nll", "sample_test_error", "val_nll", "samples", "steps"})
+      EXPECT_EQ(eager.values.at(k), in_blocks.values.at(k)) << sampler << " in blocks " << k;
+    EXPECT_GT(in_blocks.values.at("graph_block_replays"), 0) << sampler;
   }
   // Interrupted and resumed (the graph is captured again after the resume): the same run again.
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1, integrator: ssi}";
@@ -335,12 +344,12 @@ TEST(Graph, TrainerCapturedRunEqualsEagerRun) {
   auto whole = run_training(graph_config(dir + "/data", sampler, {"train.graph=false"}), a);
   a.out_dir = dir + "/resumed";
   a.stop_after_steps = 25;  // of 60 (10 per epoch): mid-epoch, between two Gibbs steps
-  auto part = run_training(graph_config(dir + "/data", sampler, {"train.graph=true"}), a);
+  auto part = run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=1"}), a);
   EXPECT_FALSE(part.finished);
   a.stop_after_steps = -1;
   a.resume = true;
   a.overwrite = false;
-  auto rest = run_training(graph_config(dir + "/data", sampler, {"train.graph=true"}), a);
+  auto rest = run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=1"}), a);
   a.resume = false;
   for (const char* k : {"test_error", "test_nll", "val_nll", "samples", "steps"})
     EXPECT_EQ(whole.values.at(k), rest.values.at(k)) << "resumed " << k;
@@ -436,7 +445,7 @@ TEST(Graph, TrainerStepBlocksEqualSingleSteps) {
       run_training(graph_config(dir + "/data", sampler, {"train.graph=true", "train.graph_steps=" + bad}), a);
       ADD_FAILURE() << "train.graph_steps: " << bad << " was accepted";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("train.graph_steps: expected a number of steps >= 1 or epoch, got '" + bad + "'"),
+      EXPECT_NE(std::string(e.what()).find("train.graph_steps: expected a number of steps >= 1, epoch or auto, got '" + bad + "'"),
                 std::string::npos)
           << e.what();
     }

@@ -153,6 +153,37 @@ TEST(RunPlan, NextDueIsTheFirstStepWithHostWork) {
   }
 }
 
+// train.graph_steps: auto (where the step is captured) is the shortest interval between due events, so
+// that blocks fill it; a long interval its largest divisor of at least a quarter of the cap, else the cap.
+// train.eval_lag: auto is 20 steps on a GPU, at most half the evaluation or Gibbs interval; 0 on the CPU.
+TEST(RunPlan, AutoBlockStepsAndEvalLagFollowTheDueEvents) {
+  // App. H.1's shape: 100 steps an epoch, an evaluation, a sample and a Gibbs step each epoch
+  auto h1 = make_run_plan(config_with({"train.epochs=800", "train.burn_in=50", "train.batch_size=500"}), 50000, true);
+  EXPECT_EQ(h1.auto_graph_steps(), 100);
+  EXPECT_EQ(h1.auto_eval_lag(true), RunPlan::kAutoEvalLag);
+  EXPECT_EQ(h1.auto_eval_lag(false), 0);
+  // the shortest of the intervals: Gibbs every 7 steps; samples every 3 (an optimizer collects none)
+  auto p = make_run_plan(config_with({"train.epochs=6", "train.burn_in=2.5", "train.batch_size=100",
+                                      "train.eval_every=2", "prior.gibbs_every_steps=7"}), 1050, true);
+  EXPECT_EQ(p.auto_graph_steps(), 7);
+  EXPECT_EQ(p.auto_eval_lag(true), 3);  // half of Gibbs' 7 steps
+  auto thin = make_run_plan(config_with({"train.epochs=4", "train.batch_size=10", "train.thin=3"}), 1000, true);
+  EXPECT_EQ(thin.auto_graph_steps(), 3);
+  EXPECT_EQ(make_run_plan(config_with({"train.epochs=4", "train.batch_size=10", "train.thin=3"}), 1000, false)
+                .auto_graph_steps(), 100);
+  // long intervals: 1000-step epochs take 250 (a divisor), 1009 (prime) the cap, 600 takes 200
+  auto long_epoch = [](int64_t n) {
+    return make_run_plan(config_with({"train.epochs=3", "train.burn_in=1", "train.batch_size=10"}), 10 * n, true);
+  };
+  EXPECT_EQ(long_epoch(1000).auto_graph_steps(), 250);
+  EXPECT_EQ(long_epoch(1009).auto_graph_steps(), RunPlan::kMaxAutoBlock);
+  EXPECT_EQ(long_epoch(600).auto_graph_steps(), 200);
+  // never longer than the run; evaluations every 10 steps leave a lag of 5
+  EXPECT_EQ(make_run_plan(config_with({"train.steps=40", "train.batch_size=10", "train.eval_every_steps=10"}), 1000, false)
+                .auto_eval_lag(true), 5);
+  EXPECT_EQ(make_run_plan(config_with({"train.steps=30", "train.batch_size=10"}), 100000, false).auto_graph_steps(), 30);
+}
+
 TEST(MinibatchStream, EveryEpochVisitsEachExampleOnceAndResumesExactly) {
   auto gen = compat::make_generator(torch::kCPU, 3);
   MinibatchStream s(103, 10, 1, torch::kCPU, gen);

@@ -50,9 +50,10 @@ const std::map<std::string, std::string>& meanings() {
       {"train.eval_every", "epochs between evaluations (rows of metrics.csv)"},
       {"train.eval_every_steps", "... or steps (> 0 overrides eval_every)"},
       {"train.eval_batch_size", "examples per forward pass when predicting"},
-      {"train.eval_lag", "steps queued after an evaluation before its row is read and written (0: at once; on a GPU the "
-                         "host's work on the row then overlaps them; the same values; with train.graph_steps, "
-                         "at the end of the block it falls in)"},
+      {"train.eval_lag", "auto | N: steps queued after an evaluation before its row is read and written (0: at once; "
+                         "on a GPU the host's work on the row then overlaps them; the same values; with "
+                         "train.graph_steps, at the end of the block it falls in; auto: 20 on a GPU, at most half "
+                         "the evaluation or Gibbs interval, 0 on the CPU)"},
       {"train.chain_minibatch", "own | shared: with chains, each chain its own minibatch (default) or one a step for "
                                 "all (mlp: the first layer one product over the chains)"},
       {"train.threads", "CPU threads (0: the process's CPUs)"},
@@ -60,9 +61,10 @@ const std::map<std::string, std::string>& meanings() {
       {"train.tf32", "TF32 matrix products on CUDA"},
       {"train.flush_denormal", "CPU: denormal floats flushed to zero (true; false keeps IEEE gradual underflow)"},
       {"train.graph", "auto | true | false: capture the step as a CUDA graph"},
-      {"train.graph_steps", "N | epoch: where the step is captured, N steps (or an epoch's) in one graph launch, "
-                            "their minibatches gathered at once, wherever no Gibbs step, sample or evaluation falls "
-                            "inside (1: a launch a step; the same values)"},
+      {"train.graph_steps", "auto | N | epoch: where the step is captured, N steps (or an epoch's) in one graph "
+                            "launch, their minibatches gathered at once, wherever no Gibbs step, sample or "
+                            "evaluation falls inside (1: a launch a step; the same values; auto: the steps between "
+                            "those events, up to 256)"},
       {"train.graph_epoch", "auto | true | false: capture a run's per-epoch phases (a classification run's sample "
                             "predictions and evaluation metrics, the Gibbs step) as CUDA graphs (auto: where the step "
                             "is captured)"},
@@ -94,7 +96,7 @@ const std::map<std::string, std::string>& meanings() {
                                   "last kernel (graph-replayed steps, one flat group, SGLD / pSGLD / SGHMC)"},
       {"kernels.cuda_mlp_tile", "auto (32) | 32 | 64: the fused MLP pass's GEMM tile edge (A/B)"},
       {"kernels.cuda_mlp_blocks_per_sm", "auto (2) | 1 | 2 | 4 | 8 | 16: blocks per SM the fused MLP pass's split-K aims at (A/B)"},
-      {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3 | cluster: the fused MLP pass's GEMM kernel (auto: cublas for one chain up to 4 layers, pipelined for one chain beyond, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS; cluster: those products split-K across a thread-block cluster, reduced in its shared memory, one kernel each, sm_90)"},
+      {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3 | cluster: the fused MLP pass's GEMM kernel (auto: cublaslt for one chain up to 4 layers (float64: cublas), pipelined for one chain beyond, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS; cluster: those products split-K across a thread-block cluster, reduced in its shared memory, one kernel each, sm_90)"},
       {"kernels.cuda_mlp_streams", "auto (1) | 1 | 2: the fused MLP pass's cuBLAS route with its launches that do not wait for the hidden layers' weight-gradient products on a second stream (A/B)"},
       {"kernels.cuda_gemm_cache", "auto | off | FILE: where kernels.cuda_mlp_gemm: cublaslt keeps its measured kernel choices, so that every run on a machine takes the same ones (auto: $XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/gemm_lt.json)"},
       {"kernels.cuda_mlp_head_rows", "auto (1) | 1 | 2 | 4 | 8: rows per block of the fused MLP pass's output-layer kernel (A/B)"},

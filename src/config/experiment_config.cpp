@@ -357,8 +357,15 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   check_positive_int(t.context() + ".eval_every", train.eval_every);
   train.eval_every_steps = t.get_int("eval_every_steps", 0);
   check_nonneg_int(t.context() + ".eval_every_steps", train.eval_every_steps);
-  train.eval_lag = t.get_int("eval_lag", 0);
-  check_nonneg_int(t.context() + ".eval_lag", train.eval_lag);
+  if (const std::string lag = t.get_string("eval_lag", "auto"); lag == "auto") {
+    train.eval_lag = -1;
+  } else {
+    char* end = nullptr;
+    const long long v = std::strtoll(lag.c_str(), &end, 10);
+    if (end == lag.c_str() || *end != '\0' || v < 0 || v > (1LL << 30))
+      fail(src, "train.eval_lag: expected a number of steps >= 0 or auto, got '" + lag + "'");
+    train.eval_lag = v;
+  }
   train.chain_minibatch_shared = t.get_choice("chain_minibatch", "own", {"own", "shared"}) == "shared";
   train.eval_batch_size = t.get_int("eval_batch_size", 10000);
   check_positive_int(t.context() + ".eval_batch_size", train.eval_batch_size);
@@ -369,13 +376,15 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.flush_denormal = t.get_bool("flush_denormal", true);
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
-  if (const std::string gs = t.get_string("graph_steps", "1"); gs == "epoch") {
+  if (const std::string gs = t.get_string("graph_steps", "auto"); gs == "auto") {
+    train.graph_steps = -1;
+  } else if (gs == "epoch") {
     train.graph_steps = 0;
   } else {
     char* end = nullptr;
     const long long v = std::strtoll(gs.c_str(), &end, 10);
     if (end == gs.c_str() || *end != '\0' || v < 1 || v > (1LL << 30))
-      fail(src, "train.graph_steps: expected a number of steps >= 1 or epoch, got '" + gs + "'");
+      fail(src, "train.graph_steps: expected a number of steps >= 1, epoch or auto, got '" + gs + "'");
     train.graph_steps = v;
   }
   train.graph_epoch_auto = t.get_string("graph_epoch", "auto") == "auto";

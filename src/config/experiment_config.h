@@ -74,8 +74,9 @@ struct TrainConfig {
   // Steps queued after an evaluation before its metrics row is read and written (0: at once). On a GPU
   // the evaluation's one read then waits for the evaluation alone, and the host's work on the row (the
   // files, the console, the checks) overlaps those steps instead of leaving the device idle; the row's
-  // values are the same (train/trainer.cpp, PendingEvaluation).
-  int64_t eval_lag = 0;
+  // values are the same (train/trainer.cpp, PendingEvaluation). -1: auto (the default), resolved by
+  // make_run_setup (RunPlan::auto_eval_lag: 20 steps on a GPU, 0 on the CPU).
+  int64_t eval_lag = -1;
   int64_t eval_batch_size = 10000; // chunk size for predictions
   // train.chain_minibatch: own (the default): with parallel chains each chain draws its own minibatch
   // of batch_size; shared: one minibatch a step that every chain's gradient uses. Each chain is the
@@ -93,8 +94,9 @@ struct TrainConfig {
   // block of that many steps is one graph launch, its minibatches gathered at once; the loop takes a
   // block wherever no Gibbs step, sample or evaluation falls inside it, single steps elsewhere (a
   // deferred row due inside a block is read after it). The same values as single steps, bit for bit.
-  // 0: `epoch` (the epoch's steps).
-  int64_t graph_steps = 1;
+  // 0: `epoch` (the epoch's steps); -1: auto (the default), resolved by make_run_setup where the step is
+  // captured (RunPlan::auto_graph_steps: the steps between due events, up to 256).
+  int64_t graph_steps = -1;
   // The per-epoch phases of a run (a classification run's sample predictions and evaluation metrics,
   // the Gibbs step) captured as CUDA graphs and replayed (train/phase_graph.h); the same values either
   // way. auto (the default): wherever the step is captured (train.graph, resolved).

@@ -21,7 +21,7 @@
 //     cuda_mlp_tile: auto # auto (32) | 32 | 64: the fused pass's GEMM tile edge (A/B)
 //     cuda_mlp_blocks_per_sm: auto # auto (2) | 1 | 2 | 4 | 8 | 16: the fused pass's split-K target (A/B)
 //     cuda_mlp_head_rows: auto # auto (1) | 1 | 2 | 4 | 8: rows per block of the pass's output-layer kernel (A/B)
-//     cuda_mlp_gemm: auto # auto (cublas for one chain up to 4 layers, pipelined for one chain beyond,
+//     cuda_mlp_gemm: auto # auto (cublaslt for one chain up to 4 layers, pipelined for one chain beyond,
 //                         # tiled for chains) | tiled | pipelined | cublas | cublaslt | tf32x3 | cluster: the pass's GEMM
 //                         # kernel (pipelined: 4 stages of asynchronous copies in flight, 4 × 4 outputs a
 //                         # thread; cublas: the hidden layers' products on cuBLAS, the rest in the pass's
@@ -30,11 +30,13 @@
 //                         # the first step ~0.1 s slower); tf32x3: on tensor cores as 3xTF32,
 //                         # kernels/gemm_tf32x3.h (slower than cublas at H.1's and FNN-800's shapes); cluster:
 //                         # those products split-K across a thread-block cluster, reduced in its shared
-//                         # memory, one kernel each, kernels/gemm_cluster.h (sm_90; not yet timed on a GPU))
+//                         # memory, one kernel each, kernels/gemm_cluster.h (sm_90; bit for bit its CPU
+//                         # reference on an H200, and slower than cublas: H.1 50.3 µs a step against 46.2)
 //     cuda_mlp_prior: fused # fused: λθ in the fused pass's weight-gradient epilogue | aten
 //     cuda_mlp_update: separate # separate: the sampler's update in its own kernel | fused: in the fused
 //                         # pass's last kernel, for a graph-replayed step of one flat group with SGLD, pSGLD
-//                         # or SGHMC (one kernel a step less; separate until a GPU run has measured it)
+//                         # or SGHMC (one kernel a step less, and no faster on an H200: H.1 46.4–46.5 µs
+//                         # against 46.2–46.3, FNN-800 101.9–102.1 against 92.4–92.5)
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
 //     cuda_gemm_cache: auto # auto ($XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/…) | off | FILE:

@@ -606,14 +606,17 @@ int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings(
 
 // kernels.cuda_mlp_gemm, auto: the cuBLAS route for one chain wherever it applies (up to 4 layers; its
 // graph-replayed step on an H100: H.1 49.5 µs against pipelined 61, FNN-800 92 µs against pipelined 132;
-// docs/performance.md), the pipelined kernel for one chain beyond, the tiled kernel for chains (100
-// chains 2.35 ms a step against pipelined 2.38; kernels.cuda_mlp: auto leaves chains to ATen).
+// docs/performance.md), its products on cuBLASLt with the kernel and split-K measured per shape and kept
+// in kernels.cuda_gemm_cache (on an H200: H.1 45.3 µs against cuBLAS's 46.2, FNN-800 90.4–90.7 against
+// 92.4–92.5; float64 stays on cuBLAS), the pipelined kernel for one chain beyond, the tiled kernel for
+// chains (100 chains 2.35 ms a step against pipelined 2.38; kernels.cuda_mlp: auto leaves chains to
+// ATen). The cluster products measured slower (H.1 50.2–50.4 µs, FNN-800 119.4–119.5) and stay opt-in.
 using MlpGemm = KernelSettings::MlpGemm;
 MlpGemm gemm_choice(int chains, size_t layers) {
   const auto g = kernel_settings().cuda_mlp_gemm;
   if (g != MlpGemm::kAuto) return g;
   if (chains > 1) return MlpGemm::kTiled;
-  return 2 * layers - 1 <= kMaxProblems ? MlpGemm::kCublas : MlpGemm::kPipelined;
+  return 2 * layers - 1 <= kMaxProblems ? MlpGemm::kCublasLt : MlpGemm::kPipelined;
 }
 
 template <typename T>

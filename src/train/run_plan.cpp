@@ -45,6 +45,24 @@ RunPlan make_run_plan(const ExperimentConfig& cfg, int64_t train_size, bool coll
   return p;
 }
 
+int64_t RunPlan::auto_graph_steps() const {
+  int64_t every = std::min(eval_every, steps_per_epoch);
+  if (gibbs_every > 0) every = std::min(every, gibbs_every);
+  if (collects_samples) every = std::min(every, thin);
+  every = std::max<int64_t>(1, std::min(every, total_steps));
+  if (every <= kMaxAutoBlock) return every;
+  for (int64_t k = kMaxAutoBlock; 4 * k >= kMaxAutoBlock; --k)
+    if (every % k == 0) return k;
+  return kMaxAutoBlock;
+}
+
+int64_t RunPlan::auto_eval_lag(bool device_queues) const {
+  if (!device_queues) return 0;
+  int64_t every = eval_every;
+  if (gibbs_every > 0) every = std::min(every, gibbs_every);
+  return std::min(kAutoEvalLag, every / 2);
+}
+
 int64_t RunPlan::next_due(int64_t step) const {
   // the first multiple of `every` above `after`
   const auto next_multiple = [](int64_t after, int64_t every) { return (after / every + 1) * every; };

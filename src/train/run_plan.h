@@ -25,6 +25,7 @@ struct RunPlan {
   // Derived by make_run_setup (the config is never written back):
   bool graph = false;           // the step captured once and replayed (train.graph, auto resolved)
   int64_t graph_steps = 1;      // steps per captured block (train.graph_steps resolved; 1 without graph)
+  int64_t eval_lag = 0;         // steps before a deferred evaluation's row is read (train.eval_lag resolved)
   double base_lr = 0;           // the schedule's base step: sampler.lr, divided by N under lr_scaling: per_datum
   std::map<std::string, double> resolved;  // the `auto` keys and what they became (summary.json "auto")
 
@@ -40,6 +41,18 @@ struct RunPlan {
   // The first step after `step` at which a Gibbs step, a sample or an evaluation is due (total_steps
   // at the latest): the steps in between need nothing of the host (train.graph_steps' blocks).
   int64_t next_due(int64_t step) const;
+  // train.graph_steps: auto where the step is captured: the shortest interval between due events (the
+  // evaluation's, the Gibbs step's, the samples' thinning), so that blocks fill the steps between them,
+  // up to kMaxAutoBlock steps; a longer interval takes its largest divisor up to kMaxAutoBlock where that
+  // is at least kMaxAutoBlock / 4, else kMaxAutoBlock (single steps then finish each interval). On an H200,
+  // App. H.1's 100-step epochs as one launch: 40.8–42.2 µs a step against 46.2 (docs/performance.md).
+  static constexpr int64_t kMaxAutoBlock = 256;
+  int64_t auto_graph_steps() const;
+  // train.eval_lag: auto: on a GPU (`device_queues`: the host's work can overlap queued steps)
+  // kAutoEvalLag steps, at most half the interval between evaluations or Gibbs steps (a Gibbs step reads
+  // a deferred row first); 0 on the CPU, where nothing is queued.
+  static constexpr int64_t kAutoEvalLag = 20;
+  int64_t auto_eval_lag(bool device_queues) const;
   // At an evaluation step: checkpoint.pt is due every `every_seconds` of wall clock (0: at every
   // evaluation) and at the last step, `since_last` seconds after the previous checkpoint.
   bool checkpoint_due(int64_t step, double every_seconds, double since_last) const {

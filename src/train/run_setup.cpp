@@ -136,10 +136,13 @@ RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place) {
   s.plan = make_run_plan(cfg, s.dm.data.train.size(), is_sampler);
   s.plan.graph = graph;
   if (graph) {
-    const int64_t k = cfg.train.graph_steps == 0 ? s.plan.steps_per_epoch : cfg.train.graph_steps;
+    const int64_t gs = cfg.train.graph_steps;
+    const int64_t k = gs < 0 ? s.plan.auto_graph_steps() : gs == 0 ? s.plan.steps_per_epoch : gs;
     s.plan.graph_steps = std::max<int64_t>(1, std::min(k, s.plan.total_steps));
-    if (cfg.train.graph_steps == 0) s.plan.resolved["train.graph_steps"] = static_cast<double>(s.plan.graph_steps);
+    if (gs <= 0) s.plan.resolved["train.graph_steps"] = static_cast<double>(s.plan.graph_steps);
   }
+  s.plan.eval_lag = cfg.train.eval_lag >= 0 ? cfg.train.eval_lag : s.plan.auto_eval_lag(!s.dm.device.is_cpu());
+  if (cfg.train.eval_lag < 0) s.plan.resolved["train.eval_lag"] = static_cast<double>(s.plan.eval_lag);
   // lr_scaling: per_datum: the configured lr is per datum, the step is lr/N. The schedule sets the
   // sampler's lr from this base at every step; the first step's is installed here.
   s.plan.base_lr = s.sampler->lr() / (cfg.lr_scaling == "per_datum" ? static_cast<double>(s.plan.train_size) : 1.0);

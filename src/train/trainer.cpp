@@ -171,7 +171,7 @@ RunSummary TrainingRun::run() {
   while ((stop = stop_reason(signal)) == Stop::kNone) try {
     phases_.enter(PhaseClock::kSteps);
     step();
-    if (pending_eval_ && step_ - pending_eval_->step >= cfg_.train.eval_lag) complete_evaluation();
+    if (pending_eval_ && step_ - pending_eval_->step >= s_.plan.eval_lag) complete_evaluation();
     // A staged schedule's exploration runs noise-free: no samples, and no Gibbs steps either (λ drawn
     // given an optimiser's θ would shrink the prior step after step: docs/uncertainty.md).
     const bool sampling_stage = s_.schedule->sampling(step_ - 1);
@@ -366,7 +366,7 @@ void TrainingRun::report_evaluation(int64_t step, const std::optional<std::vecto
 // metrics take τ and OOD scores are ranked on the host (their reads would wait for the queued steps),
 // and a distributed evaluation is a collective.
 bool TrainingRun::eval_lag_on() const {
-  return cfg_.train.eval_lag > 0 && !dist_.active() && data_.ood.size() == 0 && eval_.classification();
+  return s_.plan.eval_lag > 0 && !dist_.active() && data_.ood.size() == 0 && eval_.classification();
 }
 
 // The deferred row (train.eval_lag): its device work queued and the copies of its values and of an
