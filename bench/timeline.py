@@ -163,6 +163,11 @@ def main(argv: Sequence[str]) -> int:
     else:
         if not a.config:
             ap.error("a config (or --summarize TRACE)")
+        # CUPTI torn down at the profile's end after CUDA graphs were captured inside it crashes the
+        # process (pytorch/kineto#745, pytorch/pytorch#150957; on an H200 with torch 2.11 / CUDA 13 this
+        # script ended in a segmentation fault there): CUPTI stays up until the process exits.
+        os.environ.setdefault("DISABLE_CUPTI_LAZY_REINIT", "1")
+        os.environ.setdefault("TEARDOWN_CUPTI", "0")
         import torch
         from torch.profiler import ProfilerActivity, profile
 

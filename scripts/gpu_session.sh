@@ -811,7 +811,8 @@ stage_flip() {
 # defaults twice; the H.1 and FNN-800 steps with the defaults, one launch a step and blocks of 100; the
 # peers' H.1 rows (sgmcmc with the defaults against BlackJAX, bench/peers.sh --device cuda, two rounds:
 # issue 44's GPU ratio); Nsight Compute's launch, occupancy, warp-state and memory sections over one H.1
-# forward product on the cluster kernel and cuBLASLt's (what a pipelined k loop would have to win); 100
+# forward product on the cluster kernel and cuBLASLt's (what a pipelined k loop would have to win) and over
+# the pass's last launch (∇W_1, ∇b_0, λ_W W_0: 12.1–12.8 µs, the step's largest kernel after the products); 100
 # chains with one shared minibatch on TF32.
 stage_next() {
   local dl=${NEXT_DEADLINE:-470} r
@@ -838,11 +839,12 @@ stage_next() {
     --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local ncu v; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  for v in cluster cublaslt; do
+  local -A pick=([cluster]=gemm_cluster [cublaslt]='^sm[0-9]|^cutlass|xmma' [last]='^gemm_kernel')
+  for v in cluster cublaslt last; do
     left $((dl - 70)) "ncu sections, $v" || break
-    timeout 35 "$ncu" --clock-control none --kernel-name "regex:$([ $v = cluster ] && echo gemm_cluster || echo '^sm[0-9]|^cutlass|xmma')" --launch-skip 40 --launch-count 2 \
+    timeout 35 "$ncu" --clock-control none --kernel-name "regex:${pick[$v]}" --launch-skip 40 --launch-count 2 \
       --section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
-      $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set kernels.cuda_mlp_gemm=$v \
+      $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set kernels.cuda_mlp_gemm=${v/last/auto} \
       --threads 16 --rounds 1 --steps 30 > "$L/ncu_sections_$v.txt" 2>&1
     echo "ncu sections $v rc=$?"; grep -E "Duration|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued" "$L/ncu_sections_$v.txt" | head -16
   done
