@@ -807,7 +807,8 @@ stage_flip() {
   done
 }
 # The next call after flip (NEXT_DEADLINE seconds, default 470; carry .whl with BlackJAX's wheel; CUTLASS's
-# wheel, if there, is not unpacked): builds sgmcmc, bench_step and test_gemm_cluster; H.1 in full with the
+# wheel, if there, is not unpacked): builds sgmcmc, bench_step, test_gemm_cluster and test_graph, runs their GPU
+# tests (the graph tests now on cuBLASLt's products, auto's choice); H.1 in full with the
 # defaults twice; the H.1 and FNN-800 steps with the defaults, one launch a step and blocks of 100; the
 # peers' H.1 rows (sgmcmc with the defaults against BlackJAX, bench/peers.sh --device cuda, two rounds:
 # issue 44's GPU ratio); Nsight Compute's launch, occupancy, warp-state and memory sections over one H.1
@@ -816,8 +817,10 @@ stage_flip() {
 # chains with one shared minibatch on TF32.
 stage_next() {
   local dl=${NEXT_DEADLINE:-470} r
-  NO_CUTLASS=1 build_targets sgmcmc bench_step test_gemm_cluster || return 1
+  NO_CUTLASS=1 build_targets sgmcmc bench_step test_gemm_cluster test_graph || return 1
   run_gtest test_gemm_cluster 60 "GemmCluster.*"
+  # the graph tests on the defaults (cuBLASLt's products now: the replay against the eager run, the blocks)
+  run_gtest test_graph 100 "Graph.Cuda*"
   for r in 1 2; do
     left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
   done

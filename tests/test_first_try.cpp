@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error_text.h"
 #include "core/kernel_settings.h"
 #include "tiny_idx.h"
 #include "train/health.h"
@@ -114,6 +115,9 @@ TEST(Health, QuietOnAHealthyRunAndFiresOnARunBuiltToTripIt) {
   const RunSummary bad = run_training(bad_cfg, quiet(dir + "/bad"));
   EXPECT_TRUE(bad.worse_than_trivial) << summary_of(dir + "/bad").dump();
   EXPECT_FALSE(bad.health_message.empty());
+  // the trivial predictor's test NLL is the uniform one's, log K (K = 4 classes here)
+  EXPECT_NE(bad.health_message.find("trivial predictor's " + number_text(std::log(4.0), 4)), std::string::npos)
+      << bad.health_message;
   js = summary_of(dir + "/bad");
   EXPECT_FALSE(js["health"]["ok"].get<bool>());
   EXPECT_TRUE(js["health"]["worse_than_trivial"].get<bool>());

@@ -136,6 +136,11 @@ TEST(Trainer, SgldLearnsTinyProblem) {
   EXPECT_GT(s.values.at("time.setup.data"), 0);
   EXPECT_EQ(s.values.at("time.setup.context"), 0);
   EXPECT_LE(parts, s.values.at("time.setup") + 1e-3);
+  // the training run's construction: its members (the trivial predictor's metrics among them), then files
+  const double members = s.values.at("time.setup.trainer.members");
+  EXPECT_GE(s.values.at("time.setup.trainer.trivial_metrics"), 0);
+  EXPECT_LE(s.values.at("time.setup.trainer.trivial_metrics"), members);
+  EXPECT_LE(members, s.values.at("time.setup.trainer"));
   EXPECT_GT(s.values.at("time.launch"), 0);
   // One metrics row per evaluation (every 5 epochs) plus the header, with the λ's logged.
   auto metrics = slurp(fs::path(ro.out_dir) / "metrics.csv");

@@ -84,7 +84,7 @@ struct MlpFusedScratch {
 
 // False with kernels.cuda_mlp: aten (core/kernel_settings.h).
 bool mlp_fused_cuda_enabled();
-// True with kernels.cuda_mlp_prior: fused (the λ epilogue; off until a GPU run has checked it).
+// True with kernels.cuda_mlp_prior: fused, the default (λθ in the weight-gradient epilogue).
 bool mlp_fused_prior_enabled();
 
 // The pass above on CUDA tensors: x [n, in_0], int64 labels [n]. Writes ∇W_l, ∇b_l (overwrite) or adds

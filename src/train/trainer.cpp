@@ -30,24 +30,27 @@ void apply_runtime_settings(const ExperimentConfig& config) {
 // targets' mean (regression), through the same Evaluator as the run's own.
 Metrics trivial_test_metrics(const Evaluator& eval, const Dataset& data, double tau) {
   if (data.test.size() == 0) return {};
+  // the uniform predictive's NLL is log K for every label: no prediction to evaluate (on a GPU that would
+  // be the run's first metrics kernels, inside the start-up)
+  if (eval.classification()) return {{"test_nll", std::log(static_cast<double>(std::max<int64_t>(data.num_classes, 2)))}};
   torch::NoGradGuard no_grad;
-  torch::Tensor prediction;
-  if (eval.classification()) {
-    const int64_t k = std::max<int64_t>(data.num_classes, 2);
-    prediction = torch::full({data.test.size(), k}, 1.0 / static_cast<double>(k),
-                             torch::TensorOptions().dtype(torch::kFloat32).device(data.test.targets.device()));
-  } else {
-    const auto mean = data.train.targets.to(torch::kFloat64).mean();
-    prediction = torch::full_like(data.test.targets, 0, data.test.targets.options().dtype(torch::kFloat32)) +
-                 mean.to(torch::kFloat32);
-  }
-  Metrics all = eval.metrics(prediction, data.test, tau);
-  const std::string key = eval.classification() ? "nll" : "rmse";
-  return {{"test_" + key, all.at(key)}};
+  const auto mean = data.train.targets.to(torch::kFloat64).mean();
+  const torch::Tensor prediction =
+      torch::full_like(data.test.targets, 0, data.test.targets.options().dtype(torch::kFloat32)) + mean.to(torch::kFloat32);
+  return {{"test_rmse", eval.metrics(prediction, data.test, tau).at("rmse")}};
 }
 
 double seconds_since(TrainingRun::Clock::time_point t0) {
   return std::chrono::duration<double>(TrainingRun::Clock::now() - t0).count();
+}
+
+// f()'s value; its seconds into `into[key]` (a part of the start-up in summary.json).
+template <class F>
+auto timed(std::map<std::string, double>& into, const std::string& key, F&& f) {
+  const auto t0 = TrainingRun::Clock::now();
+  auto value = f();
+  into[key] = seconds_since(t0);
+  return value;
 }
 
 // The run itself, once the config is final: the directory, the setup on this rank's place, the loop.
@@ -119,7 +122,10 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
                console_.clear();
                write_summary(false, {{"diverged", true}, {"diverged_step", at}, {"diverged_reason", what}});
              }),
-      health_(eval_.classification(), trivial_test_metrics(eval_, data_, tau_of(model_)), cfg_.sampler_name()),
+      health_(eval_.classification(),
+              timed(s_.seconds, "time.setup.trainer.trivial_metrics",
+                    [&] { return trivial_test_metrics(eval_, data_, tau_of(model_)); }),
+              cfg_.sampler_name()),
       noise_probe_(cfg_.seed, s_.plan.grad_scale(), s_.plan.batch_size),
       // classification only: a regression's sums and metrics take τ, a host scalar that each Gibbs step
       // changes; OOD scores are ranked on the host; a distributed run's collectives are not captured
@@ -127,6 +133,9 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       eval_graph_(s_.dm.device, sample_graph_.capture()),
       gibbs_graph_(s_.dm.device, resolve_graph_epoch(cfg_.train, s_.plan.graph) && !dist_.active(), s_.gen_dev),
       sample_count_(torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(s_.dm.device))) {
+  // the parts' construction (the step runner, the evaluator, the minibatch stream, the trivial
+  // predictor's metrics, the per-epoch graphs' holders); the rest is the run directory's files
+  s_.seconds["time.setup.trainer.members"] = seconds_since(s_.built_at);
   steps_.use_model_backward(cfg_.train.backward == "auto");
   save_every_ = sample_file_stride();
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
