@@ -66,23 +66,6 @@ void check_positive_int(const std::string& where, int64_t v) {
 void check_nonneg_int(const std::string& where, int64_t v) {
   if (v < 0) throw std::invalid_argument(where + ": must be >= 0, got " + std::to_string(v));
 }
-// A train key that takes a number of steps of at least `least` or one of `words` (each read as its
-// value); "auto" is the default. "<file>: train.KEY: expected a number of steps >= least, WORDS, got 'x'".
-int64_t steps_or_word(const std::string& src, const OptionMap& t, const std::string& key, int64_t least,
-                      const std::vector<std::pair<std::string, int64_t>>& words) {
-  const std::string v = t.get_string(key, "auto");
-  for (const auto& [word, value] : words)
-    if (v == word) return value;
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || n < least || n > (1LL << 30)) {
-    std::string expected = "a number of steps >= " + std::to_string(least);
-    for (size_t i = 0; i < words.size(); ++i) expected += (i + 1 < words.size() ? ", " : " or ") + words[i].first;
-    fail(src, "train." + key + ": expected " + expected + ", got '" + v + "'");
-  }
-  return n;
-}
-
 void check_positive(const std::string& where, double v) {
   if (!(v > 0)) {
     std::ostringstream s;
@@ -374,7 +357,7 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   check_positive_int(t.context() + ".eval_every", train.eval_every);
   train.eval_every_steps = t.get_int("eval_every_steps", 0);
   check_nonneg_int(t.context() + ".eval_every_steps", train.eval_every_steps);
-  train.eval_lag = steps_or_word(src, t, "eval_lag", 0, {{"auto", -1}});
+  train.eval_lag = int_or_auto(t, "eval_lag");
   train.chain_minibatch_shared = t.get_choice("chain_minibatch", "own", {"own", "shared"}) == "shared";
   train.eval_batch_size = t.get_int("eval_batch_size", 10000);
   check_positive_int(t.context() + ".eval_batch_size", train.eval_batch_size);
@@ -385,7 +368,15 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   train.flush_denormal = t.get_bool("flush_denormal", true);
   train.graph_auto = t.get_string("graph", "auto") == "auto";
   train.graph = train.graph_auto ? false : t.get_bool("graph", false);
-  train.graph_steps = steps_or_word(src, t, "graph_steps", 1, {{"epoch", 0}, {"auto", -1}});
+  if (const std::string gs = t.get_string("graph_steps", "auto"); gs == "auto" || gs == "epoch") {
+    train.graph_steps = gs == "auto" ? -1 : 0;
+  } else {
+    char* end = nullptr;
+    const long long v = std::strtoll(gs.c_str(), &end, 10);
+    if (end == gs.c_str() || *end != '\0' || v < 1 || v > (1LL << 30))
+      fail(src, "train.graph_steps: expected a number of steps >= 1, epoch or auto, got '" + gs + "'");
+    train.graph_steps = v;
+  }
   train.graph_epoch_auto = t.get_string("graph_epoch", "auto") == "auto";
   train.graph_epoch = train.graph_epoch_auto ? false : t.get_bool("graph_epoch", false);
   train.backward = t.get_choice("backward", "auto", {"auto", "autograd"});

@@ -26,8 +26,8 @@ void apply_runtime_settings(const ExperimentConfig& config) {
   at::globalContext().setAllowTF32CuDNN(train.tf32);
 }
 
-// The test metrics of the trivial predictor: the uniform predictive (classification) or the training
-// targets' mean (regression), through the same Evaluator as the run's own.
+// The test metrics of the trivial predictor: the uniform predictive's NLL (classification) or the training
+// targets' mean's RMSE through the same Evaluator as the run's own (regression).
 Metrics trivial_test_metrics(const Evaluator& eval, const Dataset& data, double tau) {
   if (data.test.size() == 0) return {};
   // the uniform predictive's NLL is log K for every label: no prediction to evaluate (on a GPU that would
