@@ -307,6 +307,16 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
   EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_update: yes}\n",
                                              "k.yaml")),
                std::invalid_argument);
+  // the cuBLAS route's last launch: auto (the default), gemm or columns, read back as written; nothing else
+  EXPECT_EQ(c.kernels.to_map().at("cuda_mlp_tail"), "auto");
+  for (const std::string v : {"auto", "gemm", "columns"}) {
+    const auto k = build_config(parse_raw_config(
+        "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_tail: " + v + "}\n", "k.yaml")).kernels;
+    EXPECT_EQ(k.to_map().at("cuda_mlp_tail"), v);
+  }
+  EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_tail: rows}\n",
+                                             "k.yaml")),
+               std::invalid_argument);
   // where cublaslt's choices are kept: auto (the default), off, or a file; an empty value is an error
   EXPECT_EQ(c.kernels.to_map().at("cuda_gemm_cache"), "auto");
   for (const std::string v : {"off", "/tmp/choices.json"}) {

@@ -152,24 +152,29 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   // (App. H.1's and FNN-800's shapes; a width that is no multiple of 4 takes cuBLAS for that product)
   // (and the route's launches on two streams: kernels.cuda_mlp_streams 2), on cuBLASLt and as cluster
   // products (kernels/gemm_cluster.h: sm_90; before it, and for chains, the route takes cuBLAS)
+  // and the route's last launch as column blocks (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h)
   struct Variant {
     int tile;
     Gemm gemm;
     int streams;
+    bool tail = false;
   };
-  for (auto [tile, gemm, streams] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
+  for (auto [tile, gemm, streams, tail] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
                                      Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
                                      Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2},
-                                     Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2}})
+                                     Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2},
+                                     Variant{32, Gemm::kCublas, 1, true}, Variant{32, Gemm::kCublasLt, 1, true}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) + ", blocks per SM " + std::to_string(per_sm));
+      SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) +
+                   ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : ""));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
       k.cuda_mlp_tile = tile;
       k.cuda_mlp_gemm = gemm;
       k.cuda_mlp_streams = streams;
+      k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);
@@ -543,19 +548,21 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
   // two streams λ_W W_l stored first, beside the forward pass, and the products added onto it)
   for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kCublasLt,
                     KernelSettings::MlpGemm::kTf32x3, KernelSettings::MlpGemm::kCluster})
-  for (int streams : {1, 2})
+  for (int streams : {1, 2, 3})  // 3: one stream, the last launch as column blocks (kernels.cuda_mlp_tail)
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
-    if (streams == 2 && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only
+    if (streams >= 2 && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only
     KernelSettings k;
     k.cuda_mlp = KernelSettings::Choice::kFused;
     k.cuda_mlp_prior_fused = true;
     k.cuda_mlp_gemm = gemm;
-    k.cuda_mlp_streams = streams;
+    k.cuda_mlp_streams = streams == 2 ? 2 : 1;
+    k.cuda_mlp_tail = streams == 3 ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
     ScopedKernelSettings scoped(k);
     auto all = cases(false);
     all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
     for (const auto& c : all) {
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) + ", streams " + std::to_string(streams));
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) +
+                   (streams == 3 ? std::string(", one stream, tail columns") : ", streams " + std::to_string(streams)));
       auto [m, batch] = build(c, dt, dev, 8);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
       const auto act = kernels::activation_from_name(c.activation);

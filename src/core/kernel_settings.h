@@ -37,6 +37,9 @@
 //                         # pass's last kernel, for a graph-replayed step of one flat group with SGLD, pSGLD
 //                         # or SGHMC (one kernel a step less, and no faster on an H200: H.1 46.4–46.5 µs
 //                         # against 46.2–46.3, FNN-800 101.9–102.1 against 92.4–92.5)
+//     cuda_mlp_tail: auto # auto (gemm) | gemm | columns: the cuBLAS route's last launch (the output layer's
+//                         # ∇W and ∇b, the hidden layers' ∇b, λ_W W, the nll) as split-K GEMM blocks, or
+//                         # as column blocks that keep every sum inside one block (kernels/mlp_tail.h; A/B)
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
 //     cuda_gemm_cache: auto # auto ($XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/…) | off | FILE:
@@ -73,6 +76,8 @@ struct KernelSettings {
   bool cuda_mlp_prior_fused = true;
   bool cuda_mlp_update_fused = false;
   int cuda_mlp_streams = 0;  // 0: auto (1)
+  enum class MlpTail { kAuto, kGemm, kColumns };
+  MlpTail cuda_mlp_tail = MlpTail::kAuto;
   std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 
   // The block as key -> text, every key present (summary.json, --help-keys).

@@ -23,6 +23,7 @@
 #include "kernels/gemm_cluster.h"
 #include "kernels/gemm_lt.h"
 #include "kernels/gemm_tf32x3.h"
+#include "kernels/mlp_tail.h"
 #include "kernels/softmax_xent_row.h"
 
 namespace sgmcmc::kernels {
@@ -921,6 +922,30 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l], g.y_bs = int64_t{n} * in;
     plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
   }
+  // the route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l on the route's products (added onto λ_W W_l where it was
+  // stored first)
+  const auto weight_grad_products = [&] {
+    if (route)
+      for (size_t l = 0; l + 1 < L; ++l) {
+        auto gw = weight_of(layers[l].weight_grad);
+        product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
+      }
+  };
+  // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
+  // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l)
+  if (route && !update && !two && chains == 1 && n > 0 &&
+      kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
+    MlpTailArgs ta;
+    ta.g_out = s.g[L], ta.h_last = s.h[L - 1], ta.out = layers[L - 1];
+    for (size_t l = 0; l + 1 < L; ++l) ta.g_hidden.push_back(s.g[l + 1]), ta.hidden.push_back(layers[l]);
+    ta.accumulate = !overwrite;
+    ta.row_nll = row_nll.narrow(0, 0, rows);
+    ta.loss_sum = s.loss_sum, ta.loss_weight = s.loss_weight;
+    if (mlp_tail_applies(ta)) {
+      weight_grad_products();
+      return mlp_tail_cuda(ta);
+    }
+  }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: the hidden layers' ∇W_l
   // on cuBLAS, the launch's other problems)
   GemmBatch<T> b;
@@ -986,11 +1011,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     side->tail_done.record(side->stream);
   }
   if (prior_first) side->prior_done.block(main_stream);
-  if (route)  // the hidden layers' ∇W_l (added onto λ_W W_l where it was stored first)
-    for (size_t l = 0; l + 1 < L; ++l) {
-      auto gw = weight_of(layers[l].weight_grad);
-      product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
-    }
+  weight_grad_products();
   if (two) side->tail_done.block(main_stream);
   else launch(b, tile, chains, pipe, stream);
   s.update_applied = update;

@@ -1,0 +1,263 @@
+// The column blocks of kernels/mlp_tail.h on CUDA.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/mlp_tail.h"
+
+namespace sgmcmc::kernels {
+
+// (a namespace of its own: the compile check includes every .cu into one unit)
+namespace tail_columns {
+namespace {
+
+using S = MlpTailShape;
+constexpr int kMaxProblems = 8;
+constexpr int kPriorLoads = S::kPriorPerBlock / S::kThreads;
+
+// Columns of b [n, w] (and, with `ones`, the column j = w of ones) summed over the rows against a [n, m]:
+// C(i, j) = Σ_r a(r, i)·b(r, j) into c [m, w], the ones column into e [m]; a == nullptr: the column sums
+// of b (m = 1) into e [w].
+template <typename T>
+struct Problem {
+  const T* a = nullptr;
+  const T* b = nullptr;
+  int m = 1, w = 0;
+  bool ones = false;
+  T* c = nullptr;
+  T* e = nullptr;
+  const T* prior_c = nullptr;  // with lambda_c: C(i, j) = fma(λ_c, prior_c(i, j), sum)
+  const T* lambda_c = nullptr;
+  const T* prior_e = nullptr;
+  const T* lambda_e = nullptr;
+  int first_block = 0;
+};
+
+// c ← fma(λ, w, c) over `count` elements.
+template <typename T>
+struct Prior {
+  T* c = nullptr;
+  const T* w = nullptr;
+  const T* lambda = nullptr;
+  int count = 0, first_block = 0;
+};
+
+template <typename T>
+struct Args {
+  Problem<T> p[kMaxProblems];
+  int problems = 0;
+  Prior<T> q[kMaxProblems];
+  int priors = 0;
+  int n = 0;
+  bool accumulate = false;
+  int column_blocks = 0, prior_end = 0;  // blocks [0, column_blocks) columns, then priors, then the nll's
+  const T* row_nll = nullptr;
+  T* nll = nullptr;
+  double* loss_sum = nullptr;
+  double loss_weight = 0;
+};
+
+// One rounding of a·b + c in T (fmaf for float: no detour through double).
+template <typename T>
+__device__ __forceinline__ T fma_t(T a, T b, T c) {
+  if constexpr (std::is_same_v<T, float>) return fmaf(a, b, c);
+  else return ::fma(a, b, c);
+}
+
+template <typename T>
+__device__ __forceinline__ T finish(T v, T* slot, const T* prior, const T* lambda, int64_t at, bool accumulate) {
+  if (lambda != nullptr) return fma_t(*lambda, prior[at], v);
+  return accumulate ? slot[at] + v : v;
+}
+
+template <typename T>
+__device__ void column_block(const Args<T>& args, int block, T* smem) {
+  int pi = 0;
+  while (pi + 1 < args.problems && block >= args.p[pi + 1].first_block) ++pi;
+  const Problem<T>& p = args.p[pi];
+  const int tid = threadIdx.x, lane = tid % S::kCols, grp = tid / S::kCols;
+  const int n = args.n, m = p.m, w = p.w;
+  const int col0 = (block - p.first_block) * S::kCols, j = col0 + lane;
+  const int n_all = w + (p.ones ? 1 : 0);
+  const bool col_ok = j < n_all;
+  constexpr int kStep = S::kGroups * S::kBatch;  // rows a group advances per batch
+  // one batch of the thread's rows r0, r0 + 16, …: its loads all in flight at once
+  const auto load = [&](T (&v)[S::kBatch], int r0) {
+#pragma unroll
+    for (int t = 0; t < S::kBatch; ++t) {
+      const int r = r0 + t * S::kGroups;
+      v[t] = r < n && col_ok ? (j < w ? __ldg(p.b + static_cast<int64_t>(r) * w + j) : T(1)) : T(0);
+    }
+  };
+  T cur[S::kBatch], next[S::kBatch];
+  load(cur, grp);  // the first batch's loads beside a's staging
+  if (p.a != nullptr)
+    for (int i = tid; i < n * m; i += S::kThreads) smem[i] = p.a[i];
+  __syncthreads();
+  T acc[S::kMaxM];
+#pragma unroll
+  for (int i = 0; i < S::kMaxM; ++i) acc[i] = T(0);
+  for (int r0 = grp; r0 < n; r0 += kStep) {
+    const bool more = r0 + kStep < n;
+    if (more) load(next, r0 + kStep);  // the next batch in flight during this one's FMAs
+#pragma unroll
+    for (int t = 0; t < S::kBatch; ++t) {
+      const int r = r0 + t * S::kGroups;
+      if (r >= n) break;
+      if (p.a == nullptr) {
+        acc[0] += cur[t];
+      } else {
+        const T* ar = smem + r * m;
+#pragma unroll
+        for (int i = 0; i < S::kMaxM; ++i)
+          if (i < m) acc[i] = fma_t(ar[i], cur[t], acc[i]);
+      }
+    }
+    if (more) {
+#pragma unroll
+      for (int t = 0; t < S::kBatch; ++t) cur[t] = next[t];
+    }
+  }
+  __syncthreads();  // a's stage read by every thread: the group sums take its place
+  T* red = smem;    // [kGroups][m][kCols]
+#pragma unroll
+  for (int i = 0; i < S::kMaxM; ++i)
+    if (i < m) red[(grp * m + i) * S::kCols + lane] = acc[i];
+  __syncthreads();
+  if (tid >= m * S::kCols) return;
+  const int i = tid / S::kCols, l = tid % S::kCols, jj = col0 + l;
+  if (jj >= n_all) return;
+  T v = red[i * S::kCols + l];
+  for (int g = 1; g < S::kGroups; ++g) v += red[(g * m + i) * S::kCols + l];
+  if (p.a == nullptr) p.e[jj] = finish(v, p.e, p.prior_e, p.lambda_e, jj, args.accumulate);
+  else if (jj < w) p.c[static_cast<int64_t>(i) * w + jj] = finish(v, p.c, p.prior_c, p.lambda_c, static_cast<int64_t>(i) * w + jj, args.accumulate);
+  else p.e[i] = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
+}
+
+template <typename T>
+__device__ void prior_block(const Args<T>& args, int block) {
+  int qi = 0;
+  while (qi + 1 < args.priors && block >= args.q[qi + 1].first_block) ++qi;
+  const Prior<T>& q = args.q[qi];
+  const T lambda = *q.lambda;
+  const int base = (block - q.first_block) * S::kPriorPerBlock + static_cast<int>(threadIdx.x);
+  T cv[kPriorLoads], wv[kPriorLoads];
+#pragma unroll
+  for (int t = 0; t < kPriorLoads; ++t) {
+    const int at = base + t * S::kThreads;
+    cv[t] = at < q.count ? q.c[at] : T(0);
+    wv[t] = at < q.count ? q.w[at] : T(0);
+  }
+#pragma unroll
+  for (int t = 0; t < kPriorLoads; ++t) {
+    const int at = base + t * S::kThreads;
+    if (at < q.count) q.c[at] = fma_t(lambda, wv[t], cv[t]);
+  }
+}
+
+template <typename T>
+__device__ void nll_block(const Args<T>& args, T* part) {
+  const int tid = threadIdx.x;
+  T s = 0;
+  for (int i = tid; i < args.n; i += S::kThreads) s += args.row_nll[i];
+  part[tid] = s;
+  __syncthreads();
+  for (int w = S::kThreads / 2; w > 0; w >>= 1) {
+    if (tid < w) part[tid] += part[tid + w];
+    __syncthreads();
+  }
+  if (tid == 0) {
+    *args.nll = part[0];
+    if (args.loss_sum != nullptr) *args.loss_sum = fma_t(args.loss_weight, static_cast<double>(part[0]), *args.loss_sum);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(S::kThreads) tail_kernel(const __grid_constant__ Args<T> args) {
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  T* smem = reinterpret_cast<T*>(smem_bytes);
+  const int block = blockIdx.x;
+  if (block < args.column_blocks) column_block(args, block, smem);
+  else if (block < args.prior_end) prior_block(args, block);
+  else nll_block(args, smem);
+}
+
+template <typename T>
+const T* ptr_or_null(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+template <typename T>
+void launch(const MlpTailArgs& t, torch::Tensor& nll) {
+  Args<T> g;
+  g.n = static_cast<int>(t.g_out.size(0));
+  g.accumulate = t.accumulate;
+  size_t smem = sizeof(T) * S::kThreads;  // the nll block's
+  int blocks = 0;
+  const auto add = [&](Problem<T> p) {
+    p.first_block = blocks;
+    blocks += ceil_div(p.w + (p.ones ? 1 : 0), S::kCols);
+    const int64_t elems = p.a != nullptr ? std::max<int64_t>(int64_t{g.n} * p.m, int64_t{S::kGroups} * p.m * S::kCols)
+                                         : int64_t{S::kGroups} * S::kCols;
+    smem = std::max(smem, sizeof(T) * static_cast<size_t>(elems));
+    g.p[g.problems++] = p;
+  };
+  {
+    Problem<T> p;
+    p.a = t.g_out.data_ptr<T>(), p.b = t.h_last.data_ptr<T>();
+    p.m = static_cast<int>(t.g_out.size(1)), p.w = static_cast<int>(t.h_last.size(1)), p.ones = true;
+    p.c = t.out.weight_grad.data_ptr<T>(), p.e = t.out.bias_grad.data_ptr<T>();
+    if (t.out.weight_lambda.defined()) {
+      p.prior_c = t.out.weight.data_ptr<T>(), p.lambda_c = t.out.weight_lambda.data_ptr<T>();
+      p.prior_e = t.out.bias.data_ptr<T>(), p.lambda_e = t.out.bias_lambda.data_ptr<T>();
+    }
+    add(p);
+  }
+  for (size_t l = 0; l < t.hidden.size(); ++l) {
+    Problem<T> p;
+    p.b = t.g_hidden[l].data_ptr<T>(), p.w = static_cast<int>(t.g_hidden[l].size(1));
+    p.e = t.hidden[l].bias_grad.data_ptr<T>();
+    p.prior_e = ptr_or_null<T>(t.hidden[l].bias), p.lambda_e = ptr_or_null<T>(t.hidden[l].bias_lambda);
+    if (p.lambda_e == nullptr) p.prior_e = nullptr;
+    add(p);
+  }
+  g.column_blocks = blocks;
+  for (const auto& L : t.hidden) {
+    if (!L.weight_lambda.defined()) continue;
+    Prior<T> q;
+    q.c = L.weight_grad.data_ptr<T>(), q.w = L.weight.data_ptr<T>(), q.lambda = L.weight_lambda.data_ptr<T>();
+    q.count = static_cast<int>(L.weight.numel());
+    q.first_block = blocks;
+    blocks += ceil_div(q.count, S::kPriorPerBlock);
+    g.q[g.priors++] = q;
+  }
+  g.prior_end = blocks;
+  ++blocks;  // the nll's
+  g.row_nll = t.row_nll.data_ptr<T>();
+  g.nll = nll.data_ptr<T>();
+  if (t.loss_sum.defined()) g.loss_sum = t.loss_sum.data_ptr<double>(), g.loss_weight = t.loss_weight;
+  tail_kernel<T><<<blocks, S::kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(g);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+}  // namespace tail_columns
+
+torch::Tensor mlp_tail_cuda(const MlpTailArgs& t) {
+  if (!t.g_out.defined() || !t.g_out.is_cuda() || t.hidden.size() + 1 > tail_columns::kMaxProblems ||
+      !mlp_tail_applies(t))
+    return {};
+  const c10::cuda::CUDAGuard guard(t.g_out.device());
+  auto nll = at::empty({}, t.g_out.options());
+  if (t.g_out.scalar_type() == torch::kFloat64) tail_columns::launch<double>(t, nll);
+  else tail_columns::launch<float>(t, nll);
+  return nll;
+}
+
+}  // namespace sgmcmc::kernels
