@@ -64,7 +64,7 @@
 #          (train.graph_steps: auto, train.eval_lag: auto, cublaslt for one chain): the update-in-pass test,
 #          H.1 in full with the defaults (a fresh cuBLASLt cache: the first run measures) against the ones
 #          before, set explicitly, interleaved
-#   next   instead of build, one call (NEXT_DEADLINE=520, timeout 580; carry .devdeps .devdata .whl): the
+#   next   instead of build, one call (NEXT_DEADLINE=540, timeout 590; carry .devdeps .devdata .whl): the
 #          tests of the last launch as column blocks (kernels.cuda_mlp_tail: columns) and the pass with it,
 #          H.1 in full with the defaults and with the column blocks twice, the H.1 / FNN-800 steps both ways
 #          (one launch a step and blocks of 100), the peers' H.1 rows on the same GPU with the defaults
@@ -808,67 +808,74 @@ stage_flip() {
       H1_SETS="--set train.graph_steps=1 --set train.eval_lag=0 --set kernels.cuda_mlp_gemm=cublas" stage_h1
   done
 }
-# The next call after flip (NEXT_DEADLINE seconds, default 520; carry .whl with BlackJAX's wheel; CUTLASS's
-# wheel, if there, is not unpacked): builds sgmcmc, bench_step and the GPU tests of the cluster products, the
-# CUDA graphs, the fused pass and its last launch as column blocks (kernels.cuda_mlp_tail: columns,
-# kernels/mlp_tail.h: MlpTail.CudaEqualsReferenceBitForBit, and the pass with it against its reference);
-# H.1 in full with the defaults and with the column blocks, twice, interleaved; the H.1 and FNN-800 steps,
-# the defaults and the column blocks, one launch a step and blocks of 100; the peers' H.1 rows (sgmcmc with
-# the defaults against BlackJAX, bench/peers.sh --device cuda, two rounds: issue 44's GPU ratio); Nsight
-# Compute's launch, occupancy, warp-state and memory sections over the pass's last launch both ways (the
-# GEMM kernel's 12.1–12.8 µs: the step's largest kernel after the products), one H.1 forward product on the
-# cluster kernel and cuBLASLt's (what a pipelined k loop would have to win); 100 chains with one shared
-# minibatch on TF32. If the column blocks pass bit for bit and the steps and H.1 in full are faster, `auto`
-# can take them (KernelSettings::MlpTail, mlp_fused_cuda.cu).
+# The next call after flip (NEXT_DEADLINE seconds, default 540: timeout 590; carry .whl with BlackJAX's wheel;
+# CUTLASS's wheel, if there, is not unpacked), in order of what decides a default: builds sgmcmc, bench_step
+# and the GPU tests (~190 s on 16 cores); the tests of the last launch as column blocks
+# (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h: MlpTail.CudaEqualsReferenceBitForBit; the pass with
+# them against its reference and with the sampler's update in them against the update's own kernel), the
+# cluster products and the CUDA graphs; H.1 in full with the defaults and with the column blocks, twice,
+# interleaved; the H.1 (one launch a step and blocks of 100) and FNN-800 steps with the defaults, the column
+# blocks, and the column blocks applying the update, two rounds; Nsight Compute's launch, occupancy,
+# warp-state and memory sections over the last launch both ways (the GEMM kernel's 12.1–12.8 µs: the
+# step's largest kernel after the products); 100 chains with one shared minibatch on TF32; then, if time
+# is left, the peers' H.1 rows (sgmcmc with the defaults against BlackJAX: issue 44's GPU ratio) and the
+# sections over the cluster and cuBLASLt forward products. If the column blocks pass bit for bit and the
+# steps and H.1 in full are faster, `auto` can take them (KernelSettings::MlpTail, mlp_fused_cuda.cu).
 stage_next() {
-  local dl=${NEXT_DEADLINE:-520} r
+  local dl=${NEXT_DEADLINE:-540} r
   NO_CUTLASS=1 build_targets sgmcmc bench_step test_gemm_cluster test_graph test_mlp_tail test_mlp_fused || return 1
   run_gtest test_mlp_tail 60 "MlpTail.*"
-  run_gtest test_mlp_fused 150 "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference"
+  run_gtest test_mlp_fused 120 \
+    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
   run_gtest test_gemm_cluster 60 "GemmCluster.*"
-  # the graph tests on the defaults (cuBLASLt's products now: the replay against the eager run, the blocks)
+  # the graph tests on the defaults (cuBLASLt's products: the replay against the eager run, the blocks) and
+  # the update in the pass with either last launch
   run_gtest test_graph 100 "Graph.Cuda*"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   for r in 1 2; do
-    left $((dl - 330)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
-    left $((dl - 330)) "H.1 in full, tail columns" && H1_GRAPHS=true H1_TAG=_tail_columns$r \
+    left $((dl - 260)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
+    left $((dl - 260)) "H.1 in full, tail columns" && H1_GRAPHS=true H1_TAG=_tail_columns$r \
       H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" k tail
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" tail up
   for r in 1 2; do
-    for k in 1 100; do
-      for tail in gemm columns; do
-        left $((dl - 280)) "steps" || break 3
+    # the defaults (the GEMM kernel's last launch), the column blocks, and the column blocks applying the
+    # sampler's update (kernels.cuda_mlp_update: fused)
+    for tail in gemm columns columns_update; do
+      left $((dl - 150)) "steps" || break 2
+      up=separate; [ $tail = columns_update ] && up=fused
+      for k in 1 100; do
         timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-          --set kernels.cuda_mlp_tail=$tail --rounds 5 --steps 500 --graph --graph-steps $k \
-          --label "mlp_h1_tail_${tail}_steps${k}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
-        # shellcheck disable=SC2086
-        timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-          --set kernels.cuda_mlp_tail=$tail --rounds 5 --steps 500 --graph --graph-steps $k \
-          --label "fnn800_tail_${tail}_steps${k}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
+          --set kernels.cuda_mlp_tail=${tail%_update} --set kernels.cuda_mlp_update=$up --rounds 5 --steps 500 --graph \
+          --graph-steps $k --label "mlp_h1_tail_${tail}_steps${k}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
       done
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --set kernels.cuda_mlp_tail=${tail%_update} --set kernels.cuda_mlp_update=$up --rounds 5 --steps 500 --graph \
+        --label "fnn800_tail_${tail}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
     done
   done
   [ -f "$L/next.jsonl" ] && step_table "$L/next.jsonl"
-  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 230)) "peers" && PEERS_TIMEOUT=150 PEERS_ARGS="--wheels .whl --no-doc --rounds 2 --epochs 20 --burn-in 10 \
-    --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local ncu v; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   local -A pick=([last]='^gemm_kernel' [tail]='tail_kernel' [cluster]=gemm_cluster [cublaslt]='^sm[0-9]|^cutlass|xmma')
   local -A sets=([last]='--set kernels.cuda_mlp_tail=gemm' [tail]='--set kernels.cuda_mlp_tail=columns'
     [cluster]='--set kernels.cuda_mlp_gemm=cluster' [cublaslt]='--set kernels.cuda_mlp_gemm=cublaslt')
-  for v in last tail cluster cublaslt; do
-    left $((dl - 70)) "ncu sections, $v" || break
+  ncu_sections() {  # V
     # shellcheck disable=SC2086
-    timeout 35 "$ncu" --clock-control none --kernel-name "regex:${pick[$v]}" --launch-skip 40 --launch-count 2 \
+    timeout 35 "$ncu" --clock-control none --kernel-name "regex:${pick[$1]}" --launch-skip 40 --launch-count 2 \
       --section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
-      $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda ${sets[$v]} \
-      --threads 16 --rounds 1 --steps 30 > "$L/ncu_sections_$v.txt" 2>&1
-    echo "ncu sections $v rc=$?"; grep -E "Duration|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued" "$L/ncu_sections_$v.txt" | head -16
-  done
-  left $((dl - 40)) "100 chains, shared, TF32" && chains100_run shared_tf32 --set train.chain_minibatch=shared --set train.tf32=true
+      $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda ${sets[$1]} \
+      --threads 16 --rounds 1 --steps 30 > "$L/ncu_sections_$1.txt" 2>&1
+    echo "ncu sections $1 rc=$?"; grep -E "Duration|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued" "$L/ncu_sections_$1.txt" | head -16
+  }
+  for v in last tail; do left $((dl - 80)) "ncu sections, $v" && ncu_sections $v; done
+  left $((dl - 50)) "100 chains, shared, TF32" && chains100_run shared_tf32 --set train.chain_minibatch=shared --set train.tf32=true
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 160)) "peers" && PEERS_TIMEOUT=150 PEERS_ARGS="--wheels .whl --no-doc --rounds 2 --epochs 20 --burn-in 10 \
+    --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+  for v in cluster cublaslt; do left $((dl - 40)) "ncu sections, $v" && ncu_sections $v; done
 }
 # The Python module against the machine's torch (its python3, not /usr/bin's), then bench/timeline.py over
 # H.1 with the defaults (TIMELINE_SETS: more --set options): the summary, and the trace into $OUT.

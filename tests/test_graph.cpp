@@ -516,15 +516,19 @@ TEST(Graph, CudaStepBlocksEqualSingleSteps) {
 // where nvcc contracts the same multiply-adds), so over 6 epochs of SGHMC the metrics agree far below
 // their resolution: 1e-4 on the NLLs leaves room for a few ulps grown over 60 steps, while a skipped or
 // doubled update sends the chain elsewhere; the update must have been taken (graph_updates_in_model),
-// and not with the default.
+// and not with the default. Both ways of running the pass's last launch (kernels.cuda_mlp_tail: gemm, and
+// columns, whose blocks then apply the update).
 TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
   const std::string dir = tiny_data_dir("graph_update_in_pass_cuda");
   RunOptions a = quiet_options(true);
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  for (const std::string tail : {"gemm", "columns"})
   for (const std::string k : {"1", "epoch"}) {
-    const std::vector<std::string> sets = {"device=cuda", "train.graph=true", "train.graph_steps=" + k};
+    SCOPED_TRACE("kernels.cuda_mlp_tail " + tail);
+    const std::vector<std::string> sets = {"device=cuda", "train.graph=true", "train.graph_steps=" + k,
+                                           "kernels.cuda_mlp_tail=" + tail};
     a.out_dir = dir + "/separate" + k;
     auto separate = run_training(graph_config(dir + "/data", sampler, sets), a);
     auto fused_sets = sets;

@@ -402,19 +402,25 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
   };
   auto all = cases(true);
   all.push_back(cases(false)[4]);  // App. H.1's shape
+  // (the cuBLAS route's last launch also as column blocks, kernels.cuda_mlp_tail: columns, which apply the
+  // update in their own epilogues and in the elementwise blocks over the hidden layers' ∇W_l)
   for (auto gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCublas, Gemm::kCublasLt, Gemm::kCluster})
+  for (bool tail : {false, true})
   for (auto dt : {torch::kFloat32, torch::kFloat64})
   for (auto rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi})
   for (bool prior : {true, false}) {
+    if (tail && gemm != Gemm::kCublas && gemm != Gemm::kCublasLt) continue;
     KernelSettings k;
     k.cuda_mlp = KernelSettings::Choice::kFused;
     k.cuda_mlp_gemm = gemm;
+    k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
     ScopedKernelSettings scoped(k);
     const auto sp = params_for(rule, dt);
     const double ulps = (dt == torch::kFloat64 ? 4 * 1.1e-16 : 4 * 6e-8);
     for (const auto& c : all) {
       SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) + ", rule " +
-                   std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulate"));
+                   std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulate") +
+                   (tail ? ", tail columns" : ""));
       auto [m, batch] = build(c, dt, dev, 9);
       const auto act = kernels::activation_from_name(c.activation);
       FlatLayers a = flat_layers(*m, dev, 0, 5), b = flat_layers(*m, dev, 0, 5);

@@ -24,6 +24,7 @@
 #include "kernels/gemm_lt.h"
 #include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_tail.h"
+#include "kernels/pass_update_cuda.h"
 #include "kernels/softmax_xent_row.h"
 
 namespace sgmcmc::kernels {
@@ -78,41 +79,6 @@ struct Gemm {
   // (0: shared by the chains); λ are not per chain (the pass takes no prior with chains).
   int64_t a_bs = 0, b_bs = 0, c_bs = 0, e_bs = 0, bias_bs = 0, y_bs = 0, prior_c_bs = 0, prior_e_bs = 0;
 };
-
-// The sampler's update in the last launch's epilogue (MlpFusedScratch::update): θ, its state and ∇Ũ as
-// flat buffers (an element's index is its gradient's offset from gr) and the step's parameters on the
-// device (write_step_params: the coefficients and the noise stream, read when the kernel runs, so that a
-// replayed graph takes each step's). rule < 0: none.
-template <typename T>
-struct PassUpdate {
-  int rule = -1;
-  T* th = nullptr;
-  T* s0 = nullptr;
-  const T* gr = nullptr;
-  const StepParams<T>* params = nullptr;
-};
-
-// Element i of the flat group: the rule with normal i of the step's stream, as the sampler's own kernel
-// (fused_update_cuda.cu) gives it: component i % 4 of Philox block i / 4. ∇Ũ[i] is final (this thread
-// has just written it).
-template <typename T>
-__device__ __forceinline__ void update_element(const PassUpdate<T>& u, const FusedCoefs<T>& k, uint64_t key,
-                                               uint64_t offset, int64_t i) {
-  const Normal4 z = philox_normal4(key, offset, static_cast<uint64_t>(i / 4));
-  const int j = static_cast<int>(i % 4);
-  const float zf = j == 0 ? z.a : j == 1 ? z.b : j == 2 ? z.c : z.d;
-  switch (static_cast<FusedRule>(u.rule)) {
-    case FusedRule::kSgld: fused_element<FusedRule::kSgld, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k); break;
-    case FusedRule::kPsgld: fused_element<FusedRule::kPsgld, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k); break;
-    case FusedRule::kSghmcEuler:
-      fused_element<FusedRule::kSghmcEuler, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k);
-      break;
-    case FusedRule::kSghmcSsi:
-      fused_element<FusedRule::kSghmcSsi, T>(u.th, u.s0, nullptr, nullptr, nullptr, u.gr, i, zf, k);
-      break;
-    default: break;  // not taken (update_of)
-  }
-}
 
 // Several independent products in one launch (block ranges by first_block), and one more block that sums
 // sum_in[0 … sum_n) into *sum_out when sum_out is set.
@@ -698,61 +664,12 @@ void times_derivative(torch::Tensor& g, const torch::Tensor& y, Activation act) 
 }
 
 // The scratch's update (MlpFusedScratch::update) where the last launch can apply all of it: one chain, one
-// stream (with two, the last launch runs beside the hidden layers' ∇W products), a rule the epilogue
-// instantiates, flat buffers of the pass's dtype and device, and the layers' parameters and gradients
-// covering θ and ∇Ũ exactly, each at the same offset in both. rule −1 otherwise (the caller launches it).
+// stream (with two, the last launch runs beside the hidden layers' ∇W products) and pass_update_of's
+// conditions (kernels/pass_update_cuda.h). rule −1 otherwise (the caller launches it).
 template <typename T>
 PassUpdate<T> update_of(const MlpFusedScratch& s, const std::vector<MlpLayerTensors>& layers, int chains, bool two) {
-  const FusedUpdateArgs* u = s.update;
-  if (u == nullptr || chains != 1 || two) return {};
-  size_t states = 0;
-  switch (u->rule) {
-    case FusedRule::kSgld: break;
-    case FusedRule::kPsgld:
-    case FusedRule::kSghmcEuler:
-    case FusedRule::kSghmcSsi: states = 1; break;
-    default: return {};
-  }
-  const torch::Tensor& th = u->theta;
-  const torch::Tensor& gr = u->grad;
-  const auto flat = [&](const torch::Tensor& t) {
-    return t.defined() && t.is_contiguous() && t.scalar_type() == layers[0].weight.scalar_type() &&
-           t.device() == layers[0].weight.device() && th.defined() && t.numel() == th.numel();
-  };
-  if (!flat(th) || !flat(gr) || u->state.size() != states) return {};
-  for (const auto& st : u->state)
-    if (!flat(st)) return {};
-  const auto& sp = u->step_params;
-  if (!sp.defined() || sp.scalar_type() != torch::kUInt8 || !sp.is_contiguous() || sp.numel() < step_params_bytes() ||
-      sp.device() != th.device() || reinterpret_cast<uintptr_t>(sp.data_ptr()) % alignof(StepParams<T>) != 0)
-    return {};
-  // element offsets from the buffers' starts, by address (the layers' tensors are views into them)
-  const auto offset_in = [](const torch::Tensor& t, const torch::Tensor& base) {
-    const auto d = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr())) -
-                   static_cast<int64_t>(reinterpret_cast<uintptr_t>(base.data_ptr()));
-    return d % static_cast<int64_t>(sizeof(T)) == 0 ? d / static_cast<int64_t>(sizeof(T)) : int64_t{-1};
-  };
-  std::vector<std::pair<int64_t, int64_t>> spans;  // (offset, elements) of every parameter
-  for (const auto& l : layers)
-    for (const auto& [p, g] : {std::pair{&l.weight, &l.weight_grad}, std::pair{&l.bias, &l.bias_grad}}) {
-      const int64_t at = offset_in(*p, th);
-      if (at < 0 || offset_in(*g, gr) != at || at + p->numel() > th.numel() || g->numel() != p->numel()) return {};
-      spans.emplace_back(at, p->numel());
-    }
-  std::sort(spans.begin(), spans.end());
-  int64_t next = 0;
-  for (const auto& [at, n] : spans) {
-    if (at != next) return {};  // a gap (elements no problem finishes) or an overlap
-    next += n;
-  }
-  if (next != th.numel()) return {};
-  PassUpdate<T> up;
-  up.rule = static_cast<int>(u->rule);
-  up.th = th.data_ptr<T>();
-  up.s0 = states > 0 ? u->state[0].data_ptr<T>() : nullptr;
-  up.gr = gr.data_ptr<T>();
-  up.params = static_cast<const StepParams<T>*>(sp.data_ptr());
-  return up;
+  if (chains != 1 || two) return {};
+  return pass_update_of<T>(s.update, layers);
 }
 
 // Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
@@ -933,17 +850,19 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   };
   // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
   // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l)
-  if (route && !update && !two && chains == 1 && n > 0 &&
-      kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
+  if (route && !two && chains == 1 && n > 0 && kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
     MlpTailArgs ta;
     ta.g_out = s.g[L], ta.h_last = s.h[L - 1], ta.out = layers[L - 1];
     for (size_t l = 0; l + 1 < L; ++l) ta.g_hidden.push_back(s.g[l + 1]), ta.hidden.push_back(layers[l]);
     ta.accumulate = !overwrite;
     ta.row_nll = row_nll.narrow(0, 0, rows);
     ta.loss_sum = s.loss_sum, ta.loss_weight = s.loss_weight;
+    if (update) ta.update = s.update;  // the checks update_of made: the column blocks apply all of it
     if (mlp_tail_applies(ta)) {
       weight_grad_products();
-      return mlp_tail_cuda(ta);
+      auto nll = mlp_tail_cuda(ta, &s.update_applied);
+      TORCH_INTERNAL_ASSERT(s.update_applied == update, "the column blocks and the pass disagree on the update");
+      return nll;
     }
   }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: the hidden layers' ∇W_l

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/mlp_tail.h"
+#include "kernels/pass_update_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -37,7 +38,7 @@ struct Problem {
   int first_block = 0;
 };
 
-// c ← fma(λ, w, c) over `count` elements.
+// c ← fma(λ, w, c) over `count` elements (λ == nullptr: c as it is; the update's only).
 template <typename T>
 struct Prior {
   T* c = nullptr;
@@ -59,7 +60,15 @@ struct Args {
   T* nll = nullptr;
   double* loss_sum = nullptr;
   double loss_weight = 0;
+  PassUpdate<T> up;  // rule ≥ 0: applied to every element whose gradient a block finishes
 };
+
+// The update of the element whose gradient is at `g` (just written by this thread), if the launch has one.
+template <typename T>
+__device__ __forceinline__ void update_at(const PassUpdate<T>& up, const T* g) {
+  if (up.rule < 0) return;
+  update_element(up, up.params->k, up.params->noise.key, up.params->noise.offset, g - up.gr);
+}
 
 // One rounding of a·b + c in T (fmaf for float: no detour through double).
 template <typename T>
@@ -133,9 +142,19 @@ __device__ void column_block(const Args<T>& args, int block, T* smem) {
   if (jj >= n_all) return;
   T v = red[i * S::kCols + l];
   for (int g = 1; g < S::kGroups; ++g) v += red[(g * m + i) * S::kCols + l];
-  if (p.a == nullptr) p.e[jj] = finish(v, p.e, p.prior_e, p.lambda_e, jj, args.accumulate);
-  else if (jj < w) p.c[static_cast<int64_t>(i) * w + jj] = finish(v, p.c, p.prior_c, p.lambda_c, static_cast<int64_t>(i) * w + jj, args.accumulate);
-  else p.e[i] = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
+  T* out;
+  if (p.a == nullptr) {
+    out = p.e + jj;
+    *out = finish(v, p.e, p.prior_e, p.lambda_e, jj, args.accumulate);
+  } else if (jj < w) {
+    const int64_t at = static_cast<int64_t>(i) * w + jj;
+    out = p.c + at;
+    *out = finish(v, p.c, p.prior_c, p.lambda_c, at, args.accumulate);
+  } else {
+    out = p.e + i;
+    *out = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
+  }
+  update_at(args.up, out);
 }
 
 template <typename T>
@@ -143,19 +162,22 @@ __device__ void prior_block(const Args<T>& args, int block) {
   int qi = 0;
   while (qi + 1 < args.priors && block >= args.q[qi + 1].first_block) ++qi;
   const Prior<T>& q = args.q[qi];
-  const T lambda = *q.lambda;
+  const T lambda = q.lambda != nullptr ? *q.lambda : T(0);
   const int base = (block - q.first_block) * S::kPriorPerBlock + static_cast<int>(threadIdx.x);
   T cv[kPriorLoads], wv[kPriorLoads];
 #pragma unroll
   for (int t = 0; t < kPriorLoads; ++t) {
     const int at = base + t * S::kThreads;
-    cv[t] = at < q.count ? q.c[at] : T(0);
-    wv[t] = at < q.count ? q.w[at] : T(0);
+    const bool in = at < q.count && q.lambda != nullptr;
+    cv[t] = in ? q.c[at] : T(0);
+    wv[t] = in ? q.w[at] : T(0);
   }
 #pragma unroll
   for (int t = 0; t < kPriorLoads; ++t) {
     const int at = base + t * S::kThreads;
-    if (at < q.count) q.c[at] = fma_t(lambda, wv[t], cv[t]);
+    if (at >= q.count) continue;
+    if (q.lambda != nullptr) q.c[at] = fma_t(lambda, wv[t], cv[t]);
+    update_at(args.up, q.c + at);
   }
 }
 
@@ -194,8 +216,14 @@ const T* ptr_or_null(const torch::Tensor& t) {
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 template <typename T>
-void launch(const MlpTailArgs& t, torch::Tensor& nll) {
+bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
   Args<T> g;
+  if (t.update != nullptr) {
+    std::vector<MlpLayerTensors> layers = t.hidden;
+    layers.push_back(t.out);
+    g.up = pass_update_of<T>(t.update, layers);
+  }
+  const bool update = g.up.rule >= 0;
   g.n = static_cast<int>(t.g_out.size(0));
   g.accumulate = t.accumulate;
   size_t smem = sizeof(T) * S::kThreads;  // the nll block's
@@ -229,9 +257,9 @@ void launch(const MlpTailArgs& t, torch::Tensor& nll) {
   }
   g.column_blocks = blocks;
   for (const auto& L : t.hidden) {
-    if (!L.weight_lambda.defined()) continue;
+    if (!L.weight_lambda.defined() && !update) continue;
     Prior<T> q;
-    q.c = L.weight_grad.data_ptr<T>(), q.w = L.weight.data_ptr<T>(), q.lambda = L.weight_lambda.data_ptr<T>();
+    q.c = L.weight_grad.data_ptr<T>(), q.w = L.weight.data_ptr<T>(), q.lambda = ptr_or_null<T>(L.weight_lambda);
     q.count = static_cast<int>(L.weight.numel());
     q.first_block = blocks;
     blocks += ceil_div(q.count, S::kPriorPerBlock);
@@ -244,19 +272,22 @@ void launch(const MlpTailArgs& t, torch::Tensor& nll) {
   if (t.loss_sum.defined()) g.loss_sum = t.loss_sum.data_ptr<double>(), g.loss_weight = t.loss_weight;
   tail_kernel<T><<<blocks, S::kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(g);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return update;
 }
 
 }  // namespace
 }  // namespace tail_columns
 
-torch::Tensor mlp_tail_cuda(const MlpTailArgs& t) {
+torch::Tensor mlp_tail_cuda(const MlpTailArgs& t, bool* update_applied) {
+  if (update_applied != nullptr) *update_applied = false;
   if (!t.g_out.defined() || !t.g_out.is_cuda() || t.hidden.size() + 1 > tail_columns::kMaxProblems ||
       !mlp_tail_applies(t))
     return {};
   const c10::cuda::CUDAGuard guard(t.g_out.device());
   auto nll = at::empty({}, t.g_out.options());
-  if (t.g_out.scalar_type() == torch::kFloat64) tail_columns::launch<double>(t, nll);
-  else tail_columns::launch<float>(t, nll);
+  const bool applied = t.g_out.scalar_type() == torch::kFloat64 ? tail_columns::launch<double>(t, nll)
+                                                                 : tail_columns::launch<float>(t, nll);
+  if (update_applied != nullptr) *update_applied = applied;
   return nll;
 }
 
