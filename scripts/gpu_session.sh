@@ -855,6 +855,13 @@ stage_next() {
         --set kernels.cuda_mlp_tail=${tail%_update} --set kernels.cuda_mlp_update=$up --rounds 5 --steps 500 --graph \
         --label "fnn800_tail_${tail}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
     done
+    # FNN-800 with the route's second stream (kernels.cuda_mlp_streams: 2: the last launch beside the two
+    # ∇W products; measured slower for H.1 only, 52.0 against 49.9 µs)
+    left $((dl - 150)) "steps" || break
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --set kernels.cuda_mlp_streams=2 --rounds 5 --steps 500 --graph \
+      --label "fnn800_streams2_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
   done
   [ -f "$L/next.jsonl" ] && step_table "$L/next.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
