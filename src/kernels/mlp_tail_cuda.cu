@@ -104,8 +104,23 @@ __device__ void column_block(const Args<T>& args, int block, T* smem) {
   };
   T cur[S::kBatch], next[S::kBatch];
   load(cur, grp);  // the first batch's loads beside a's staging
-  if (p.a != nullptr)
-    for (int i = tid; i < n * m; i += S::kThreads) smem[i] = p.a[i];
+  if (p.a != nullptr) {  // a into shared memory, kStage loads of each thread in flight at once
+    constexpr int kStage = 16;
+    const int nm = n * m;
+    for (int base = 0; base < nm; base += kStage * S::kThreads) {
+      T v[kStage];
+#pragma unroll
+      for (int q = 0; q < kStage; ++q) {
+        const int i = base + q * S::kThreads + tid;
+        v[q] = i < nm ? p.a[i] : T(0);
+      }
+#pragma unroll
+      for (int q = 0; q < kStage; ++q) {
+        const int i = base + q * S::kThreads + tid;
+        if (i < nm) smem[i] = v[q];
+      }
+    }
+  }
   __syncthreads();
   T acc[S::kMaxM];
 #pragma unroll
