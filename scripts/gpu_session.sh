@@ -64,7 +64,7 @@
 #          (train.graph_steps: auto, train.eval_lag: auto, cublaslt for one chain): the update-in-pass test,
 #          H.1 in full with the defaults (a fresh cuBLASLt cache: the first run measures) against the ones
 #          before, set explicitly, interleaved
-#   next   instead of build, one call (NEXT_DEADLINE=540, timeout 590; carry .devdeps .devdata .whl): the
+#   next   instead of build, one call (NEXT_DEADLINE=550, timeout 595; carry .devdeps .devdata .whl): the
 #          tests of the last launch as column blocks (kernels.cuda_mlp_tail: columns) and the pass with it,
 #          H.1 in full with the defaults and with the column blocks twice, the H.1 / FNN-800 steps both ways
 #          (one launch a step and blocks of 100), the peers' H.1 rows on the same GPU with the defaults
@@ -808,7 +808,7 @@ stage_flip() {
       H1_SETS="--set train.graph_steps=1 --set train.eval_lag=0 --set kernels.cuda_mlp_gemm=cublas" stage_h1
   done
 }
-# The next call after flip (NEXT_DEADLINE seconds, default 540: timeout 590; carry .whl with BlackJAX's wheel;
+# The next call after flip (NEXT_DEADLINE seconds, default 550: timeout 595; carry .whl with BlackJAX's wheel;
 # CUTLASS's wheel, if there, is not unpacked), in order of what decides a default: builds sgmcmc, bench_step
 # and the GPU tests (~190 s on 16 cores); the tests of the last launch as column blocks
 # (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h: MlpTail.CudaEqualsReferenceBitForBit; the pass with
@@ -822,7 +822,7 @@ stage_flip() {
 # sections over the cluster and cuBLASLt forward products. If the column blocks pass bit for bit and the
 # steps and H.1 in full are faster, `auto` can take them (KernelSettings::MlpTail, mlp_fused_cuda.cu).
 stage_next() {
-  local dl=${NEXT_DEADLINE:-540} r
+  local dl=${NEXT_DEADLINE:-550} r k
   NO_CUTLASS=1 build_targets sgmcmc bench_step test_gemm_cluster test_graph test_mlp_tail test_mlp_fused || return 1
   run_gtest test_mlp_tail 60 "MlpTail.*"
   run_gtest test_mlp_fused 120 \
@@ -836,24 +836,31 @@ stage_next() {
     left $((dl - 260)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
     left $((dl - 260)) "H.1 in full, tail columns" && H1_GRAPHS=true H1_TAG=_tail_columns$r \
       H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
+    left $((dl - 260)) "H.1 in full, tail columns, pdl" && H1_GRAPHS=true H1_TAG=_tail_columns_pdl$r \
+      H1_SETS="--set kernels.cuda_mlp_tail=columns --set kernels.cuda_pdl=on" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" tail up
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" v sets
   for r in 1 2; do
-    # the defaults (the GEMM kernel's last launch), the column blocks, and the column blocks applying the
-    # sampler's update (kernels.cuda_mlp_update: fused)
-    for tail in gemm columns columns_update; do
+    # the defaults (the GEMM kernel's last launch), the column blocks, the column blocks applying the
+    # sampler's update (kernels.cuda_mlp_update: fused), programmatic dependent launches (kernels.cuda_pdl)
+    # with either last launch
+    for v in gemm columns columns_update pdl columns_pdl; do
       left $((dl - 150)) "steps" || break 2
-      up=separate; [ $tail = columns_update ] && up=fused
+      sets="--set kernels.cuda_mlp_tail=$([ "${v#columns}" != "$v" ] && echo columns || echo gemm)"
+      sets+=" --set kernels.cuda_mlp_update=$([ $v = columns_update ] && echo fused || echo separate)"
+      sets+=" --set kernels.cuda_pdl=$([ "${v%pdl}" != "$v" ] && echo on || echo off)"
       for k in 1 100; do
+        [ $k = 100 ] && [ $v = columns_update ] && continue
+        [ $k = 100 ] && [ $v = pdl ] && continue
+        # shellcheck disable=SC2086
         timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-          --set kernels.cuda_mlp_tail=${tail%_update} --set kernels.cuda_mlp_update=$up --rounds 5 --steps 500 --graph \
-          --graph-steps $k --label "mlp_h1_tail_${tail}_steps${k}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
+          $sets --rounds 5 --steps 500 --graph --graph-steps $k --label "mlp_h1_${v}_steps${k}_graph" \
+          --json "$L/next.jsonl" 2>&1 | grep -E "rror"
       done
       # shellcheck disable=SC2086
       timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-        --set kernels.cuda_mlp_tail=${tail%_update} --set kernels.cuda_mlp_update=$up --rounds 5 --steps 500 --graph \
-        --label "fnn800_tail_${tail}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
+        $sets --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" --json "$L/next.jsonl" 2>&1 | grep -E "rror"
     done
     # FNN-800 with the route's second stream (kernels.cuda_mlp_streams: 2: the last launch beside the two
     # ∇W products; measured slower for H.1 only, 52.0 against 49.9 µs)

@@ -317,6 +317,12 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
   EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_tail: rows}\n",
                                              "k.yaml")),
                std::invalid_argument);
+  // programmatic dependent launches: off (the default) or on
+  EXPECT_EQ(c.kernels.to_map().at("cuda_pdl"), "off");
+  EXPECT_TRUE(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_pdl: on}\n", "k.yaml"))
+                  .kernels.cuda_pdl);
+  EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_pdl: yes}\n", "k.yaml")),
+               std::invalid_argument);
   // where cublaslt's choices are kept: auto (the default), off, or a file; an empty value is an error
   EXPECT_EQ(c.kernels.to_map().at("cuda_gemm_cache"), "auto");
   for (const std::string v : {"off", "/tmp/choices.json"}) {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -542,6 +543,35 @@ TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
       EXPECT_NEAR(separate.values.at(key), fused.values.at(key), 1e-4) << "graph_steps " << k << " " << key;
     EXPECT_EQ(separate.values.at("steps"), fused.values.at("steps")) << k;
   }
+}
+
+// On CUDA: the step's own kernels as programmatic dependent launches (kernels.cuda_pdl: on) change when a
+// kernel is scheduled, not what it computes: each waits for the one before it first. A captured run with
+// them gives the same numbers as without, to the last digit, with the last launch either way and the
+// sampler's update in the pass or in its own kernel, one step a graph launch and an epoch's steps.
+TEST(Graph, CudaPdlRunEqualsPlainRun) {
+  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
+    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
+  const std::string dir = tiny_data_dir("graph_pdl_cuda");
+  RunOptions a = quiet_options(true);
+  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
+  for (const std::string tail : {"gemm", "columns"})
+    for (const std::string update : {"separate", "fused"})
+      for (const std::string k : {"1", "epoch"}) {
+        SCOPED_TRACE("tail " + tail + ", update " + update + ", graph_steps " + k);
+        std::map<std::string, double> values[2];
+        for (int pdl = 0; pdl < 2; ++pdl) {
+          a.out_dir = dir + "/" + tail + update + k + (pdl ? "_pdl" : "_plain");
+          values[pdl] = run_training(graph_config(dir + "/data", sampler,
+                                                  {"device=cuda", "train.graph=true", "train.graph_steps=" + k,
+                                                   "kernels.cuda_mlp_tail=" + tail, "kernels.cuda_mlp_update=" + update,
+                                                   std::string("kernels.cuda_pdl=") + (pdl ? "on" : "off")}),
+                                     a)
+                             .values;
+        }
+        for (const char* key : {"test_nll", "val_nll", "sample_test_nll", "test_error"})
+          EXPECT_EQ(values[0].at(key), values[1].at(key)) << key;
+      }
 }
 
 // On CUDA: the captured run (a real CUDA graph, replayed) against the eager run on the device. The

@@ -158,16 +158,18 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
     Gemm gemm;
     int streams;
     bool tail = false;
+    bool pdl = false;  // kernels.cuda_pdl: on (the pass's kernels as programmatic dependent launches)
   };
-  for (auto [tile, gemm, streams, tail] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
+  for (auto [tile, gemm, streams, tail, pdl] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
                                      Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
                                      Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2},
                                      Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2},
-                                     Variant{32, Gemm::kCublas, 1, true}, Variant{32, Gemm::kCublasLt, 1, true}})
+                                     Variant{32, Gemm::kCublas, 1, true}, Variant{32, Gemm::kCublasLt, 1, true},
+                                     Variant{32, Gemm::kTiled, 1, false, true}, Variant{32, Gemm::kCublasLt, 1, true, true}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
       SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) +
-                   ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : ""));
+                   ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : "") + (pdl ? ", pdl" : ""));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
@@ -175,6 +177,7 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
       k.cuda_mlp_gemm = gemm;
       k.cuda_mlp_streams = streams;
       k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
+      k.cuda_pdl = pdl;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);

@@ -42,6 +42,9 @@
 //                         # as column blocks that keep every sum inside one block (kernels/mlp_tail.h; A/B)
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
+//     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the
+//                         # update) launched as programmatic dependent launches (sm_90): each scheduled while
+//                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h; A/B)
 //     cuda_gemm_cache: auto # auto ($XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/…) | off | FILE:
 //                         # where cublaslt's measured choices are kept, so that every run on a machine takes
 //                         # the same kernels (kernels/gemm_lt_cache.h)
@@ -78,6 +81,7 @@ struct KernelSettings {
   int cuda_mlp_streams = 0;  // 0: auto (1)
   enum class MlpTail { kAuto, kGemm, kColumns };
   MlpTail cuda_mlp_tail = MlpTail::kAuto;
+  bool cuda_pdl = false;
   std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 
   // The block as key -> text, every key present (summary.json, --help-keys).

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/gather_rows.h"
+#include "kernels/pdl_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -22,6 +23,7 @@ namespace {
 template <int V>
 __global__ void gather_pair_kernel(uint32_t* a_out, const uint32_t* a, int64_t wa, uint32_t* b_out, const uint32_t* b,
                                    int64_t wb, const int64_t* idx, int64_t n, int64_t rows) {
+  pdl_enter();
   using Vec = std::conditional_t<V == 4, uint4, uint32_t>;
   const int64_t va = wa / V;
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < n;
@@ -78,11 +80,9 @@ bool gather_rows_pair_cuda(torch::Tensor& a_out, const torch::Tensor& a, torch::
   auto* bo = static_cast<uint32_t*>(b_out.data_ptr());
   const auto* bi = static_cast<const uint32_t*>(b.data_ptr());
   const auto stream = at::cuda::getCurrentCUDAStream();
-  if (vec4)
-    gather_pair_kernel<4><<<grid, block, 0, stream>>>(ao, ai, wa, bo, bi, wb, idx.data_ptr<int64_t>(), n, a.size(0));
-  else
-    gather_pair_kernel<1><<<grid, block, 0, stream>>>(ao, ai, wa, bo, bi, wb, idx.data_ptr<int64_t>(), n, a.size(0));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t* ix = idx.data_ptr<int64_t>();
+  const int64_t rows = a.size(0);
+  launch_pdl(vec4 ? gather_pair_kernel<4> : gather_pair_kernel<1>, grid, block, 0, stream, ao, ai, wa, bo, bi, wb, ix, n, rows);
   return true;
 }
 

@@ -25,6 +25,7 @@
 #include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_tail.h"
 #include "kernels/pass_update_cuda.h"
+#include "kernels/pdl_cuda.h"
 #include "kernels/softmax_xent_row.h"
 
 namespace sgmcmc::kernels {
@@ -274,6 +275,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   __shared__ T As[kBK][kBM + 1];
   __shared__ T Bs[kBK][kBN + 1];
   __shared__ int is_last;
+  pdl_enter();
   const int tid = threadIdx.x;
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
@@ -389,6 +391,7 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
   static_assert(kPipeSlices * kBM * kBM <= kPipeStages * kStage, "the partial tiles fit the stage buffers");
   __shared__ __align__(16) T smem[kPipeStages * kStage];
   __shared__ int is_last;
+  pdl_enter();
   auto As = [&](int buf, int k, int m) -> T& { return smem[buf * kStage + k * kPipeLd + m]; };
   auto Bs = [&](int buf, int k, int n) -> T& { return smem[buf * kStage + (kBK + k) * kPipeLd + n]; };
   const int tid = threadIdx.x;
@@ -481,6 +484,7 @@ template <typename T>
 __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
                 T scale, Activation act, T* g, T* d, T* row_nll, const T* pre_bias, T* h_out) {
+  pdl_enter();
   const int64_t chain = blockIdx.y;
   h += chain * n * hdim, w += chain * outs * hdim, bias += chain * outs, y += chain * n;
   g += chain * n * outs, row_nll += chain * n;
@@ -600,15 +604,14 @@ void launch(GemmBatch<T>& batch, int tile, int chains, bool pipe, cudaStream_t s
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(chains));
   // the update's instances only for a launch that applies it: the others keep their registers
   if (batch.up.rule >= 0) {
-    if (tile == 64) gemm_kernel<T, 64, true><<<grid, kThreads, 0, stream>>>(batch);
-    else if (pipe) gemm_pipelined_kernel<T, true><<<grid, kPipeThreads, 0, stream>>>(batch);
-    else gemm_kernel<T, 32, true><<<grid, kThreads, 0, stream>>>(batch);
+    if (tile == 64) launch_pdl(gemm_kernel<T, 64, true>, grid, dim3(kThreads), 0, stream, batch);
+    else if (pipe) launch_pdl(gemm_pipelined_kernel<T, true>, grid, dim3(kPipeThreads), 0, stream, batch);
+    else launch_pdl(gemm_kernel<T, 32, true>, grid, dim3(kThreads), 0, stream, batch);
   } else {
-    if (tile == 64) gemm_kernel<T, 64, false><<<grid, kThreads, 0, stream>>>(batch);
-    else if (pipe) gemm_pipelined_kernel<T, false><<<grid, kPipeThreads, 0, stream>>>(batch);
-    else gemm_kernel<T, 32, false><<<grid, kThreads, 0, stream>>>(batch);
+    if (tile == 64) launch_pdl(gemm_kernel<T, 64, false>, grid, dim3(kThreads), 0, stream, batch);
+    else if (pipe) launch_pdl(gemm_pipelined_kernel<T, false>, grid, dim3(kPipeThreads), 0, stream, batch);
+    else launch_pdl(gemm_kernel<T, 32, false>, grid, dim3(kThreads), 0, stream, batch);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Plans every product of `batch` for one tile edge and launches it.
@@ -808,11 +811,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
     const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
     T* h_out = route ? ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>() : nullptr;
-    head_kernel<T><<<grid, kHeadThreads, smem, stream>>>(
-        h[L - 1], layers[L - 1].weight.template data_ptr<T>(), layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(),
-        n, hdim, outs, head_rows, scale, act, gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(),
-        route ? layers[L - 2].bias.template data_ptr<T>() : nullptr, h_out);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const T* pre_bias = route ? layers[L - 2].bias.template data_ptr<T>() : nullptr;
+    launch_pdl(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream, h[L - 1], layers[L - 1].weight.template data_ptr<T>(),
+               layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(), n, hdim, outs, head_rows, scale, act,
+               gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out);
     if (route) h[L - 1] = h_out;
   } else if (route) {
     h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();

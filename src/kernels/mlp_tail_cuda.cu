@@ -9,6 +9,7 @@
 
 #include "kernels/mlp_tail.h"
 #include "kernels/pass_update_cuda.h"
+#include "kernels/pdl_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -217,6 +218,7 @@ template <typename T>
 __global__ void __launch_bounds__(S::kThreads) tail_kernel(const __grid_constant__ Args<T> args) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   T* smem = reinterpret_cast<T*>(smem_bytes);
+  pdl_enter();
   const int block = blockIdx.x;
   if (block < args.column_blocks) column_block(args, block, smem);
   else if (block < args.prior_end) prior_block(args, block);
@@ -285,8 +287,7 @@ bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
   g.row_nll = t.row_nll.data_ptr<T>();
   g.nll = nll.data_ptr<T>();
   if (t.loss_sum.defined()) g.loss_sum = t.loss_sum.data_ptr<double>(), g.loss_weight = t.loss_weight;
-  tail_kernel<T><<<blocks, S::kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(g);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_pdl(tail_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), smem, at::cuda::getCurrentCUDAStream(), g);
   return update;
 }
 
