@@ -37,14 +37,17 @@
 //                         # pass's last kernel, for a graph-replayed step of one flat group with SGLD, pSGLD
 //                         # or SGHMC (one kernel a step less, and no faster on an H200: H.1 46.4–46.5 µs
 //                         # against 46.2–46.3, FNN-800 101.9–102.1 against 92.4–92.5)
-//     cuda_mlp_tail: auto # auto (gemm) | gemm | columns: the cuBLAS route's last launch (the output layer's
-//                         # ∇W and ∇b, the hidden layers' ∇b, λ_W W, the nll) as split-K GEMM blocks, or
-//                         # as column blocks that keep every sum inside one block (kernels/mlp_tail.h; A/B)
+//     cuda_mlp_tail: auto # auto (columns where they apply, else gemm) | gemm | columns: the cuBLAS route's
+//                         # last launch (the output layer's ∇W and ∇b, the hidden layers' ∇b, λ_W W, the nll)
+//                         # as column blocks that keep every sum inside one block (kernels/mlp_tail.h; on an
+//                         # H100 H.1 46.2 µs a step against 45.7–45.8, FNN-800 89.2–89.4 against 91.4) or as
+//                         # split-K GEMM blocks
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
 //     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the
 //                         # update) launched as programmatic dependent launches (sm_90): each scheduled while
-//                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h; A/B)
+//                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h;
+//                         # on an H100 ~1 % faster with the column blocks, H.1 5 µs slower with gemm's)
 //     cuda_gemm_cache: auto # auto ($XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/…) | off | FILE:
 //                         # where cublaslt's measured choices are kept, so that every run on a machine takes
 //                         # the same kernels (kernels/gemm_lt_cache.h)

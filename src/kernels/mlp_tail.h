@@ -28,9 +28,9 @@
 // mlp_tail_reference computes exactly this on the CPU (std::fma), so the GPU test compares bit for bit;
 // against the exact sums the error is float rounding: n·2^-24 of Σ_i |a_i||b_ij| at most.
 //
-// Taken by the pass with kernels.cuda_mlp_tail: columns where it applies (mlp_tail_applies: one chain,
-// float32 or float64 contiguous tensors, m ≤ 16, g_L and the group sums within 48 KB of shared memory),
-// the sampler's update not in the pass and one stream; otherwise the pass's GEMM kernel runs the launch.
+// Taken by the pass with kernels.cuda_mlp_tail: auto (the default) or columns where it applies
+// (mlp_tail_applies: one chain, float32 or float64 contiguous tensors, m ≤ 16, g_L and the group sums within
+// 48 KB of shared memory) and the pass runs on one stream; otherwise the pass's GEMM kernel runs the launch.
 #pragma once
 
 #include <torch/torch.h>
