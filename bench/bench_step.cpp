@@ -28,9 +28,13 @@
 // captured in a graph of its own, so that the ratio compares the kernels' time without the launches
 // of either (on the CPU, --graph runs both eagerly, as StepGraph does there).
 //
+// `--kernel-trace N` (a CUDA build with CUPTI) takes N more steps after the rounds and prints the device's
+// own timeline of each launch (bench/kernel_trace.h): every kernel and copy in order, its duration and the
+// gap before it, and the launch's period, span and busy time, medians over the launches.
+//
 //   bench_step CONFIG [--set key=value ...] [--threads 2] [--rounds 5] [--steps 200] [--warmup 20]
 //              [--profile [--by-parent]] [--intra-threads N] [--json FILE] [--label NAME]
-//              [--matmul aten|onednn] [--graph]
+//              [--matmul aten|onednn] [--graph] [--kernel-trace N]
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -54,6 +58,7 @@
 #include "train/run_setup.h"
 #include "train/step_graph.h"
 #include "train/step_runner.h"
+#include "kernel_trace.h"  // bench/
 
 using namespace sgmcmc;
 using Clock = std::chrono::steady_clock;
@@ -225,6 +230,7 @@ int main(int argc, char** argv) {
       ("matmul", "the models' matrix products: onednn | aten (default: the build's)", cxxopts::value<std::string>()->default_value(""))
       ("graph", "step and floor each replayed as one CUDA graph (train.graph)")
       ("graph-steps", "with --graph: steps per graph launch (train.graph_steps; the floor stays one a step)", cxxopts::value<int>()->default_value("1"))
+      ("kernel-trace", "after the rounds, N more steps whose device timeline CUPTI records: each launch's kernels and copies, their durations and the gaps between them (a CUDA build with CUPTI; the trace is on from the start, so the rounds run under it too)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "help");
   cli.parse_positional({"config"});
   auto r = cli.parse(argc, argv);
@@ -280,6 +286,13 @@ int main(int argc, char** argv) {
     floor.run = [g, body = floor.run] { g->run(body); };
   }
   const torch::Device dev = s.dm.device;
+  const int trace_steps = r["kernel-trace"].as<int>();
+  if (trace_steps > 0 && !bench::kernel_trace_available()) {
+    std::cerr << "bench_step: --kernel-trace: this build has no CUPTI (a CUDA build where CMake finds CUDA::cupti)\n";
+    return 2;
+  }
+  // on before the warm-up: the graphs are captured and instantiated with CUPTI's tracing enabled
+  if (trace_steps > 0) bench::kernel_trace_start();
 
   for (int i = 0; i < r["warmup"].as<int>(); ++i) {
     (void)one_step();
@@ -320,6 +333,23 @@ int main(int argc, char** argv) {
                               {"matmul", kernels::matmul_backend_name()}, {"graph", graph}, {"graph_steps", block},
                               {"device", dev.str()}};
   if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
+  if (trace_steps > 0) {
+    (void)loss.take_mean();
+    sync(dev);
+    const uint64_t from = bench::kernel_trace_now();
+    const auto t0 = Clock::now();
+    const int64_t done = run_steps(trace_steps);
+    (void)loss.take_mean();
+    sync(dev);
+    const double us = seconds_since(t0) * 1e6 / static_cast<double>(done);
+    auto acts = bench::kernel_trace_stop();
+    acts.erase(std::remove_if(acts.begin(), acts.end(), [&](const bench::GpuActivity& a) { return a.start < from; }),
+               acts.end());
+    std::cout << std::setprecision(1) << "  kernel trace: " << done << " steps, " << us << " us a step under the trace\n";
+    auto kt = bench::summarise_kernel_trace(acts, block);
+    kt["steps"] = done, kt["us_per_step_traced"] = us;
+    j["kernel_trace"] = kt;
+  }
 #if defined(SGMCMC_WITH_CUDA)
   // the cuBLASLt products' measured choices (kernels.cuda_mlp_gemm: cublaslt): which kernel and split-K
   // won, against cuBLASLt's own first choice (a CUDA build's: the CPU build has no CUDA sources)

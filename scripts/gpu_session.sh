@@ -70,6 +70,13 @@
 #          (one launch a step and blocks of 100), the peers' H.1 rows on the same GPU with the defaults
 #          (PEERS-TABLE:cuda), Nsight Compute's sections over the last launch both ways and the cluster
 #          products, 100 chains shared with TF32
+#   trace  instead of build, one call (~250 s): bench_step --kernel-trace (CUPTI) over H.1 (defaults, the GEMM last
+#          launch, programmatic launches, blocks of 100 steps) and FNN-800: each kernel's time and the gaps
+#          inside the replayed graph
+#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata .whl):
+#          bench_launch (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared
+#          memory, parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes), the
+#          H.1 and FNN-800 steps' traces, H.1 in full with the defaults twice, the peers' H.1 rows
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -979,6 +986,47 @@ stage_bpmf() {
 # and their missing dependencies travel as wheels (here: pip download … -d .whl, see the device tool's
 # README; carry .whl) with PEERS_ARGS="--wheels .whl --rounds 1 --epochs 20 --burn-in 10 --threads 8
 # --rows sgmcmc-sghmc,blackjax-sghmc-ordered,posteriors-baoa,torch-compile-sghmc" (~100 s on an H200).
+# The device's own timeline of replayed steps (bench_step --kernel-trace, CUPTI; bench/kernel_trace.h):
+# each kernel's duration and the gap before it, inside the graph, for H.1 (the column blocks, the GEMM last
+# launch, programmatic launches, blocks of 100 steps) and FNN-800. Instead of build, one call (~250 s).
+stage_trace() {
+  NO_CUTLASS=1 build_targets bench_step || return 1
+  grep -E "kernel-trace" "$L/build.log" | head -2
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01" v
+  local -A sets=([h1]="" [h1_gemm]="--set kernels.cuda_mlp_tail=gemm" [h1_pdl]="--set kernels.cuda_pdl=on"
+    [h1_blocks]="--graph-steps 100" [fnn800]="")
+  for v in h1 h1_gemm h1_pdl fnn800 h1_blocks; do
+    local cfg=configs/mnist_bnn_sghmc.yaml; [ $v = fnn800 ] && cfg=configs/mnist_fnn800_sgld.yaml
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 \
+      --steps 200 --graph ${sets[$v]} --kernel-trace $([ $v = h1_blocks ] && echo 300 || echo 200) --label "trace_$v" \
+      --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
+    echo "trace $v rc=$?"; grep -E "step   steps/s|kernel trace|a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ " "$L/trace_$v.txt" | head -24
+  done
+}
+# What a kernel node costs inside a replayed graph (bench_launch, CUPTI): probe kernels at the step's
+# kernels' launch shapes, shared memory and parameter sizes, dependent loads, and the column blocks at
+# H.1's and FNN-800's shapes; then the H.1 step's trace with the defaults. Instead of build (~230 s).
+stage_launch() {
+  local dl=${LAUNCH_DEADLINE:-540} v
+  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step || return 1
+  timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
+  echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  for v in h1 fnn800; do
+    local cfg=configs/mnist_bnn_sghmc.yaml; [ $v = fnn800 ] && cfg=configs/mnist_fnn800_sgld.yaml
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
+      --graph --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
+    echo "trace $v rc=$?"; grep -E "kernel trace|a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ " "$L/trace_$v.txt" | head -20
+  done
+  # H.1 in full with the defaults (the column blocks), twice
+  for v in 1 2; do left $((dl - 200)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$v stage_h1; done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  left $((dl - 160)) "peers" && PEERS_TIMEOUT=150 PEERS_ARGS="--wheels .whl --no-doc --rounds 2 --epochs 20 --burn-in 10 \
+    --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+}
 stage_peers() {
   PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \
     bash bench/peers.sh --device cuda --no-install --no-floors ${PEERS_ARGS:-} > "$L/peers.log" 2>&1
