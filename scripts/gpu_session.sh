@@ -73,10 +73,12 @@
 #   trace  instead of build, one call (~250 s): bench_step --kernel-trace (CUPTI) over H.1 (defaults, the GEMM last
 #          launch, programmatic launches, blocks of 100 steps) and FNN-800: each kernel's time and the gaps
 #          inside the replayed graph
-#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata .whl):
-#          bench_launch (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared
-#          memory, parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes), the
-#          H.1 and FNN-800 steps' traces, H.1 in full with the defaults twice, the peers' H.1 rows
+#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata): the column
+#          blocks' current shape (8 columns × 64 row groups) against their reference and in the pass; bench_launch
+#          (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared memory,
+#          parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes); the H.1 and
+#          FNN-800 steps' traces and steps, the GEMM last launch against the column blocks, two rounds; H.1 in
+#          full both ways, interleaved. Flip kernels.cuda_mlp_tail's auto on it.
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -1004,28 +1006,56 @@ stage_trace() {
     echo "trace $v rc=$?"; grep -E "step   steps/s|kernel trace|a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ " "$L/trace_$v.txt" | head -24
   done
 }
-# What a kernel node costs inside a replayed graph (bench_launch, CUPTI): probe kernels at the step's
-# kernels' launch shapes, shared memory and parameter sizes, dependent loads, and the column blocks at
-# H.1's and FNN-800's shapes; then the H.1 step's trace with the defaults. Instead of build (~230 s).
+# The column blocks' current shape on a GPU, in one call (LAUNCH_DEADLINE, default 540: timeout 590): their
+# tests; what a kernel node costs inside a replayed graph (bench_launch, CUPTI: probe kernels at the step's
+# kernels' launch shapes, shared memory and parameter sizes, dependent loads; the column blocks at H.1's and
+# FNN-800's shapes); the steps' traces, the steps and H.1 in full, the GEMM last launch against the column
+# blocks. Instead of build.
 stage_launch() {
-  local dl=${LAUNCH_DEADLINE:-540} v
-  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step || return 1
+  local dl=${LAUNCH_DEADLINE:-540} v r k
+  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step test_mlp_tail test_mlp_fused test_graph || return 1
+  # the column blocks' current shape (8 columns × 64 row groups) against their reference, in the pass, in graphs
+  run_gtest test_mlp_tail 60 "MlpTail.*"
+  run_gtest test_mlp_fused 120 \
+    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
+  run_gtest test_graph 100 "Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
   timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
   echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
-  for v in h1 fnn800; do
-    local cfg=configs/mnist_bnn_sghmc.yaml; [ $v = fnn800 ] && cfg=configs/mnist_fnn800_sgld.yaml
+  for v in h1_gemm h1_columns fnn800_gemm fnn800_columns; do
+    local cfg=configs/mnist_bnn_sghmc.yaml; [ "${v#fnn800}" != "$v" ] && cfg=configs/mnist_fnn800_sgld.yaml
     # shellcheck disable=SC2086
     timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
-      --graph --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
-    echo "trace $v rc=$?"; grep -E "kernel trace|a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ " "$L/trace_$v.txt" | head -20
+      --set kernels.cuda_mlp_tail=${v#*_} --graph --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" \
+      > "$L/trace_$v.txt" 2>&1
+    echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head)" "$L/trace_$v.txt" | head -6
   done
-  # H.1 in full with the defaults (the column blocks), twice
-  for v in 1 2; do left $((dl - 200)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$v stage_h1; done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 160)) "peers" && PEERS_TIMEOUT=150 PEERS_ARGS="--wheels .whl --no-doc --rounds 2 --epochs 20 --burn-in 10 \
-    --threads 8 --rows sgmcmc-sghmc,blackjax-sghmc-ordered" stage_peers
+  # the steps, graph-replayed, two rounds interleaved: the GEMM kernel's last launch against the column blocks
+  for r in 1 2; do
+    for v in gemm columns; do
+      left $((dl - 170)) "steps" || break 2
+      for k in 1 100; do
+        # shellcheck disable=SC2086
+        timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+          --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --graph-steps $k \
+          --label "mlp_h1_${v}_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+      done
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" \
+        --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+    done
+  done
+  [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch) and the column blocks
+  for r in 1 2; do
+    left $((dl - 100)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
+    left $((dl - 100)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
+      H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
+  done
 }
 stage_peers() {
   PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \

@@ -30,12 +30,14 @@ struct Case {
   std::vector<std::pair<int64_t, int64_t>> hidden;  // each hidden layer's (out, in)
 };
 
-// App. H.1 (784-100-10, batch 500), FNN-800 (784-800-800-10, batch 100) and an odd shape (no width a
-// multiple of 32 or 16, one row group longer than the others).
+// App. H.1 (784-100-10, batch 500), FNN-800 (784-800-800-10, batch 100), an odd shape (no width a
+// multiple of 8, fewer rows than row groups) and 12 outputs (the kernel's largest bucket of m, in float64
+// the largest reduction within 48 KB; rows in two batches a thread, widths not a multiple of 8).
 std::vector<Case> cases() {
   return {{"H.1", 500, 10, 100, {{100, 784}}},
           {"FNN-800", 100, 10, 800, {{800, 784}, {800, 800}}},
-          {"odd", 37, 3, 45, {{13, 7}, {45, 13}}}};
+          {"odd", 37, 3, 45, {{13, 7}, {45, 13}}},
+          {"12 outputs", 300, 12, 21, {{19, 5}}}};
 }
 
 MlpLayerTensors layer(int64_t out, int64_t in, const torch::TensorOptions& o, bool priors) {
@@ -154,24 +156,37 @@ TEST(MlpTail, ReferenceWithinRoundingOfTheSums) {
       }
 }
 
-// A golden value of the kernel's order: a column sum over 17 rows in which row 0 holds 1e8, row 1 holds 1
-// and row 16 −1e8. Rows 0 and 16 are row group 0 (rows ≡ 0 mod 16), row 1 group 1: the groups' sums are
-// 1e8 + (−1e8) = 0 and 1, so the column's sum is exactly 1; summing the rows in order instead loses the 1
-// in 1e8 + 1 (float32's spacing there is 8) and gives 0.
+// Golden values of the kernel's order (float32's spacing at 1e8 is 8, so 1e8 + 1 = 1e8):
+// - rows 0 and 64 (row group 0: rows ≡ 0 mod 64) hold 1e8 and −1e8, row 1 (group 1) holds 1: the groups'
+//   sums are 0 and 1, the column's sum exactly 1; in row order 1e8 + 1 loses the 1 and the sum is 0;
+// - rows 0, 8 and 9 (groups 0, 8, 9) hold 1, 1e8 and −1e8: groups 8 and 9 are one super-group (groups
+//   8–15), whose sum is 0, so the column's sum is 1; adding the 64 groups in one chain (or the rows in
+//   order) gives 1 + 1e8 = 1e8, then 0.
 TEST(MlpTail, ReferenceSumsEachRowGroupThenTheGroups) {
   const auto o = torch::TensorOptions().dtype(torch::kFloat32);
-  MlpTailArgs t = mlt::make(mlt::Case{"golden", 17, 1, 1, {{1, 1}}}, torch::kFloat32, false, false, false, 3);
-  auto g = torch::zeros({17, 1}, o);
-  g[0][0] = 1e8f, g[1][0] = 1.0f, g[16][0] = -1e8f;
-  t.g_hidden[0] = g;
-  t.g_out = g.clone(), t.h_last = torch::ones({17, 1}, o);
-  kernels::mlp_tail_reference(t);
-  EXPECT_EQ(t.hidden[0].bias_grad.item<float>(), 1.0f);     // Σ_i g_i: the hidden layer's ∇b
-  EXPECT_EQ(t.out.bias_grad.item<float>(), 1.0f);           // the ones column: the output layer's ∇b
-  EXPECT_EQ(t.out.weight_grad.item<float>(), 1.0f);         // Σ_i g_i·1: its ∇W
-  float in_order = 0;
-  for (int i = 0; i < 17; ++i) in_order += g[i][0].item<float>();
-  EXPECT_EQ(in_order, 0.0f);  // why the order is part of the arithmetic
+  for (const auto& rows : std::vector<std::vector<std::pair<int, float>>>{{{0, 1e8f}, {1, 1.0f}, {64, -1e8f}},
+                                                                          {{0, 1.0f}, {8, 1e8f}, {9, -1e8f}}}) {
+    SCOPED_TRACE("rows " + std::to_string(rows[0].first) + ", " + std::to_string(rows[1].first) + ", " +
+                 std::to_string(rows[2].first));
+    MlpTailArgs t = mlt::make(mlt::Case{"golden", 70, 1, 1, {{1, 1}}}, torch::kFloat32, false, false, false, 3);
+    auto g = torch::zeros({70, 1}, o);
+    for (const auto& [r, v] : rows) g[r][0] = v;
+    t.g_hidden[0] = g;
+    t.g_out = g.clone(), t.h_last = torch::ones({70, 1}, o);
+    kernels::mlp_tail_reference(t);
+    EXPECT_EQ(t.hidden[0].bias_grad.item<float>(), 1.0f);  // Σ_i g_i: the hidden layer's ∇b
+    EXPECT_EQ(t.out.bias_grad.item<float>(), 1.0f);        // the ones column: the output layer's ∇b
+    EXPECT_EQ(t.out.weight_grad.item<float>(), 1.0f);      // Σ_i g_i·1: its ∇W
+    float in_order = 0, groups_in_one_chain = 0;
+    for (int i = 0; i < 70; ++i) in_order += g[i][0].item<float>();
+    for (int q = 0; q < 64; ++q) {
+      float p = 0;
+      for (int r = q; r < 70; r += 64) p += g[r][0].item<float>();
+      groups_in_one_chain += p;
+    }
+    EXPECT_EQ(in_order, 0.0f);  // why the order is part of the arithmetic
+    if (rows[1].first == 8) EXPECT_EQ(groups_in_one_chain, 0.0f);  // why the super-groups are
+  }
 }
 
 // What it takes: the cases above (float32, float64; overwriting, accumulating); not more than 16 outputs,

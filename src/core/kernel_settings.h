@@ -37,11 +37,10 @@
 //                         # pass's last kernel, for a graph-replayed step of one flat group with SGLD, pSGLD
 //                         # or SGHMC (one kernel a step less, and no faster on an H200: H.1 46.4–46.5 µs
 //                         # against 46.2–46.3, FNN-800 101.9–102.1 against 92.4–92.5)
-//     cuda_mlp_tail: auto # auto (columns where they apply, else gemm) | gemm | columns: the cuBLAS route's
-//                         # last launch (the output layer's ∇W and ∇b, the hidden layers' ∇b, λ_W W, the nll)
-//                         # as column blocks that keep every sum inside one block (kernels/mlp_tail.h; on an
-//                         # H100 H.1 46.2 µs a step against 45.7–45.8, FNN-800 89.2–89.4 against 91.4) or as
-//                         # split-K GEMM blocks
+//     cuda_mlp_tail: auto # auto (gemm) | gemm | columns: the cuBLAS route's last launch (the output layer's
+//                         # ∇W and ∇b, the hidden layers' ∇b, λ_W W, the nll) as split-K GEMM blocks or as
+//                         # column blocks that keep every sum inside one block (kernels/mlp_tail.h; 8 columns
+//                         # × 64 row groups a block, not yet timed on a GPU; A/B)
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
 //     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the

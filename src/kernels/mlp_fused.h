@@ -25,7 +25,7 @@
 // one, a pipelined one, or the cuBLAS route (the hidden layers' products on cuBLAS, or as 3xTF32 on tensor
 // cores: kernels/gemm_tf32x3.h; the rest in the pass's kernels; mlp_fused_cuda.cu says which does what).
 // On that route the last kernel's sums run as column blocks, each sum inside one block, no split-K partial
-// sums (kernels/mlp_tail.h), where they apply (kernels.cuda_mlp_tail: auto or columns; gemm keeps the GEMM kernel).
+// sums (kernels/mlp_tail.h), where they apply (kernels.cuda_mlp_tail: columns; auto keeps the GEMM kernel).
 //
 // Handled: a categorical likelihood, float32 or float64, contiguous tensors, depth ≤ 8, and an output
 // layer whose weights fit in shared memory beside a few rows (out_{L−1}·in_{L−1} ≤ ~10,000 float32).

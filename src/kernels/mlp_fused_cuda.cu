@@ -850,10 +850,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
         product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
       }
   };
-  // kernels.cuda_mlp_tail: auto or columns — the launch below as column blocks, every sum inside one block
-  // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto takes them because
-  // an H100 measured them level on H.1's step and 2 µs faster on FNN-800's (docs/performance.md)
-  if (route && !two && chains == 1 && n > 0 && kernel_settings().cuda_mlp_tail != KernelSettings::MlpTail::kGemm) {
+  // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
+  // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto stays on the GEMM
+  // kernel until a GPU has timed the blocks' current shape (docs/performance.md)
+  if (route && !two && chains == 1 && n > 0 && kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
     MlpTailArgs ta;
     ta.g_out = s.g[L], ta.h_last = s.h[L - 1], ta.out = layers[L - 1];
     for (size_t l = 0; l + 1 < L; ++l) ta.g_hidden.push_back(s.g[l + 1]), ta.hidden.push_back(layers[l]);

@@ -44,18 +44,24 @@ T fma_of(T a, T b, T c) {
   return std::fma(a, b, c);
 }
 
-// Column j of a [n × w] problem (j = w: the ones column), sum i of m: the 16 row groups' fma chains added
-// in group order. a == nullptr: the column sums of b (m = 1).
+// Column j of a [n × w] problem (j = w: the ones column), sum i of m: each of the kGroups row groups' fma
+// chain (rows ≡ q mod kGroups, in increasing order, from 0), the groups of each super-group (kSuper
+// consecutive groups) added in group order, then the super-groups in order. a == nullptr: the column sums
+// of b (m = 1).
 template <typename T>
 T column_sum(const T* a, int m, int i, const T* b, int64_t n, int64_t w, int64_t j) {
   T v = 0;
-  for (int q = 0; q < S::kGroups; ++q) {
-    T p = 0;
-    for (int64_t r = q; r < n; r += S::kGroups) {
-      const T bij = j < w ? b[r * w + j] : T(1);
-      p = a == nullptr ? p + bij : fma_of(a[r * m + i], bij, p);
+  for (int sg = 0; sg < S::kGroups / S::kSuper; ++sg) {
+    T u = 0;
+    for (int q = sg * S::kSuper; q < (sg + 1) * S::kSuper; ++q) {
+      T p = 0;
+      for (int64_t r = q; r < n; r += S::kGroups) {
+        const T bij = j < w ? b[r * w + j] : T(1);
+        p = a == nullptr ? p + bij : fma_of(a[r * m + i], bij, p);
+      }
+      u = q == sg * S::kSuper ? p : u + p;
     }
-    v = q == 0 ? p : v + p;
+    v = sg == 0 ? u : v + u;
   }
   return v;
 }
@@ -144,8 +150,7 @@ bool mlp_tail_applies(const MlpTailArgs& t) {
   if (t.loss_sum.defined() && (!t.loss_sum.is_contiguous() || t.loss_sum.scalar_type() != torch::kFloat64 ||
                                t.loss_sum.numel() != 1 || t.loss_sum.device() != like.device()))
     return false;
-  const size_t smem = static_cast<size_t>(std::max<int64_t>(n * outs, int64_t{S::kGroups} * outs * S::kCols)) *
-                      like.element_size();
+  const size_t smem = static_cast<size_t>(std::max<int64_t>(n * outs, S::reduce_elems(outs))) * like.element_size();
   return smem <= S::kMaxSmemBytes;
 }
 

@@ -10,12 +10,19 @@
 // step under Nsight Compute on an H200, for well under a MFLOP, because each block waits on global memory
 // once per 16 rows and the splits wait on each other. Here every sum stays inside one block:
 //
-// - A column block (kThreads = 512 threads: kCols = 32 columns × kGroups = 16 row groups) owns 32 columns
+// - A column block (kThreads = 512 threads: kCols = 8 columns × kGroups = 64 row groups) owns 8 columns
 //   of one problem over all n rows. Thread (group q, column j) keeps the m sums of its column over the
-//   rows i ≡ q (mod 16), in increasing i: p_q = fma(a_i, b_ij, p_q) from 0, with a = g_L's row staged in
+//   rows i ≡ q (mod 64), in increasing i: p_q = fma(a_i, b_ij, p_q) from 0, with a = g_L's row staged in
 //   shared memory (the whole [n × m] g_L, m ≤ kMaxM) and b_ij read once from global memory (a warp reads
-//   one row's 32 consecutive columns); a batch of kBatch rows' loads is in flight at once. The 16 groups'
-//   partial sums are then added in shared memory in group order: v = ((p_0 + p_1) + p_2) + … + p_15.
+//   4 rows' 8 consecutive columns); a batch of kBatch rows' loads is in flight at once, the next batch's
+//   during this one's FMAs (App. H.1: each thread's 7–8 rows in two batches). The 64 groups' partial sums are then added in shared memory, each
+//   super-group of kSuper = 8 consecutive groups in group order, u_s = ((p_8s + p_8s+1) + …) + p_8s+7, then
+//   the super-groups in order, v = ((u_0 + u_1) + …) + u_7. The unrolled row loop is instantiated for m in
+//   buckets (≤ 4, ≤ 10, ≤ 16), so that it carries few predicated-off outputs. Why this shape: with 32
+//   columns × 16 groups H.1's output layer took 8 of the 132 SMs, ~1,700 instructions a warp at 0.35 a
+//   cycle per scheduler (each FMA waiting on a shared-memory load, 4 warps a scheduler), 8.8 µs of the
+//   replayed step (bench_step --kernel-trace); 8 columns a block spread the same sums over 4× the blocks
+//   with a quarter of the rows a thread.
 //   The column j = hdim is a column of ones (∇b_{L−1}); a hidden layer's ∇b_l is a problem with a ≡ 1
 //   (m = 1: p_q += b_ij).
 // - The epilogue: overwriting, ∇W = v or, with the prior's precisions, fma(λ_W, W, v) (∇b likewise with
@@ -24,11 +31,11 @@
 //   (with the sampler's update in the launch, every hidden layer's, λ_W or not: they apply it to W_l).
 // - One block sums nll_i as the GEMM kernel's block_sum does (thread t from t in steps of 512, then a tree
 //   over the threads) and adds loss_weight · nll to the trainer's float64 loss sum.
-// The blocks run in that order in one launch (App. H.1: 4 + 4 column blocks, 39 prior blocks, 1 sum).
+// The blocks run in that order in one launch (App. H.1: 13 + 13 column blocks, 39 prior blocks, 1 sum).
 // mlp_tail_reference computes exactly this on the CPU (std::fma), so the GPU test compares bit for bit;
 // against the exact sums the error is float rounding: n·2^-24 of Σ_i |a_i||b_ij| at most.
 //
-// Taken by the pass with kernels.cuda_mlp_tail: auto (the default) or columns where it applies
+// Taken by the pass with kernels.cuda_mlp_tail: columns where it applies
 // (mlp_tail_applies: one chain, float32 or float64 contiguous tensors, m ≤ 16, g_L and the group sums within
 // 48 KB of shared memory) and the pass runs on one stream; otherwise the pass's GEMM kernel runs the launch.
 #pragma once
@@ -42,9 +49,13 @@
 namespace sgmcmc::kernels {
 
 struct MlpTailShape {
-  static constexpr int kCols = 32, kGroups = 16, kThreads = kCols * kGroups, kMaxM = 16, kBatch = 16;
+  static constexpr int kCols = 8, kGroups = 64, kThreads = kCols * kGroups, kMaxM = 16, kBatch = 4;
+  static constexpr int kSuper = 8;  // row groups added per super-group (kGroups / kSuper super-groups)
   static constexpr int kPriorPerBlock = kThreads * 4;
   static constexpr size_t kMaxSmemBytes = 48 * 1024;
+  // shared memory elements a column block's reduction takes for m outputs: the group sums (the
+  // super-groups' sums in place of their first groups')
+  static constexpr int64_t reduce_elems(int64_t m) { return kGroups * m * kCols; }
 };
 
 // The launch's inputs and outputs (one chain: every layer's tensors 2-D or [1, …] and contiguous).

@@ -20,6 +20,7 @@ namespace {
 using S = MlpTailShape;
 constexpr int kMaxProblems = 8;
 constexpr int kPriorLoads = S::kPriorPerBlock / S::kThreads;
+static_assert(S::kGroups % S::kSuper == 0 && S::kThreads == S::kCols * S::kGroups);
 
 // Columns of b [n, w] (and, with `ones`, the column j = w of ones) summed over the rows against a [n, m]:
 // C(i, j) = Σ_r a(r, i)·b(r, j) into c [m, w], the ones column into e [m]; a == nullptr: the column sums
@@ -84,28 +85,86 @@ __device__ __forceinline__ T finish(T v, T* slot, const T* prior, const T* lambd
   return accumulate ? slot[at] + v : v;
 }
 
-template <typename T>
-__device__ void column_block(const Args<T>& args, int block, T* smem) {
-  int pi = 0;
-  while (pi + 1 < args.problems && block >= args.p[pi + 1].first_block) ++pi;
-  const Problem<T>& p = args.p[pi];
+// The rows r = grp, grp + kGroups, … of one column against the staged a (m ≤ MB outputs: MB a bucket of m,
+// so that the unrolled loop carries no more than a few predicated-off outputs): acc[i] = fma(a_ri, b_rj,
+// acc[i]) in increasing r; a == nullptr: acc[0] += b_rj. Each batch of kBatch rows' loads is in flight at
+// once, the next batch's during this one's FMAs.
+template <typename T, int MB, bool kOnes>
+__device__ __forceinline__ void sum_rows(const Problem<T>& p, const T* stage, int n, int grp, int j, bool col_ok,
+                                         T (&acc)[MB], T (&cur)[S::kBatch]) {
+  constexpr int kStep = S::kGroups * S::kBatch;  // rows a group advances per batch
+  const int m = p.m, w = p.w;
+  T next[S::kBatch];
+  for (int r0 = grp; r0 < n; r0 += kStep) {
+    const bool more = r0 + kStep < n;
+    if (more) {
+#pragma unroll
+      for (int t = 0; t < S::kBatch; ++t) {
+        const int r = r0 + kStep + t * S::kGroups;
+        next[t] = r < n && col_ok ? (j < w ? __ldg(p.b + static_cast<int64_t>(r) * w + j) : T(1)) : T(0);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < S::kBatch; ++t) {
+      const int r = r0 + t * S::kGroups;
+      if (r >= n) break;
+      if constexpr (kOnes) {
+        acc[0] += cur[t];
+      } else {
+        const T* ar = stage + r * m;
+#pragma unroll
+        for (int i = 0; i < MB; ++i)
+          if (i < m) acc[i] = fma_t(ar[i], cur[t], acc[i]);
+      }
+    }
+    if (more) {
+#pragma unroll
+      for (int t = 0; t < S::kBatch; ++t) cur[t] = next[t];
+    }
+  }
+}
+
+// The group sums into red [kGroups][m][kCols]; each super-group's kSuper groups added in group order into
+// its first group's slot (each slot read and written by one thread only); then the super-groups in order
+// by the thread that finishes the element.
+template <typename T, int MB>
+__device__ __forceinline__ T reduce_groups(const T (&acc)[MB], int m, int grp, int lane, T* red) {
+  constexpr int kSupers = S::kGroups / S::kSuper;
+  const int tid = threadIdx.x, mc = m * S::kCols;
+#pragma unroll
+  for (int i = 0; i < MB; ++i)
+    if (i < m) red[(grp * m + i) * S::kCols + lane] = acc[i];
+  __syncthreads();
+  for (int idx = tid; idx < kSupers * mc; idx += S::kThreads) {
+    const int sg = idx / mc, rest = idx - sg * mc;
+    T* g = red + sg * S::kSuper * mc + rest;
+    T v = g[0];
+#pragma unroll
+    for (int q = 1; q < S::kSuper; ++q) v += g[q * mc];
+    g[0] = v;
+  }
+  __syncthreads();
+  if (tid >= mc) return T(0);
+  T v = red[tid];
+#pragma unroll
+  for (int sg = 1; sg < kSupers; ++sg) v += red[sg * S::kSuper * mc + tid];
+  return v;
+}
+
+template <typename T, int MB, bool kOnes>
+__device__ void column_block_m(const Args<T>& args, const Problem<T>& p, int block, T* smem) {
   const int tid = threadIdx.x, lane = tid % S::kCols, grp = tid / S::kCols;
   const int n = args.n, m = p.m, w = p.w;
   const int col0 = (block - p.first_block) * S::kCols, j = col0 + lane;
   const int n_all = w + (p.ones ? 1 : 0);
   const bool col_ok = j < n_all;
-  constexpr int kStep = S::kGroups * S::kBatch;  // rows a group advances per batch
-  // one batch of the thread's rows r0, r0 + 16, …: its loads all in flight at once
-  const auto load = [&](T (&v)[S::kBatch], int r0) {
+  T cur[S::kBatch];
 #pragma unroll
-    for (int t = 0; t < S::kBatch; ++t) {
-      const int r = r0 + t * S::kGroups;
-      v[t] = r < n && col_ok ? (j < w ? __ldg(p.b + static_cast<int64_t>(r) * w + j) : T(1)) : T(0);
-    }
-  };
-  T cur[S::kBatch], next[S::kBatch];
-  load(cur, grp);  // the first batch's loads beside a's staging
-  if (p.a != nullptr) {  // a into shared memory, kStage loads of each thread in flight at once
+  for (int t = 0; t < S::kBatch; ++t) {  // the first batch's loads beside a's staging
+    const int r = grp + t * S::kGroups;
+    cur[t] = r < n && col_ok ? (j < w ? __ldg(p.b + static_cast<int64_t>(r) * w + j) : T(1)) : T(0);
+  }
+  if constexpr (!kOnes) {  // a into shared memory, kStage loads of each thread in flight at once
     constexpr int kStage = 16;
     const int nm = n * m;
     for (int base = 0; base < nm; base += kStage * S::kThreads) {
@@ -123,54 +182,42 @@ __device__ void column_block(const Args<T>& args, int block, T* smem) {
     }
   }
   __syncthreads();
-  T acc[S::kMaxM];
+  T acc[MB];
 #pragma unroll
-  for (int i = 0; i < S::kMaxM; ++i) acc[i] = T(0);
-  for (int r0 = grp; r0 < n; r0 += kStep) {
-    const bool more = r0 + kStep < n;
-    if (more) load(next, r0 + kStep);  // the next batch in flight during this one's FMAs
-#pragma unroll
-    for (int t = 0; t < S::kBatch; ++t) {
-      const int r = r0 + t * S::kGroups;
-      if (r >= n) break;
-      if (p.a == nullptr) {
-        acc[0] += cur[t];
-      } else {
-        const T* ar = smem + r * m;
-#pragma unroll
-        for (int i = 0; i < S::kMaxM; ++i)
-          if (i < m) acc[i] = fma_t(ar[i], cur[t], acc[i]);
-      }
-    }
-    if (more) {
-#pragma unroll
-      for (int t = 0; t < S::kBatch; ++t) cur[t] = next[t];
-    }
-  }
+  for (int i = 0; i < MB; ++i) acc[i] = T(0);
+  sum_rows<T, MB, kOnes>(p, smem, n, grp, j, col_ok, acc, cur);
   __syncthreads();  // a's stage read by every thread: the group sums take its place
-  T* red = smem;    // [kGroups][m][kCols]
-#pragma unroll
-  for (int i = 0; i < S::kMaxM; ++i)
-    if (i < m) red[(grp * m + i) * S::kCols + lane] = acc[i];
-  __syncthreads();
+  const T v = reduce_groups<T, MB>(acc, m, grp, lane, smem);
   if (tid >= m * S::kCols) return;
-  const int i = tid / S::kCols, l = tid % S::kCols, jj = col0 + l;
+  const int i = tid / S::kCols, jj = col0 + tid % S::kCols;
   if (jj >= n_all) return;
-  T v = red[i * S::kCols + l];
-  for (int g = 1; g < S::kGroups; ++g) v += red[(g * m + i) * S::kCols + l];
   T* out;
-  if (p.a == nullptr) {
+  if constexpr (kOnes) {
     out = p.e + jj;
     *out = finish(v, p.e, p.prior_e, p.lambda_e, jj, args.accumulate);
-  } else if (jj < w) {
-    const int64_t at = static_cast<int64_t>(i) * w + jj;
-    out = p.c + at;
-    *out = finish(v, p.c, p.prior_c, p.lambda_c, at, args.accumulate);
   } else {
-    out = p.e + i;
-    *out = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
+    if (jj < w) {
+      const int64_t at = static_cast<int64_t>(i) * w + jj;
+      out = p.c + at;
+      *out = finish(v, p.c, p.prior_c, p.lambda_c, at, args.accumulate);
+    } else {
+      out = p.e + i;
+      *out = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
+    }
   }
   update_at(args.up, out);
+}
+
+template <typename T>
+__device__ void column_block(const Args<T>& args, int block, T* smem) {
+  int pi = 0;
+  while (pi + 1 < args.problems && block >= args.p[pi + 1].first_block) ++pi;
+  const Problem<T> p = args.p[pi];  // a copy: registers, not indexed loads from the parameter block
+  // the outputs' bucket (block-uniform): the unrolled loops carry at most a few predicated-off outputs
+  if (p.a == nullptr) column_block_m<T, 1, true>(args, p, block, smem);
+  else if (p.m <= 4) column_block_m<T, 4, false>(args, p, block, smem);
+  else if (p.m <= 10) column_block_m<T, 10, false>(args, p, block, smem);
+  else column_block_m<T, S::kMaxM, false>(args, p, block, smem);
 }
 
 template <typename T>
@@ -248,8 +295,7 @@ bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
   const auto add = [&](Problem<T> p) {
     p.first_block = blocks;
     blocks += ceil_div(p.w + (p.ones ? 1 : 0), S::kCols);
-    const int64_t elems = p.a != nullptr ? std::max<int64_t>(int64_t{g.n} * p.m, int64_t{S::kGroups} * p.m * S::kCols)
-                                         : int64_t{S::kGroups} * S::kCols;
+    const int64_t elems = std::max<int64_t>(p.a != nullptr ? int64_t{g.n} * p.m : 0, S::reduce_elems(p.m));
     smem = std::max(smem, sizeof(T) * static_cast<size_t>(elems));
     g.p[g.problems++] = p;
   };
