@@ -498,6 +498,8 @@ __global__ void __launch_bounds__(kHeadThreads)
   const int tid = threadIdx.x;
   const int r0 = blockIdx.x * rows_per_block;
   const int rows = min(rows_per_block, n - r0);
+  // the row's label first: its load in flight under W's and h's instead of after the logits
+  const int64_t yi = tid < rows ? y[r0 + tid] : 0;
   for (int i = tid; i < outs * hdim; i += kHeadThreads) ws[i] = w[i];
   for (int i = tid; i < rows * hdim; i += kHeadThreads) {
     const int64_t at = static_cast<int64_t>(r0) * hdim + i;
@@ -517,7 +519,6 @@ __global__ void __launch_bounds__(kHeadThreads)
   }
   __syncthreads();
   if (tid < rows) {
-    const int64_t yi = y[r0 + tid];
     CUDA_KERNEL_ASSERT(yi >= 0 && yi < outs);  // a label outside [0, k), as nll_loss asserts
     row_nll[r0 + tid] = softmax_xent_row<T>(fs + tid * outs, yi, outs, scale, gs + tid * outs);
   }
