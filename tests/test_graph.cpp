@@ -453,21 +453,32 @@ TEST(Graph, TrainerStepBlocksEqualSingleSteps) {
   }
 }
 
-// StepRunner's blocks with the block's rows gathered at once and with each step gathering its own
-// (limit_block_rows(0)), against single steps: the same parameters bit for bit after 4 blocks of 5.
+// StepRunner's blocks with the block's rows gathered at once, two steps' rows at a time
+// (limit_block_gather), one step's at a time, and with each step gathering its own (limit_block_rows(0)),
+// against single steps: the same parameters bit for bit after 20 steps.
 TEST(Graph, StepBlocksGatherAtOnceOrPerStep) {
   const std::string dir = tiny_data_dir("graph_steps_runner");
   std::vector<std::vector<torch::Tensor>> finals;
-  for (const std::string mode : {"single", "at_once", "per_step"}) {
+  for (const std::string mode : {"single", "at_once", "in_twos", "in_ones", "per_step"}) {
+    SCOPED_TRACE(mode);
+    const int64_t k = mode == "single" ? 1 : mode == "in_twos" ? 10 : 5;  // steps a block (within an epoch of 10)
     RunSetup s = make_run_setup(graph_config(dir + "/data", "{name: sghmc, lr: 1.0e-4, alpha: 0.1}",
-                                             {"train.graph=true", mode == "single" ? "train.graph_steps=1" : "train.graph_steps=5"}));
+                                             {"train.graph=true", "train.graph_steps=" + std::to_string(k)}));
     Model& model = *s.dm.model;
     LossMeter loss(s.dm.device);
     MinibatchStream batches(s.plan.train_size, s.plan.batch_size, 1, s.dm.device, s.gen_dev);
     StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
                       /*graph=*/true, s.dm.device, s.gen_dev, s.plan.graph_steps);
     if (mode == "per_step") runner.limit_block_rows(0);
-    EXPECT_EQ(runner.block_steps(), mode == "single" ? 1 : 5);
+    // a step's rows: its batch of images and labels (what the block's gathers bring)
+    const auto& train = s.dm.data.train;
+    const int64_t step_bytes =
+        s.plan.batch_size * static_cast<int64_t>(train.inputs[0].nbytes() + train.targets[0].nbytes());
+    if (mode == "in_twos") runner.limit_block_gather(3 * step_bytes);  // 2 of 10 (the largest divisor within)
+    if (mode == "in_ones") runner.limit_block_gather(0);
+    EXPECT_EQ(runner.block_steps(), k);
+    const int64_t gather_steps = mode == "single" || mode == "per_step" ? 0 : mode == "in_twos" ? 2 : mode == "in_ones" ? 1 : 5;
+    EXPECT_EQ(runner.block_gather_steps(), gather_steps);
     int64_t t = 0;
     while (t < 20) {
       if (mode == "single") {
@@ -476,10 +487,11 @@ TEST(Graph, StepBlocksGatherAtOnceOrPerStep) {
         continue;
       }
       const int64_t first = t;
-      runner.step_block(batches.next_block(5), [&](int64_t j) { s.sampler->set_lr(s.schedule->at(first + j)); });
-      t += 5;
+      runner.step_block(batches.next_block(k), [&](int64_t j) { s.sampler->set_lr(s.schedule->at(first + j)); });
+      t += k;
     }
     if (mode == "per_step") EXPECT_THROW(runner.limit_block_rows(0), std::logic_error);
+    if (mode == "in_ones") EXPECT_THROW(runner.limit_block_gather(0), std::logic_error);
     EXPECT_EQ(loss.count(), 20);
     std::vector<torch::Tensor> p;
     for (const auto& q : model.parameters()) p.push_back(q.detach().clone());

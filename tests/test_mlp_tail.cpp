@@ -185,7 +185,9 @@ TEST(MlpTail, ReferenceSumsEachRowGroupThenTheGroups) {
       groups_in_one_chain += p;
     }
     EXPECT_EQ(in_order, 0.0f);  // why the order is part of the arithmetic
-    if (rows[1].first == 8) EXPECT_EQ(groups_in_one_chain, 0.0f);  // why the super-groups are
+    if (rows[1].first == 8) {
+      EXPECT_EQ(groups_in_one_chain, 0.0f);  // why the super-groups are
+    }
   }
 }
 

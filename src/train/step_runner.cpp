@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "compat.h"
 #include "kernels/copy_async.h"
 #include "kernels/gather_rows.h"
 
@@ -75,6 +76,8 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   auto row_bytes = [](const torch::Tensor& t) { return t.numel() == 0 ? 0 : static_cast<int64_t>(t.nbytes()) / t.size(0); };
   block_rows_bytes_ = graph_steps * rows * (row_bytes(train.inputs) + row_bytes(train.targets));
   block_rows_fit_ = block_rows_bytes_ <= kBlockRowsBytes;
+  const int64_t l2 = compat::l2_cache_bytes(device);
+  block_gather_steps_ = gather_steps_within(l2 > 0 ? l2 / 4 : block_rows_bytes_);
   block_graph_ = std::make_unique<StepGraph>(device, gen, /*warmup=*/1);
   block_body_ = [this] { block_body(); };
 }
@@ -85,14 +88,30 @@ void StepRunner::limit_block_rows(int64_t bytes) {
   block_rows_fit_ = block_rows_bytes_ <= bytes;
 }
 
+int64_t StepRunner::gather_steps_within(int64_t bytes) const {
+  const int64_t per_step = block_steps_ > 0 ? block_rows_bytes_ / block_steps_ : 0;
+  int64_t best = 1;
+  for (int64_t d = 1; d <= block_steps_; ++d)
+    if (block_steps_ % d == 0 && d * per_step <= bytes) best = d;
+  return best;
+}
+
+void StepRunner::limit_block_gather(int64_t bytes) {
+  if (block_graph_ && block_graph_->warmups() + block_graph_->replays() > 0)
+    throw std::logic_error("StepRunner::limit_block_gather: after the first block");
+  block_gather_steps_ = gather_steps_within(bytes);
+}
+
 void StepRunner::block_body() {
   const int64_t rows = idx_static_.numel();
-  if (block_rows_fit_) select_rows(block_rows_, idx_block_static_);
+  const int64_t chunk = block_gather_steps_;  // divides block_steps_
   const Batch own = batch_;
   for (int64_t j = 0; j < block_steps_; ++j) {
     if (block_rows_fit_) {
-      batch_.inputs = block_rows_.inputs.narrow(0, j * rows, rows);
-      batch_.targets = block_rows_.targets.narrow(0, j * rows, rows);
+      // the next `chunk` steps' rows into the same buffer, behind the steps that read the last ones
+      if (j % chunk == 0) select_rows(block_rows_, idx_block_static_.narrow(0, j * rows, chunk * rows));
+      batch_.inputs = block_rows_.inputs.narrow(0, (j % chunk) * rows, rows);
+      batch_.targets = block_rows_.targets.narrow(0, (j % chunk) * rows, rows);
     } else {
       select_batch(idx_block_static_.narrow(0, j * rows, rows));
     }

@@ -95,6 +95,15 @@ class StepRunner {
   // The block's rows are gathered at once up to this many bytes (kBlockRowsBytes unless set; before
   // the first block); beyond, each step of the block gathers its own (the tests set 0 for that path).
   void limit_block_rows(int64_t bytes);
+  // Where the block's rows are gathered, they are gathered a few steps at a time: the most steps (a
+  // divisor of the block) whose rows fit this many bytes, so that a step's first product reads rows still
+  // in the L2 cache (auto: a quarter of a GPU's L2 cache; on the CPU the whole block at once); before the
+  // first block. Why: App. H.1's first product takes 9.8 µs on an H100 when its rows come from an epoch's
+  // 157 MB gathered at once and 7.2 µs right after its own step's gather (bench_step --kernel-trace).
+  void limit_block_gather(int64_t bytes);
+  // Steps whose rows one gather brings (block_steps() where the block gathers at once; 0 without blocks
+  // or where each step gathers its own).
+  int64_t block_gather_steps() const { return block_rows_fit_ ? block_gather_steps_ : 0; }
   // Called after the backward pass, before the prior's gradient, with the minibatch nll (detached):
   // distributed.mode: data sums .grad and the nll over the ranks here (the hook of DistributedRun).
   // The model's backward pass then adds no loss of its own (use_loss_sink(false)): the reduced nll is
@@ -132,6 +141,8 @@ class StepRunner {
   // A model backward pass's nll, noting that the model added it to the loss sum (where the sink is on)
   torch::Tensor from_model(torch::Tensor nll);
   void select_batch(const torch::Tensor& idx) { select_rows(batch_, idx); }
+  // The most steps, a divisor of block_steps_, whose rows fit `bytes` (at least 1).
+  int64_t gather_steps_within(int64_t bytes) const;
   void select_rows(Batch& out, const torch::Tensor& idx);
   void block_body();  // the captured body of step_block
   // A captured step's closure and update (row `row` of the prepared step): the sampler's launch, or
@@ -186,6 +197,7 @@ class StepRunner {
   Batch block_rows_;
   bool block_rows_fit_ = false;
   int64_t block_rows_bytes_ = 0;  // what the block's rows take (0 without blocks)
+  int64_t block_gather_steps_ = 1;  // steps a gather brings within the block (a divisor of block_steps_)
   std::function<void()> block_body_;
   std::vector<kernels::FusedUpdateArgs> updates_;  // the prepared updates handed to the model's pass
   int64_t updates_in_model_ = 0;                  // bodies whose update the model's pass applied
