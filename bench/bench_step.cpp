@@ -34,7 +34,7 @@
 //
 //   bench_step CONFIG [--set key=value ...] [--threads 2] [--rounds 5] [--steps 200] [--warmup 20]
 //              [--profile [--by-parent]] [--intra-threads N] [--json FILE] [--label NAME]
-//              [--matmul aten|onednn] [--graph] [--kernel-trace N]
+//              [--matmul aten|onednn] [--graph [--graph-steps K [--block-gather-bytes B]]] [--kernel-trace N]
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
       ("matmul", "the models' matrix products: onednn | aten (default: the build's)", cxxopts::value<std::string>()->default_value(""))
       ("graph", "step and floor each replayed as one CUDA graph (train.graph)")
       ("graph-steps", "with --graph: steps per graph launch (train.graph_steps; the floor stays one a step)", cxxopts::value<int>()->default_value("1"))
+      ("block-gather-bytes", "with --graph-steps: a block's rows gathered at most this many bytes at a time (StepRunner::limit_block_gather; default: a quarter of the GPU's L2 cache, the whole block on the CPU)", cxxopts::value<int64_t>()->default_value("-1"))
       ("kernel-trace", "after the rounds, N more steps whose device timeline CUPTI records: each launch's kernels and copies, their durations and the gaps between them (a CUDA build with CUPTI; the trace is on from the start, so the rounds run under it too)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "help");
   cli.parse_positional({"config"});
@@ -261,6 +262,7 @@ int main(int argc, char** argv) {
   StepRunner runner(model, *s.sampler, *s.prior, s.dm.data.train, s.plan.grad_scale(), s.plan.batch_size, loss,
                     graph, s.dm.device, s.gen_dev, s.plan.graph_steps);
   runner.use_model_backward(s.config.train.backward == "auto");
+  if (r["block-gather-bytes"].as<int64_t>() >= 0) runner.limit_block_gather(r["block-gather-bytes"].as<int64_t>());
   int64_t step_no = 0;
   const int64_t block = runner.block_steps();
   // one step, or (--graph-steps K) a block of K steps: the rounds count steps either way
@@ -331,6 +333,7 @@ int main(int argc, char** argv) {
                               {"step_median", st.median}, {"floor_median", fl.median},
                               {"fraction_of_floor", st.median / fl.median}, {"floor", floor.what},
                               {"matmul", kernels::matmul_backend_name()}, {"graph", graph}, {"graph_steps", block},
+                              {"block_gather_steps", runner.block_gather_steps()},
                               {"device", dev.str()}};
   if (floor.bytes > 0) j["floor_gb_per_s"] = floor.bytes * fl.median / 1e9;
   if (trace_steps > 0) {

@@ -1047,6 +1047,11 @@ stage_launch() {
         --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" \
         --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     done
+    # a block's rows gathered at once (the block's 157 MB) against the default's 5 steps at a time
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --rounds 5 --steps 500 --graph --graph-steps 100 --block-gather-bytes 2000000000 \
+      --label "mlp_h1_gemm_steps100_gather_all_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   done
   [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
