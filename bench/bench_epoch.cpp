@@ -12,7 +12,13 @@
 // are the same on the CPU, which is why this runs anywhere: the per-epoch work's cost on a GPU is
 // launches and waits, and this bench counts them.
 //
+// `--kernel-trace` (a CUDA build with CUPTI, bench/kernel_trace.h) also records the device's timeline of
+// the whole run and prints it by graph: with train.graph_epoch each phase's device work is a graph of its
+// own, so the table says what a block of steps, an evaluation, a sample's predictions and a Gibbs step
+// cost the device per launch, against the phases' host seconds above.
+//
 //   bench_epoch CONFIG [--set key=value ...] [--threads 1] [--json FILE] [--ops PHASE[,PHASE] [--nested]]
+//               [--kernel-trace]
 //
 // Example (App. H.1, 4 epochs, samples from epoch 2):
 //   bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir=/usr/share/datasets/fashion-mnist \
@@ -33,6 +39,7 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "kernel_trace.h"  // bench/
 #include "runtime/cpu.h"
 #include "train/trainer.h"
 
@@ -97,19 +104,28 @@ int main(int argc, char** argv) {
       "threads", "intra-op threads", cxxopts::value<int>()->default_value("1"))(
       "json", "write the counts here", cxxopts::value<std::string>()->default_value(""))(
       "ops", "also list the top-level ops of these phases, by calls", cxxopts::value<std::vector<std::string>>()->default_value({}))(
-      "nested", "--ops lists every op, nested ones too");
+      "nested", "--ops lists every op, nested ones too")(
+      "kernel-trace", "the run's device timeline by graph (CUPTI; a CUDA build)");
   o.parse_positional({"config"});
   auto r = o.parse(argc, argv);
   torch::set_num_threads(r["threads"].as<int>());
   g_nested = r.count("nested") > 0;
 
-  std::vector<std::string> sets = r["set"].as<std::vector<std::string>>();
+  std::vector<std::string> sets;
+  for (const auto& kv : r["set"].as<std::vector<std::string>>())
+    if (!kv.empty()) sets.push_back(kv);  // cxxopts' empty default is one empty string
   sets.push_back("train.threads=" + std::to_string(r["threads"].as<int>()));
   const ExperimentConfig cfg = load_config(r["config"].as<std::string>(), sets);
   RunOptions opts;
   opts.overwrite = true;
   opts.quiet = true;
 
+  const bool trace = r.count("kernel-trace") > 0;
+  if (trace && !bench::kernel_trace_available()) {
+    std::cerr << "bench_epoch: --kernel-trace: this build has no CUPTI (a CUDA build where CMake finds CUDA::cupti)\n";
+    return 2;
+  }
+  if (trace) bench::kernel_trace_start();
   auto handle = at::addThreadLocalCallback(
       at::RecordFunctionCallback(on_start, on_end).scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   const RunSummary summary = run_training(cfg, opts);
@@ -148,6 +164,11 @@ int main(int argc, char** argv) {
     std::sort(by_calls.rbegin(), by_calls.rend());
     std::cout << "\n" << phase << (g_nested ? ": ops" : ": top-level ops") << " by calls (" << g_counts[phase].entries << " entries)\n";
     for (const auto& [calls, name] : by_calls) std::cout << std::setw(8) << calls << "  " << name << "\n";
+  }
+  if (trace) {
+    if (torch::cuda::is_available()) torch::cuda::synchronize();
+    std::cout << "\ndevice timeline of the run\n";
+    out["kernel_trace"] = bench::summarise_by_graph(bench::kernel_trace_stop());
   }
   if (const std::string f = r["json"].as<std::string>(); !f.empty()) std::ofstream(f) << out.dump(2) << "\n";
   return 0;

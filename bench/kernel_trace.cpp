@@ -256,4 +256,59 @@ nlohmann::ordered_json summarise_kernel_trace(const std::vector<GpuActivity>& ac
   return j;
 }
 
+nlohmann::ordered_json summarise_by_graph(const std::vector<GpuActivity>& acts, bool print) {
+  struct Launch {
+    uint64_t first = UINT64_MAX, last = 0;
+    double busy_ns = 0;
+    int64_t count = 0;
+    uint64_t covered_to = 0;
+    std::string first_name;  // its earliest activity (the records come by start time)
+  };
+  std::map<uint32_t, std::map<uint32_t, Launch>> graphs;  // graph id -> correlation -> its launch
+  std::map<std::string, std::pair<int64_t, double>> outside;
+  for (const auto& a : acts) {  // by start time: the union of a launch's intervals as it goes
+    if (a.graph == 0) {
+      auto& e = outside[label_of(a)];
+      ++e.first, e.second += (a.end - a.start) * 1e-3;
+      continue;
+    }
+    Launch& l = graphs[a.graph][a.correlation];
+    if (l.count == 0) l.covered_to = a.start, l.first_name = label_of(a);
+    l.first = std::min(l.first, a.start), l.last = std::max(l.last, a.end), ++l.count;
+    if (a.end > l.covered_to) l.busy_ns += a.end - std::max(a.start, l.covered_to), l.covered_to = a.end;
+  }
+  struct Row {
+    std::string what;
+    int64_t launches;
+    double activities, span_us, busy_us, total_busy_us;
+  };
+  std::vector<Row> rows;
+  for (const auto& [id, ls] : graphs) {
+    std::vector<double> n, span, busy;
+    double total = 0;
+    for (const auto& [c, l] : ls) {
+      n.push_back(static_cast<double>(l.count)), span.push_back((l.last - l.first) * 1e-3), busy.push_back(l.busy_ns * 1e-3);
+      total += l.busy_ns * 1e-3;
+    }
+    rows.push_back({"graph " + std::to_string(id) + " (first: " + ls.begin()->second.first_name + ")",
+                    static_cast<int64_t>(ls.size()), median(n), median(span), median(busy), total});
+  }
+  for (const auto& [name, e] : outside)
+    rows.push_back({name, e.first, 1, e.second / static_cast<double>(e.first), e.second / static_cast<double>(e.first), e.second});
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total_busy_us > b.total_busy_us; });
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  if (print)
+    std::cout << std::fixed << std::setprecision(1) << "  by graph (medians a launch; the activities outside graphs by name)\n"
+              << "    launches  activities   span us   busy us   total busy ms  what\n";
+  for (const auto& r : rows) {
+    if (print && j.size() < 40)
+      std::cout << "    " << std::setw(8) << r.launches << "  " << std::setw(10) << r.activities << "  " << std::setw(8)
+                << r.span_us << "  " << std::setw(8) << r.busy_us << "  " << std::setw(14) << std::setprecision(3)
+                << r.total_busy_us * 1e-3 << std::setprecision(1) << "  " << r.what << "\n";
+    j.push_back({{"what", r.what}, {"launches", r.launches}, {"activities", r.activities}, {"span_us", r.span_us},
+                 {"busy_us", r.busy_us}, {"total_busy_us", r.total_busy_us}});
+  }
+  return j;
+}
+
 }  // namespace sgmcmc::bench

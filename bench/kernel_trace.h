@@ -47,4 +47,10 @@ std::vector<GpuActivity> kernel_trace_take();
 nlohmann::ordered_json summarise_kernel_trace(const std::vector<GpuActivity>& acts, int64_t steps_per_launch,
                                               bool print = true);
 
+// The records by graph: for each graph (its id), how many launches, the activities a launch ran and its
+// span and busy time (medians), the busy time summed over its launches; then the activities outside graphs
+// by name (count, device time). For a run whose phases are graphs of their own (train.graph_epoch), what
+// each phase costs the device. Prints the table (largest total first) and returns it as JSON.
+nlohmann::ordered_json summarise_by_graph(const std::vector<GpuActivity>& acts, bool print = true);
+
 }  // namespace sgmcmc::bench

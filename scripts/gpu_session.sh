@@ -1013,7 +1013,7 @@ stage_trace() {
 # blocks. Instead of build.
 stage_launch() {
   local dl=${LAUNCH_DEADLINE:-540} v r k
-  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step test_mlp_tail test_mlp_fused test_graph || return 1
+  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step bench_epoch test_mlp_tail test_mlp_fused test_graph || return 1
   # the column blocks' current shape (8 columns × 64 row groups) against their reference, in the pass, in graphs
   run_gtest test_mlp_tail 60 "MlpTail.*"
   run_gtest test_mlp_fused 120 \
@@ -1031,6 +1031,11 @@ stage_launch() {
       > "$L/trace_$v.txt" 2>&1
     echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head)" "$L/trace_$v.txt" | head -6
   done
+  # the per-epoch phases on the device's clock: H.1 for 20 epochs (each phase's device work a graph of its own)
+  timeout 60 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set train.epochs=20 \
+    --set train.burn_in=5 --set output.dir=/tmp/bench_epoch --threads 16 --kernel-trace --json "$L/epoch_trace.json" \
+    > "$L/epoch_trace.txt" 2>&1
+  echo "bench_epoch --kernel-trace rc=$?"; sed -n '/^phase/,/^finish/p;/device timeline/,$p' "$L/epoch_trace.txt" | head -30
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # the steps, graph-replayed, two rounds interleaved: the GEMM kernel's last launch against the column blocks
   for r in 1 2; do
