@@ -1019,24 +1019,7 @@ stage_launch() {
   run_gtest test_mlp_fused 120 \
     "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
   run_gtest test_graph 100 "Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
-  timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
-  echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
-  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
-  for v in h1_gemm h1_columns fnn800_gemm fnn800_columns; do
-    local cfg=configs/mnist_bnn_sghmc.yaml; [ "${v#fnn800}" != "$v" ] && cfg=configs/mnist_fnn800_sgld.yaml
-    # shellcheck disable=SC2086
-    timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
-      --set kernels.cuda_mlp_tail=${v#*_} --graph --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" \
-      > "$L/trace_$v.txt" 2>&1
-    echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head)" "$L/trace_$v.txt" | head -6
-  done
-  # the per-epoch phases on the device's clock: H.1 for 20 epochs (each phase's device work a graph of its own)
-  timeout 60 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set train.epochs=20 \
-    --set train.burn_in=5 --set output.dir=/tmp/bench_epoch --threads 16 --kernel-trace --json "$L/epoch_trace.json" \
-    > "$L/epoch_trace.txt" 2>&1
-  echo "bench_epoch --kernel-trace rc=$?"; sed -n '/^phase/,/^finish/p;/device timeline/,$p' "$L/epoch_trace.txt" | head -30
-  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # the steps, graph-replayed, two rounds interleaved: the GEMM kernel's last launch against the column blocks
   for r in 1 2; do
     for v in gemm columns; do
@@ -1057,6 +1040,11 @@ stage_launch() {
     timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
       --rounds 5 --steps 500 --graph --graph-steps 100 --block-gather-bytes 2000000000 \
       --label "mlp_h1_gemm_steps100_gather_all_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+    # FNN-800's first hidden layer's bias and ReLU in one kernel (kernels.cuda_act: fused) instead of ATen's two
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --set kernels.cuda_act=fused --rounds 5 --steps 500 --graph --label "fnn800_gemm_act_fused_graph" \
+      --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   done
   [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
@@ -1066,6 +1054,27 @@ stage_launch() {
     left $((dl - 100)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
       H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
   done
+  left $((dl - 60)) "bench_launch" && {
+    timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
+    echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
+    tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  }
+  left $((dl - 70)) "traces" && for v in h1_gemm h1_columns fnn800_gemm fnn800_columns; do
+    local cfg=configs/mnist_bnn_sghmc.yaml; [ "${v#fnn800}" != "$v" ] && cfg=configs/mnist_fnn800_sgld.yaml
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
+      --set kernels.cuda_mlp_tail=${v#*_} --graph --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" \
+      > "$L/trace_$v.txt" 2>&1
+    echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head)" "$L/trace_$v.txt" | head -6
+  done
+  left $((dl - 40)) "bench_epoch" && {
+    # the per-epoch phases on the device's clock: H.1 for 20 epochs (each phase's device work a graph of its own)
+    timeout 60 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set train.epochs=20 \
+      --set train.burn_in=5 --set output.dir=/tmp/bench_epoch --threads 16 --kernel-trace --json "$L/epoch_trace.json" \
+      > "$L/epoch_trace.txt" 2>&1
+    echo "bench_epoch --kernel-trace rc=$?"; sed -n '/^phase/,/^finish/p;/device timeline/,$p' "$L/epoch_trace.txt" | head -30
+    tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  }
 }
 stage_peers() {
   PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \
