@@ -74,7 +74,9 @@
 #          launch, programmatic launches, blocks of 100 steps) and FNN-800: each kernel's time and the gaps
 #          inside the replayed graph
 #   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata): the column
-#          blocks' current shape (8 columns × 64 row groups) against their reference and in the pass; bench_launch
+#          blocks' current shape (8 columns × 64 row groups) against their reference and in the pass; H.1 in full
+#          and the steps with either last launch (and the update in the column blocks, the block's rows gathered
+#          at once, FNN-800 with kernels.cuda_act: fused); bench_launch
 #          (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared memory,
 #          parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes); the H.1 and
 #          FNN-800 steps' traces and steps, the GEMM last launch against the column blocks, two rounds; H.1 in
@@ -1020,10 +1022,17 @@ stage_launch() {
     "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
   run_gtest test_graph 100 "Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch) and the column blocks
+  for r in 1 2; do
+    left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
+    left $((dl - 300)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
+      H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
+  done
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # the steps, graph-replayed, two rounds interleaved: the GEMM kernel's last launch against the column blocks
   for r in 1 2; do
     for v in gemm columns; do
-      left $((dl - 170)) "steps" || break 2
+      left $((dl - 130)) "steps" || break 2
       for k in 1 100; do
         # shellcheck disable=SC2086
         timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
@@ -1034,6 +1043,15 @@ stage_launch() {
       timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
         --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" \
         --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+    done
+    # the sampler's update in the column blocks (kernels.cuda_mlp_update: fused; H.1 only: FNN-800 measured
+    # 14 µs slower with the first shape)
+    for k in 1 100; do
+      left $((dl - 100)) "steps, update in the column blocks" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_update=fused --rounds 5 --steps 500 --graph \
+        --graph-steps $k --label "mlp_h1_columns_update_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     done
     # a block's rows gathered at once (the block's 157 MB) against the default's 5 steps at a time
     # shellcheck disable=SC2086
@@ -1048,12 +1066,6 @@ stage_launch() {
   done
   [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch) and the column blocks
-  for r in 1 2; do
-    left $((dl - 100)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
-    left $((dl - 100)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
-      H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
-  done
   left $((dl - 60)) "bench_launch" && {
     timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
     echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
