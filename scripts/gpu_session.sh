@@ -1044,6 +1044,18 @@ stage_launch() {
         --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" \
         --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     done
+    # the product into the head as 4 k-parts the head adds (kernels.cuda_mlp_kparts: no split-K reduction)
+    for k in 1 100; do
+      left $((dl - 110)) "steps, k-parts" || break 2
+      # shellcheck disable=SC2086
+      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph --graph-steps $k \
+        --label "mlp_h1_gemm_kparts4_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+    done
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph --label "fnn800_gemm_kparts4_graph" \
+      --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     # the sampler's update in the column blocks (kernels.cuda_mlp_update: fused; H.1 only: FNN-800 measured
     # 14 µs slower with the first shape)
     for k in 1 100; do

@@ -152,24 +152,29 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   // (App. H.1's and FNN-800's shapes; a width that is no multiple of 4 takes cuBLAS for that product)
   // (and the route's launches on two streams: kernels.cuda_mlp_streams 2), on cuBLASLt and as cluster
   // products (kernels/gemm_cluster.h: sm_90; before it, and for chains, the route takes cuBLAS)
-  // and the route's last launch as column blocks (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h)
+  // and the route's last launch as column blocks (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h), and the
+  // product into the head as k-parts the head adds (kernels.cuda_mlp_kparts; a width no multiple of them
+  // takes the plain product)
   struct Variant {
     int tile;
     Gemm gemm;
     int streams;
     bool tail = false;
     bool pdl = false;  // kernels.cuda_pdl: on (the pass's kernels as programmatic dependent launches)
+    int kparts = 0;
   };
-  for (auto [tile, gemm, streams, tail, pdl] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
+  for (auto [tile, gemm, streams, tail, pdl, kparts] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
                                      Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
                                      Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2},
                                      Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2},
                                      Variant{32, Gemm::kCublas, 1, true}, Variant{32, Gemm::kCublasLt, 1, true},
-                                     Variant{32, Gemm::kTiled, 1, false, true}, Variant{32, Gemm::kCublasLt, 1, true, true}})
+                                     Variant{32, Gemm::kTiled, 1, false, true}, Variant{32, Gemm::kCublasLt, 1, true, true},
+                                     Variant{32, Gemm::kCublasLt, 1, false, false, 4}, Variant{32, Gemm::kCublasLt, 1, true, false, 8}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
       SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) +
-                   ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : "") + (pdl ? ", pdl" : ""));
+                   ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : "") + (pdl ? ", pdl" : "") +
+                   (kparts > 0 ? ", kparts " + std::to_string(kparts) : ""));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
@@ -178,6 +183,7 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
       k.cuda_mlp_streams = streams;
       k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
       k.cuda_pdl = pdl;
+      k.cuda_mlp_kparts = kparts;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);

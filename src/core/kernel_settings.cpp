@@ -46,6 +46,7 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_mlp_tail", cuda_mlp_tail == MlpTail::kAuto ? "auto" : cuda_mlp_tail == MlpTail::kGemm ? "gemm" : "columns"},
           {"cuda_pdl", cuda_pdl ? "on" : "off"},
           {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
+          {"cuda_mlp_kparts", cuda_mlp_kparts == 0 ? "auto" : std::to_string(cuda_mlp_kparts)},
           {"cuda_gemm_cache", cuda_gemm_cache}};
 }
 
@@ -55,7 +56,7 @@ const std::vector<std::string>& kernel_setting_keys() {
                                                 "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
                                                 "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows",
                                                 "cuda_mlp_gemm", "cuda_mlp_streams", "cuda_gemm_cache",
-                                                "cuda_mlp_update", "cuda_mlp_tail", "cuda_pdl"};
+                                                "cuda_mlp_update", "cuda_mlp_tail", "cuda_pdl", "cuda_mlp_kparts"};
   return keys;
 }
 
@@ -98,6 +99,8 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_pdl = pick(b, "cuda_pdl", "off", "on", false);
   const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
   s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);
+  const auto kparts = b.get_choice("cuda_mlp_kparts", "auto", {"auto", "1", "2", "4", "8"});
+  s.cuda_mlp_kparts = kparts == "auto" ? 0 : std::stoi(kparts);
   s.cuda_gemm_cache = b.get_string("cuda_gemm_cache", "auto");
   if (s.cuda_gemm_cache.empty())
     throw std::invalid_argument(b.context() + ".cuda_gemm_cache: empty (auto, off or a file)");

@@ -43,6 +43,10 @@
 //                         # × 64 row groups a block, not yet timed on a GPU; A/B)
 //     cuda_mlp_streams: auto # auto (1) | 1 | 2: the cuBLAS route's launches that do not wait for the hidden
 //                         # layers' ∇W products on a second stream beside them (A/B; 2 measured slower)
+//     cuda_mlp_kparts: auto # auto (1) | 1 | 2 | 4 | 8: the cuBLAS route's product into the head (the last
+//                         # hidden layer's pre-activation) as that many k-parts, one cuBLASLt batched product
+//                         # writing each part's sum, added in order by the head as it loads its rows: no
+//                         # split-K reduction kernel (2.8 µs of H.1's replayed step on an H100; A/B)
 //     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the
 //                         # update) launched as programmatic dependent launches (sm_90): each scheduled while
 //                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h;
@@ -81,6 +85,7 @@ struct KernelSettings {
   bool cuda_mlp_prior_fused = true;
   bool cuda_mlp_update_fused = false;
   int cuda_mlp_streams = 0;  // 0: auto (1)
+  int cuda_mlp_kparts = 0;   // 0: auto (1)
   enum class MlpTail { kAuto, kGemm, kColumns };
   MlpTail cuda_mlp_tail = MlpTail::kAuto;
   bool cuda_pdl = false;

@@ -480,10 +480,13 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
 // c = blockIdx.y: its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's.
 // With pre_bias, h holds the hidden layer before its bias and activation (a cuBLAS product's output):
 // the block applies act(h + pre_bias) as it loads its rows and writes them to h_out for the backward.
+// With parts > 1 (one chain, pre_bias set), h holds that many partial products over k, part_stride apart,
+// which the block adds in part order first: ((h_0 + h_1) + h_2) + …, then the bias.
 template <typename T>
 __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
-                T scale, Activation act, T* g, T* d, T* row_nll, const T* pre_bias, T* h_out) {
+                T scale, Activation act, T* g, T* d, T* row_nll, const T* pre_bias, T* h_out, int parts,
+                int64_t part_stride) {
   pdl_enter();
   const int64_t chain = blockIdx.y;
   h += chain * n * hdim, w += chain * outs * hdim, bias += chain * outs, y += chain * n;
@@ -504,6 +507,7 @@ __global__ void __launch_bounds__(kHeadThreads)
   for (int i = tid; i < rows * hdim; i += kHeadThreads) {
     const int64_t at = static_cast<int64_t>(r0) * hdim + i;
     T v = h[at];
+    for (int p = 1; p < parts; ++p) v += h[p * part_stride + at];
     if (pre_bias != nullptr) h_out[at] = v = activate_hd(act, v + pre_bias[i % hdim]);
     hs[i] = v;
   }
@@ -778,10 +782,30 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     return chains == 1 ? W.view({outs_of(W), ins_of(W)}) : W;
   };
   const auto h_of = [&](size_t l) -> const torch::Tensor& { return l == 0 ? x : s.h[l]; };
+  int head_parts = 1;  // the head's input as that many partial products over k (kernels.cuda_mlp_kparts)
   if (route) {  // h_{l+1} for every hidden layer; the last one's pre-activation goes to the head
     for (size_t l = 0; l + 1 < L; ++l) {
       const bool last = l + 2 == L;
-      auto& dst = ensure2(last ? s.pre : s.h[l + 1], rows, outs_of(layers[l].weight), opts);
+      const int64_t out_l = outs_of(layers[l].weight), in_l = ins_of(layers[l].weight);
+      const int kp = kernel_settings().cuda_mlp_kparts;
+      if (last && lt && chains == 1 && kp > 1 && in_l % kp == 0 && rows > 0) {
+        // kp partial products over k in one batched cuBLASLt product: part p = h_l[:, pk] · W_l[:, pk]ᵀ over
+        // the p-th k range (no split-K reduction kernel: the head adds the parts in order)
+        const int64_t kk = in_l / kp;
+        const auto& a = h_of(l);
+        const auto& W = layers[l].weight;
+        auto& parts = ensure(s.pre_parts, kp * rows * out_l, opts, false);
+        auto c = parts.narrow(0, 0, kp * rows * out_l).view({kp, rows, out_l});
+        const auto as = a.as_strided({kp, rows, kk}, {kk * a.stride(1), a.stride(0), a.stride(1)});
+        const auto Wt = W.view({out_l, in_l}).transpose(0, 1);  // [in, out], column-major
+        const auto bs = Wt.as_strided({kp, kk, out_l}, {kk * Wt.stride(0), Wt.stride(0), Wt.stride(1)});
+        if (gemm_lt(as, bs, c, false)) {
+          head_parts = kp;
+          h[l + 1] = c.template data_ptr<T>();
+          continue;
+        }
+      }
+      auto& dst = ensure2(last ? s.pre : s.h[l + 1], rows, out_l, opts);
       auto dst_c = per_chain(dst);
       product(per_chain(h_of(l)), weight_of(layers[l].weight).transpose(-2, -1), dst_c, false);
       if (!last) bias_activate(dst, layers[l].bias, act, chains);
@@ -815,7 +839,8 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     const T* pre_bias = route ? layers[L - 2].bias.template data_ptr<T>() : nullptr;
     launch_pdl(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream, h[L - 1], layers[L - 1].weight.template data_ptr<T>(),
                layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(), n, hdim, outs, head_rows, scale, act,
-               gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out);
+               gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts,
+               int64_t{rows} * hdim);
     if (route) h[L - 1] = h_out;
   } else if (route) {
     h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();
