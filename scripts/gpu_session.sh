@@ -1022,11 +1022,14 @@ stage_launch() {
     "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
   run_gtest test_graph 100 "Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
-  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch) and the column blocks
+  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch), the column blocks, and those with
+  # the products as 4 k-parts
   for r in 1 2; do
     left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
     left $((dl - 300)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
       H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
+    left $((dl - 300)) "H.1 in full, columns, k-parts" && H1_GRAPHS=true H1_TAG=_columns_kparts$r \
+      H1_SETS="--set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_kparts=4" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # the steps, graph-replayed, two rounds interleaved: the GEMM kernel's last launch against the column blocks
@@ -1044,18 +1047,22 @@ stage_launch() {
         --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" \
         --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     done
-    # the product into the head as 4 k-parts the head adds (kernels.cuda_mlp_kparts: no split-K reduction)
-    for k in 1 100; do
+    # the products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels): the product into the
+    # head (the head adds its parts) with either last launch, and ∇W_0's with the column blocks (their
+    # elementwise blocks add its parts)
+    for v in gemm columns; do
       left $((dl - 110)) "steps, k-parts" || break 2
+      for k in 1 100; do
+        # shellcheck disable=SC2086
+        timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+          --set kernels.cuda_mlp_tail=$v --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph --graph-steps $k \
+          --label "mlp_h1_${v}_kparts4_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+      done
       # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-        --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph --graph-steps $k \
-        --label "mlp_h1_gemm_kparts4_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+        --set kernels.cuda_mlp_tail=$v --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph \
+        --label "fnn800_${v}_kparts4_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     done
-    # shellcheck disable=SC2086
-    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-      --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph --label "fnn800_gemm_kparts4_graph" \
-      --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
     # the sampler's update in the column blocks (kernels.cuda_mlp_update: fused; H.1 only: FNN-800 measured
     # 14 µs slower with the first shape)
     for k in 1 100; do

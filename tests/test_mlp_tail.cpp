@@ -82,6 +82,7 @@ MlpTailArgs copy_to(const MlpTailArgs& t, const torch::Device& d) {
   MlpTailArgs c = t;
   c.g_out = copy_to(t.g_out, d), c.h_last = copy_to(t.h_last, d), c.out = copy_to(t.out, d);
   for (size_t l = 0; l < t.hidden.size(); ++l) c.g_hidden[l] = copy_to(t.g_hidden[l], d), c.hidden[l] = copy_to(t.hidden[l], d);
+  for (auto& p : c.weight_grad_parts) p = copy_to(p, d);
   c.row_nll = copy_to(t.row_nll, d), c.loss_sum = copy_to(t.loss_sum, d);
   return c;
 }
@@ -191,6 +192,40 @@ TEST(MlpTail, ReferenceSumsEachRowGroupThenTheGroups) {
   }
 }
 
+// ∇W_l given as partial sums (kernels.cuda_mlp_kparts): the parts added in part order, then λ_W W_l with one
+// fma; exactly those float operations, with and without the prior's precisions.
+TEST(MlpTail, ReferenceAddsTheWeightGradientsPartsInOrder) {
+  for (bool priors : {false, true}) {
+    SCOPED_TRACE(priors ? "priors" : "no priors");
+    MlpTailArgs t = mlt::make(mlt::cases()[0], torch::kFloat32, priors, false, true, 5);
+    const auto& W = t.hidden[0].weight;
+    auto parts = torch::randn({4, W.size(0), W.size(1)}) * 1e3;
+    t.weight_grad_parts = {parts};
+    ASSERT_TRUE(kernels::mlp_tail_applies(t));
+    kernels::mlp_tail_reference(t);
+    auto want = parts[0].clone();
+    for (int p = 1; p < 4; ++p) want += parts[p];  // float32 adds, in part order
+    if (priors) {
+      const auto lw = torch::full_like(W, t.hidden[0].weight_lambda.item<float>());
+      auto flat = want.view(-1);
+      const float* l = lw.data_ptr<float>();
+      const float* w = W.data_ptr<float>();
+      float* c = flat.data_ptr<float>();
+      for (int64_t i = 0; i < flat.numel(); ++i) c[i] = std::fma(l[i], w[i], c[i]);
+    }
+    EXPECT_TRUE(torch::equal(t.hidden[0].weight_grad, want));
+  }
+  // what it takes: overwriting only, the layer's element count, its dtype
+  MlpTailArgs t = mlt::make(mlt::cases()[0], torch::kFloat32, false, true, true, 5);
+  t.weight_grad_parts = {torch::zeros({4, 100, 784})};
+  EXPECT_FALSE(kernels::mlp_tail_applies(t));
+  t = mlt::make(mlt::cases()[0], torch::kFloat32, false, false, true, 5);
+  t.weight_grad_parts = {torch::zeros({4, 100, 783})};
+  EXPECT_FALSE(kernels::mlp_tail_applies(t));
+  t.weight_grad_parts = {torch::zeros({4, 100, 784}, torch::kFloat64)};
+  EXPECT_FALSE(kernels::mlp_tail_applies(t));
+}
+
 // What it takes: the cases above (float32, float64; overwriting, accumulating); not more than 16 outputs,
 // mismatched rows, mixed dtypes, precisions with accumulating, one precision of two, a stage beyond 48 KB.
 TEST(MlpTail, AppliesWhereTheKernelTakesIt) {
@@ -227,9 +262,12 @@ TEST(MlpTail, CudaEqualsReferenceBitForBit) {
   const torch::Device dev(torch::kCUDA);
   for (auto dt : {torch::kFloat32, torch::kFloat64})
     for (const auto& c : mlt::cases())
-      for (int mode = 0; mode < 3; ++mode) {
+      for (int mode = 0; mode < 5; ++mode) {  // 3, 4: modes 0, 1 with each hidden ∇W_l as 3 partial sums
         SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, mode " : " float32, mode ") + std::to_string(mode));
-        MlpTailArgs cpu = mlt::make(c, dt, mode == 1, mode == 2, true, 21 + mode);
+        MlpTailArgs cpu = mlt::make(c, dt, mode % 3 == 1, mode == 2, true, 21 + mode);
+        if (mode >= 3)
+          for (const auto& L : cpu.hidden)
+            cpu.weight_grad_parts.push_back(torch::randn({3, L.weight.size(0), L.weight.size(1)}, torch::TensorOptions().dtype(dt)));
         MlpTailArgs gpu = mlt::copy_to(cpu, dev);
         const MlpTailArgs again = mlt::copy_to(cpu, dev);
         const auto want = kernels::mlp_tail_reference(cpu);

@@ -68,6 +68,7 @@ struct MlpFusedScratch {
   torch::Tensor row_nll;
   torch::Tensor pre;  // the cuBLAS route's last hidden layer before its bias and activation
   torch::Tensor pre_parts;  // the same as kernels.cuda_mlp_kparts partial products over k, [parts · rows · w]
+  std::vector<torch::Tensor> wgrad_parts;  // the hidden layers' ∇W_l as such parts (with the column blocks)
   // Optional: a 0-dim float64 tensor on the pass's device into which the pass's last kernel also adds
   // loss_weight · nll (the trainer's running loss: one kernel a step less than adding it afterwards).
   // A sum of another dtype, shape or device makes the pass decline (an undefined result).

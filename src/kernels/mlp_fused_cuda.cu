@@ -887,8 +887,35 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     ta.row_nll = row_nll.narrow(0, 0, rows);
     ta.loss_sum = s.loss_sum, ta.loss_weight = s.loss_weight;
     if (update) ta.update = s.update;  // the checks update_of made: the column blocks apply all of it
+    // kernels.cuda_mlp_kparts: each hidden layer's ∇W_l as kp partial products over ranges of the rows, in
+    // one batched cuBLASLt product, which the column blocks' elementwise blocks add in order (no split-K
+    // reduction kernel)
+    const int kp = kernel_settings().cuda_mlp_kparts;
+    const bool parts = lt && overwrite && kp > 1 && rows % kp == 0;
+    if (parts) {
+      s.wgrad_parts.resize(L - 1);
+      for (size_t l = 0; l + 1 < L; ++l) {
+        const int64_t numel = layers[l].weight.numel();
+        ta.weight_grad_parts.push_back(ensure(s.wgrad_parts[l], kp * numel, opts, false)
+                                           .narrow(0, 0, kp * numel)
+                                           .view({kp, outs_of(layers[l].weight), ins_of(layers[l].weight)}));
+      }
+    }
     if (mlp_tail_applies(ta)) {
-      weight_grad_products();
+      for (size_t l = 0; l + 1 < L; ++l) {
+        if (parts) {
+          const int64_t kk = rows / kp, out = outs_of(layers[l].weight), in = ins_of(layers[l].weight);
+          const auto& g = s.g[l + 1];  // [rows, out]
+          const auto& hl = h_of(l);    // [rows, in]
+          const auto as = g.as_strided({kp, out, kk}, {kk * g.stride(0), g.stride(1), g.stride(0)});
+          const auto bs = hl.as_strided({kp, kk, in}, {kk * hl.stride(0), hl.stride(0), hl.stride(1)});
+          auto c = ta.weight_grad_parts[l];
+          if (gemm_lt(as, bs, c, false)) continue;
+          ta.weight_grad_parts[l] = torch::Tensor();  // not taken: the plain product writes ∇W_l
+        }
+        auto gw = weight_of(layers[l].weight_grad);
+        product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
+      }
       auto nll = mlp_tail_cuda(ta, &s.update_applied);
       TORCH_INTERNAL_ASSERT(s.update_applied == update, "the column blocks and the pass disagree on the update");
       return nll;

@@ -106,12 +106,24 @@ torch::Tensor reference(const MlpTailArgs& t) {
     const T* bias = L.bias.data_ptr<T>();
     for (int64_t j = 0; j < out; ++j) e[j] = finish(column_sum<T>(nullptr, 1, 0, b, n, out, j), e + j, bias + j, le, acc);
   }
-  for (const auto& L : t.hidden) {  // ∇W_l ← fma(λ_W, W_l, ∇W_l)
+  for (size_t l = 0; l < t.hidden.size(); ++l) {  // ∇W_l ← fma(λ_W, W_l, ∇W_l), ∇W_l the parts' sum if given
+    const auto& L = t.hidden[l];
+    const bool parts = l < t.weight_grad_parts.size() && t.weight_grad_parts[l].defined();
+    T* c = L.weight_grad.data_ptr<T>();
+    const int64_t count = L.weight.numel();
+    if (parts) {
+      const auto& pt = t.weight_grad_parts[l];
+      const T* p = pt.data_ptr<T>();
+      for (int64_t i = 0; i < count; ++i) {
+        T v = p[i];
+        for (int64_t q = 1; q < pt.size(0); ++q) v += p[q * count + i];
+        c[i] = v;
+      }
+    }
     if (!L.weight_lambda.defined()) continue;
     const T lambda = *L.weight_lambda.data_ptr<T>();
     const T* w = L.weight.data_ptr<T>();
-    T* c = L.weight_grad.data_ptr<T>();
-    for (int64_t i = 0; i < L.weight.numel(); ++i) c[i] = fma_of(lambda, w[i], c[i]);
+    for (int64_t i = 0; i < count; ++i) c[i] = fma_of(lambda, w[i], c[i]);
   }
   // nll: thread q's sum over i ≡ q (mod kThreads) from 0, then the tree over the threads
   std::vector<T> part(S::kThreads, T(0));
@@ -145,6 +157,15 @@ bool mlp_tail_applies(const MlpTailArgs& t) {
     const auto& g = t.g_hidden[l];
     if (!matrix(g, n, like) || g.size(1) < 1 || n * g.size(1) >= std::numeric_limits<int32_t>::max()) return false;
     if (!layer_ok(t.hidden[l], g.size(1), like, t.accumulate)) return false;
+  }
+  if (t.weight_grad_parts.size() > t.hidden.size()) return false;
+  for (size_t l = 0; l < t.weight_grad_parts.size(); ++l) {
+    const auto& pt = t.weight_grad_parts[l];
+    if (!pt.defined()) continue;
+    const auto& W = t.hidden[l].weight;
+    if (t.accumulate || !same_kind(pt, like) || pt.dim() != 3 || pt.size(0) < 1 || pt.size(1) * pt.size(2) != W.numel() ||
+        pt.numel() >= std::numeric_limits<int32_t>::max())
+      return false;
   }
   if (!same_kind(t.row_nll, like) || t.row_nll.numel() != n) return false;
   if (t.loss_sum.defined() && (!t.loss_sum.is_contiguous() || t.loss_sum.scalar_type() != torch::kFloat64 ||

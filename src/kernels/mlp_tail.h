@@ -27,7 +27,8 @@
 //   (m = 1: p_q += b_ij).
 // - The epilogue: overwriting, ∇W = v or, with the prior's precisions, fma(λ_W, W, v) (∇b likewise with
 //   λ_b, b); accumulating, ∇W + v.
-// - Prior blocks: ∇W_l ← fma(λ_W, W_l, ∇W_l) elementwise (after cuBLAS wrote ∇W_l), 2,048 elements a block
+// - Prior blocks: ∇W_l ← fma(λ_W, W_l, ∇W_l) elementwise (after cuBLAS wrote ∇W_l), 2,048 elements a block;
+//   with ∇W_l as S partial products (weight_grad_parts), ∇W_l ← fma(λ_W, W_l, ((p_0 + p_1) + …) + p_S−1)
 //   (with the sampler's update in the launch, every hidden layer's, λ_W or not: they apply it to W_l).
 // - One block sums nll_i as the GEMM kernel's block_sum does (thread t from t in steps of 512, then a tree
 //   over the threads) and adds loss_weight · nll to the trainer's float64 loss sum.
@@ -75,6 +76,10 @@ struct MlpTailArgs {
   // (kernels/pass_update_cuda.h), every hidden layer's ∇W_l then finished by the elementwise blocks (with
   // or without λ_W). Not in mlp_tail_reference: the GPU tests compare it with the sampler's own kernel.
   const FusedUpdateArgs* update = nullptr;
+  // Optional, per hidden layer (empty or undefined: none): ∇W_l's sums as S partial sums [S, out_l, in_l]
+  // (the products over S ranges of the rows, kernels.cuda_mlp_kparts), which the elementwise blocks add
+  // in part order before λ_W W_l, writing ∇W_l (overwriting only).
+  std::vector<torch::Tensor> weight_grad_parts;
 };
 
 // Whether the launch takes these tensors (checked before anything runs): the shapes above, one dtype

@@ -40,12 +40,16 @@ struct Problem {
   int first_block = 0;
 };
 
-// c ← fma(λ, w, c) over `count` elements (λ == nullptr: c as it is; the update's only).
+// c ← fma(λ, w, c) over `count` elements (λ == nullptr: c as it is; the update's only). With parts > 1, c's
+// sums come as that many partial sums, part_stride apart: c ← fma(λ, w, ((p_0 + p_1) + …)) (or the sum).
 template <typename T>
 struct Prior {
   T* c = nullptr;
   const T* w = nullptr;
   const T* lambda = nullptr;
+  const T* parts = nullptr;
+  int nparts = 0;
+  int64_t part_stride = 0;
   int count = 0, first_block = 0;
 };
 
@@ -228,18 +232,38 @@ __device__ void prior_block(const Args<T>& args, int block) {
   const T lambda = q.lambda != nullptr ? *q.lambda : T(0);
   const int base = (block - q.first_block) * S::kPriorPerBlock + static_cast<int>(threadIdx.x);
   T cv[kPriorLoads], wv[kPriorLoads];
+  if (q.parts != nullptr) {  // the partial sums added in part order (each part's loads in flight at once)
 #pragma unroll
-  for (int t = 0; t < kPriorLoads; ++t) {
-    const int at = base + t * S::kThreads;
-    const bool in = at < q.count && q.lambda != nullptr;
-    cv[t] = in ? q.c[at] : T(0);
-    wv[t] = in ? q.w[at] : T(0);
+    for (int t = 0; t < kPriorLoads; ++t) {
+      const int at = base + t * S::kThreads;
+      cv[t] = at < q.count ? q.parts[at] : T(0);
+      wv[t] = at < q.count && q.lambda != nullptr ? q.w[at] : T(0);
+    }
+    for (int p = 1; p < q.nparts; ++p) {
+      T pv[kPriorLoads];
+#pragma unroll
+      for (int t = 0; t < kPriorLoads; ++t) {
+        const int at = base + t * S::kThreads;
+        pv[t] = at < q.count ? q.parts[p * q.part_stride + at] : T(0);
+      }
+#pragma unroll
+      for (int t = 0; t < kPriorLoads; ++t) cv[t] += pv[t];
+    }
+  } else {
+#pragma unroll
+    for (int t = 0; t < kPriorLoads; ++t) {
+      const int at = base + t * S::kThreads;
+      const bool in = at < q.count && q.lambda != nullptr;
+      cv[t] = in ? q.c[at] : T(0);
+      wv[t] = in ? q.w[at] : T(0);
+    }
   }
 #pragma unroll
   for (int t = 0; t < kPriorLoads; ++t) {
     const int at = base + t * S::kThreads;
     if (at >= q.count) continue;
     if (q.lambda != nullptr) q.c[at] = fma_t(lambda, wv[t], cv[t]);
+    else if (q.parts != nullptr) q.c[at] = cv[t];
     update_at(args.up, q.c + at);
   }
 }
@@ -319,10 +343,16 @@ bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
     add(p);
   }
   g.column_blocks = blocks;
-  for (const auto& L : t.hidden) {
-    if (!L.weight_lambda.defined() && !update) continue;
+  for (size_t l = 0; l < t.hidden.size(); ++l) {
+    const auto& L = t.hidden[l];
+    const bool parts = l < t.weight_grad_parts.size() && t.weight_grad_parts[l].defined();
+    if (!L.weight_lambda.defined() && !update && !parts) continue;
     Prior<T> q;
     q.c = L.weight_grad.data_ptr<T>(), q.w = L.weight.data_ptr<T>(), q.lambda = ptr_or_null<T>(L.weight_lambda);
+    if (parts) {
+      const auto& pt = t.weight_grad_parts[l];
+      q.parts = pt.data_ptr<T>(), q.nparts = static_cast<int>(pt.size(0)), q.part_stride = pt.stride(0);
+    }
     q.count = static_cast<int>(L.weight.numel());
     q.first_block = blocks;
     blocks += ceil_div(q.count, S::kPriorPerBlock);
