@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
       ("matmul", "the models' matrix products: onednn | aten (default: the build's)", cxxopts::value<std::string>()->default_value(""))
       ("graph", "step and floor each replayed as one CUDA graph (train.graph)")
       ("graph-steps", "with --graph: steps per graph launch (train.graph_steps; the floor stays one a step)", cxxopts::value<int>()->default_value("1"))
-      ("block-gather-bytes", "with --graph-steps: a block's rows gathered at most this many bytes at a time (StepRunner::limit_block_gather; default: a quarter of the GPU's L2 cache, the whole block on the CPU)", cxxopts::value<int64_t>()->default_value("-1"))
+      ("block-gather-bytes", "with --graph-steps: a block's rows gathered at most this many bytes at a time (StepRunner::limit_block_gather; default: the whole block at once)", cxxopts::value<int64_t>()->default_value("-1"))
       ("kernel-trace", "after the rounds, N more steps whose device timeline CUPTI records: each launch's kernels and copies, their durations and the gaps between them (a CUDA build with CUPTI; the trace is on from the start, so the rounds run under it too)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "help");
   cli.parse_positional({"config"});

@@ -80,16 +80,6 @@ inline void zero_grad_inplace(torch::Tensor& p) {
 
 inline bool cuda_available() { return torch::cuda::is_available(); }
 
-// The device's L2 cache in bytes (0 for the CPU or a build without CUDA).
-inline int64_t l2_cache_bytes(const torch::Device& device) {
-#if defined(SGMCMC_WITH_CUDA)
-  if (device.is_cuda())
-    return at::cuda::getDeviceProperties(device.index() < 0 ? at::cuda::current_device() : device.index())->l2CacheSize;
-#endif
-  (void)device;
-  return 0;
-}
-
 #if defined(SGMCMC_WITH_CUDA)
 // Registers `gen` with `graph` before its capture, so that every replay draws at fresh Philox
 // offsets of `gen`. LibTorch >= 2.4 registers any CUDA generator (CUDAGraph::register_generator_state);

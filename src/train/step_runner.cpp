@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "compat.h"
 #include "kernels/copy_async.h"
 #include "kernels/gather_rows.h"
 
@@ -76,8 +75,7 @@ StepRunner::StepRunner(Model& model, Sampler& sampler, const GaussianPrior& prio
   auto row_bytes = [](const torch::Tensor& t) { return t.numel() == 0 ? 0 : static_cast<int64_t>(t.nbytes()) / t.size(0); };
   block_rows_bytes_ = graph_steps * rows * (row_bytes(train.inputs) + row_bytes(train.targets));
   block_rows_fit_ = block_rows_bytes_ <= kBlockRowsBytes;
-  const int64_t l2 = compat::l2_cache_bytes(device);
-  block_gather_steps_ = gather_steps_within(l2 > 0 ? l2 / 4 : block_rows_bytes_);
+  block_gather_steps_ = graph_steps;  // at once, unless limit_block_gather says otherwise
   block_graph_ = std::make_unique<StepGraph>(device, gen, /*warmup=*/1);
   block_body_ = [this] { block_body(); };
 }

@@ -95,11 +95,11 @@ class StepRunner {
   // The block's rows are gathered at once up to this many bytes (kBlockRowsBytes unless set; before
   // the first block); beyond, each step of the block gathers its own (the tests set 0 for that path).
   void limit_block_rows(int64_t bytes);
-  // Where the block's rows are gathered, they are gathered a few steps at a time: the most steps (a
-  // divisor of the block) whose rows fit this many bytes, so that a step's first product reads rows still
-  // in the L2 cache (auto: a quarter of a GPU's L2 cache; on the CPU the whole block at once); before the
-  // first block. Why: App. H.1's first product takes 9.8 µs on an H100 when its rows come from an epoch's
-  // 157 MB gathered at once and 7.2 µs right after its own step's gather (bench_step --kernel-trace).
+  // Where the block's rows are gathered at once, gathers them a few steps at a time instead: the most steps
+  // (a divisor of the block) whose rows fit this many bytes, so that a step's first product can read rows
+  // still in the L2 cache; before the first block. Why: App. H.1's first product takes 9.8 µs on an H100
+  // when its rows come from an epoch's 157 MB gathered at once and 7.2 µs right after its own step's
+  // gather (bench_step --kernel-trace). Not yet the default: bench_step --block-gather-bytes times it.
   void limit_block_gather(int64_t bytes);
   // Steps whose rows one gather brings (block_steps() where the block gathers at once; 0 without blocks
   // or where each step gathers its own).
