@@ -57,12 +57,6 @@ struct Row {
   std::function<void(int node)> launch;  // node i of the graph
 };
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 kernels::MlpLayerTensors layer(int64_t out, int64_t in, const torch::TensorOptions& o, bool priors) {
   kernels::MlpLayerTensors l;
   l.weight = torch::randn({out, in}, o), l.bias = torch::randn({out}, o);
@@ -176,11 +170,11 @@ int main(int argc, char** argv) {
       for (size_t p = 1; p < j["positions"].size(); ++p)
         dur.push_back(j["positions"][p]["dur_us"].get<double>()), gap.push_back(j["positions"][p]["gap_us"].get<double>());
     const double per_node = j.value("span_us", 0.0) / std::max(1, nodes);
-    std::cout << "  " << std::left << std::setw(40) << row.name << std::right << std::setw(9) << median_of(dur)
-              << std::setw(9) << median_of(gap) << std::setw(10) << per_node << "\n";
+    std::cout << "  " << std::left << std::setw(40) << row.name << std::right << std::setw(9) << bench::median(dur)
+              << std::setw(9) << bench::median(gap) << std::setw(10) << per_node << "\n";
     if (const auto file = r["json"].as<std::string>(); !file.empty()) {
       nlohmann::ordered_json line = {{"bench", "launch"}, {"row", row.name}, {"nodes", nodes}, {"reps", reps},
-                                     {"node_us", median_of(dur)}, {"gap_us", median_of(gap)}, {"per_node_us", per_node},
+                                     {"node_us", bench::median(dur)}, {"gap_us", bench::median(gap)}, {"per_node_us", per_node},
                                      {"trace", j}};
       std::ofstream(file, std::ios::app) << line.dump() << "\n";
     }

@@ -18,12 +18,6 @@
 namespace sgmcmc::bench {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string label_of(const GpuActivity& a) {
   return a.kind == GpuActivity::kKernel ? a.name : a.name + " " + std::to_string(a.bytes) + " B";
@@ -115,6 +109,13 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 #endif
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 #if defined(SGMCMC_CUPTI)
 bool kernel_trace_available() { return true; }

@@ -29,6 +29,8 @@ struct GpuActivity {
 };
 
 bool kernel_trace_available();
+// The median of v (0 when empty).
+double median(std::vector<double> v);
 // Starts recording (throws std::runtime_error where unavailable or CUPTI fails). Start it before the
 // graphs are captured, so that their nodes are traced when replayed.
 void kernel_trace_start();

@@ -1032,57 +1032,38 @@ stage_launch() {
       H1_SETS="--set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_kparts=4" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  # the steps, graph-replayed, two rounds interleaved: the GEMM kernel's last launch against the column blocks
+  # one row of the steps, graph-replayed: h1 or fnn800 (SGHMC), its label, more bench_step options
+  step_row() {  # NET LABEL [OPTIONS ...]
+    local cfg=configs/mnist_bnn_sghmc.yaml net=$1 label=$2; shift 2
+    [ "$net" = fnn800 ] && cfg="configs/mnist_fnn800_sgld.yaml $sg"
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step $cfg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 5 --steps 500 \
+      --graph "$@" --label "$label" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+  }
+  # the steps, two rounds interleaved: the GEMM kernel's last launch against the column blocks, each also
+  # with the products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels; the head adds the
+  # forward product's parts, the column blocks' elementwise blocks ∇W_0's)
   for r in 1 2; do
-    for v in gemm columns; do
-      left $((dl - 130)) "steps" || break 2
-      for k in 1 100; do
-        # shellcheck disable=SC2086
-        timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-          --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --graph-steps $k \
-          --label "mlp_h1_${v}_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
-      done
+    for v in gemm columns gemm_kparts4 columns_kparts4; do
+      left $((dl - 110)) "steps" || break 2
+      local sets="--set kernels.cuda_mlp_tail=${v%_kparts4}"
+      [ "${v%_kparts4}" != "$v" ] && sets+=" --set kernels.cuda_mlp_kparts=4"
       # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-        --set kernels.cuda_mlp_tail=$v --rounds 5 --steps 500 --graph --label "fnn800_${v}_graph" \
-        --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
-    done
-    # the products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels): the product into the
-    # head (the head adds its parts) with either last launch, and ∇W_0's with the column blocks (their
-    # elementwise blocks add its parts)
-    for v in gemm columns; do
-      left $((dl - 110)) "steps, k-parts" || break 2
-      for k in 1 100; do
-        # shellcheck disable=SC2086
-        timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-          --set kernels.cuda_mlp_tail=$v --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph --graph-steps $k \
-          --label "mlp_h1_${v}_kparts4_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
-      done
+      for k in 1 100; do step_row h1 "mlp_h1_${v}_steps${k}_graph" $sets --graph-steps $k; done
       # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-        --set kernels.cuda_mlp_tail=$v --set kernels.cuda_mlp_kparts=4 --rounds 5 --steps 500 --graph \
-        --label "fnn800_${v}_kparts4_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+      step_row fnn800 "fnn800_${v}_graph" $sets
     done
     # the sampler's update in the column blocks (kernels.cuda_mlp_update: fused; H.1 only: FNN-800 measured
     # 14 µs slower with the first shape)
     for k in 1 100; do
-      left $((dl - 100)) "steps, update in the column blocks" || break 2
-      # shellcheck disable=SC2086
-      timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-        --set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_update=fused --rounds 5 --steps 500 --graph \
-        --graph-steps $k --label "mlp_h1_columns_update_steps${k}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+      step_row h1 "mlp_h1_columns_update_steps${k}_graph" --set kernels.cuda_mlp_tail=columns \
+        --set kernels.cuda_mlp_update=fused --graph-steps $k
     done
     # a block's rows gathered 5 steps at a time (a quarter of the H100's 50 MB L2: 7.9 MB) against the
     # default's all at once (the block's 157 MB)
-    # shellcheck disable=SC2086
-    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-      --rounds 5 --steps 500 --graph --graph-steps 100 --block-gather-bytes 12582912 \
-      --label "mlp_h1_gemm_steps100_gather_l2quarter_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+    step_row h1 "mlp_h1_gemm_steps100_gather_l2quarter_graph" --graph-steps 100 --block-gather-bytes 12582912
     # FNN-800's first hidden layer's bias and ReLU in one kernel (kernels.cuda_act: fused) instead of ATen's two
-    # shellcheck disable=SC2086
-    timeout 40 $B/bench_step configs/mnist_fnn800_sgld.yaml $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-      --set kernels.cuda_act=fused --rounds 5 --steps 500 --graph --label "fnn800_gemm_act_fused_graph" \
-      --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+    step_row fnn800 "fnn800_gemm_act_fused_graph" --set kernels.cuda_act=fused
   done
   [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs

@@ -680,6 +680,17 @@ PassUpdate<T> update_of(const MlpFusedScratch& s, const std::vector<MlpLayerTens
   return pass_update_of<T>(s.update, layers);
 }
 
+// c [kp, m, n] ← the kp partial products of a [m, k] · b [k, n] over consecutive k ranges of k / kp, in one
+// batched cuBLASLt product (strided views of a and b, no split-K reduction kernel); the caller adds the
+// parts in order. False where gemm_lt does not take it (or kp does not divide k).
+bool gemm_lt_k_parts(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c) {
+  const int64_t kp = c.size(0), m = a.size(0), k = a.size(1), n = b.size(1);
+  if (kp < 1 || k % kp != 0) return false;
+  const int64_t kk = k / kp;
+  return gemm_lt(a.as_strided({kp, m, kk}, {kk * a.stride(1), a.stride(0), a.stride(1)}),
+                 b.as_strided({kp, kk, n}, {kk * b.stride(0), b.stride(0), b.stride(1)}), c, false);
+}
+
 // Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
 // along dim 0; each kernel runs every chain at once (blockIdx.y), each chain's rows against its own
 // layers. Scratch rows are chain-major too.
@@ -789,17 +800,9 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
       const int64_t out_l = outs_of(layers[l].weight), in_l = ins_of(layers[l].weight);
       const int kp = kernel_settings().cuda_mlp_kparts;
       if (last && lt && chains == 1 && kp > 1 && in_l % kp == 0 && rows > 0) {
-        // kp partial products over k in one batched cuBLASLt product: part p = h_l[:, pk] · W_l[:, pk]ᵀ over
-        // the p-th k range (no split-K reduction kernel: the head adds the parts in order)
-        const int64_t kk = in_l / kp;
-        const auto& a = h_of(l);
-        const auto& W = layers[l].weight;
-        auto& parts = ensure(s.pre_parts, kp * rows * out_l, opts, false);
-        auto c = parts.narrow(0, 0, kp * rows * out_l).view({kp, rows, out_l});
-        const auto as = a.as_strided({kp, rows, kk}, {kk * a.stride(1), a.stride(0), a.stride(1)});
-        const auto Wt = W.view({out_l, in_l}).transpose(0, 1);  // [in, out], column-major
-        const auto bs = Wt.as_strided({kp, kk, out_l}, {kk * Wt.stride(0), Wt.stride(0), Wt.stride(1)});
-        if (gemm_lt(as, bs, c, false)) {
+        // kp partial products over k (the head adds the parts in order)
+        auto c = ensure(s.pre_parts, kp * rows * out_l, opts, false).narrow(0, 0, kp * rows * out_l).view({kp, rows, out_l});
+        if (gemm_lt_k_parts(h_of(l), layers[l].weight.view({out_l, in_l}).transpose(0, 1), c)) {
           head_parts = kp;
           h[l + 1] = c.template data_ptr<T>();
           continue;
@@ -869,12 +872,9 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   }
   // the route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l on the route's products (added onto λ_W W_l where it was
   // stored first)
-  const auto weight_grad_products = [&] {
-    if (route)
-      for (size_t l = 0; l + 1 < L; ++l) {
-        auto gw = weight_of(layers[l].weight_grad);
-        product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
-      }
+  const auto weight_grad_product = [&](size_t l) {
+    auto gw = weight_of(layers[l].weight_grad);
+    product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
   };
   // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
   // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto stays on the GEMM
@@ -903,18 +903,10 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     }
     if (mlp_tail_applies(ta)) {
       for (size_t l = 0; l + 1 < L; ++l) {
-        if (parts) {
-          const int64_t kk = rows / kp, out = outs_of(layers[l].weight), in = ins_of(layers[l].weight);
-          const auto& g = s.g[l + 1];  // [rows, out]
-          const auto& hl = h_of(l);    // [rows, in]
-          const auto as = g.as_strided({kp, out, kk}, {kk * g.stride(0), g.stride(1), g.stride(0)});
-          const auto bs = hl.as_strided({kp, kk, in}, {kk * hl.stride(0), hl.stride(0), hl.stride(1)});
-          auto c = ta.weight_grad_parts[l];
-          if (gemm_lt(as, bs, c, false)) continue;
-          ta.weight_grad_parts[l] = torch::Tensor();  // not taken: the plain product writes ∇W_l
-        }
-        auto gw = weight_of(layers[l].weight_grad);
-        product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
+        // g_{l+1}ᵀ [out, rows] · h_l [rows, in] in parts over ranges of the rows
+        if (parts && gemm_lt_k_parts(s.g[l + 1].transpose(0, 1), h_of(l), ta.weight_grad_parts[l])) continue;
+        if (parts) ta.weight_grad_parts[l] = torch::Tensor();  // not taken: the plain product writes ∇W_l
+        weight_grad_product(l);
       }
       auto nll = mlp_tail_cuda(ta, &s.update_applied);
       TORCH_INTERNAL_ASSERT(s.update_applied == update, "the column blocks and the pass disagree on the update");
@@ -986,7 +978,8 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     side->tail_done.record(side->stream);
   }
   if (prior_first) side->prior_done.block(main_stream);
-  weight_grad_products();
+  if (route)
+    for (size_t l = 0; l + 1 < L; ++l) weight_grad_product(l);
   if (two) side->tail_done.block(main_stream);
   else launch(b, tile, chains, pipe, stream);
   s.update_applied = update;

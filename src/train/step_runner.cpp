@@ -86,18 +86,13 @@ void StepRunner::limit_block_rows(int64_t bytes) {
   block_rows_fit_ = block_rows_bytes_ <= bytes;
 }
 
-int64_t StepRunner::gather_steps_within(int64_t bytes) const {
-  const int64_t per_step = block_steps_ > 0 ? block_rows_bytes_ / block_steps_ : 0;
-  int64_t best = 1;
-  for (int64_t d = 1; d <= block_steps_; ++d)
-    if (block_steps_ % d == 0 && d * per_step <= bytes) best = d;
-  return best;
-}
-
 void StepRunner::limit_block_gather(int64_t bytes) {
   if (block_graph_ && block_graph_->warmups() + block_graph_->replays() > 0)
     throw std::logic_error("StepRunner::limit_block_gather: after the first block");
-  block_gather_steps_ = gather_steps_within(bytes);
+  const int64_t per_step = block_steps_ > 0 ? block_rows_bytes_ / block_steps_ : 0;
+  block_gather_steps_ = 1;  // the most steps, a divisor of the block, whose rows fit
+  for (int64_t d = 1; d <= block_steps_; ++d)
+    if (block_steps_ % d == 0 && d * per_step <= bytes) block_gather_steps_ = d;
 }
 
 void StepRunner::block_body() {

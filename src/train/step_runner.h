@@ -141,8 +141,6 @@ class StepRunner {
   // A model backward pass's nll, noting that the model added it to the loss sum (where the sink is on)
   torch::Tensor from_model(torch::Tensor nll);
   void select_batch(const torch::Tensor& idx) { select_rows(batch_, idx); }
-  // The most steps, a divisor of block_steps_, whose rows fit `bytes` (at least 1).
-  int64_t gather_steps_within(int64_t bytes) const;
   void select_rows(Batch& out, const torch::Tensor& idx);
   void block_body();  // the captured body of step_block
   // A captured step's closure and update (row `row` of the prepared step): the sampler's launch, or
