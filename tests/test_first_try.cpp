@@ -317,6 +317,16 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
   EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_tail: rows}\n",
                                              "k.yaml")),
                std::invalid_argument);
+  // the route's last hidden layer and head: auto (the default), cublas or fused, read back as written
+  EXPECT_EQ(c.kernels.to_map().at("cuda_mlp_forward"), "auto");
+  for (const std::string v : {"auto", "cublas", "fused"}) {
+    const auto k = build_config(parse_raw_config(
+        "sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_forward: " + v + "}\n", "k.yaml")).kernels;
+    EXPECT_EQ(k.to_map().at("cuda_mlp_forward"), v);
+  }
+  EXPECT_THROW(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_mlp_forward: on}\n",
+                                             "k.yaml")),
+               std::invalid_argument);
   // programmatic dependent launches: off (the default) or on
   EXPECT_EQ(c.kernels.to_map().at("cuda_pdl"), "off");
   EXPECT_TRUE(build_config(parse_raw_config("sampler: {name: sgld, lr: 1.0e-3}\nkernels: {cuda_pdl: on}\n", "k.yaml"))

@@ -44,6 +44,9 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"},
           {"cuda_mlp_update", cuda_mlp_update_fused ? "fused" : "separate"},
           {"cuda_mlp_tail", cuda_mlp_tail == MlpTail::kAuto ? "auto" : cuda_mlp_tail == MlpTail::kGemm ? "gemm" : "columns"},
+          {"cuda_mlp_forward", cuda_mlp_forward == MlpForward::kAuto     ? "auto"
+                               : cuda_mlp_forward == MlpForward::kCublas ? "cublas"
+                                                                         : "fused"},
           {"cuda_pdl", cuda_pdl ? "on" : "off"},
           {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
           {"cuda_mlp_kparts", cuda_mlp_kparts == 0 ? "auto" : std::to_string(cuda_mlp_kparts)},
@@ -56,7 +59,8 @@ const std::vector<std::string>& kernel_setting_keys() {
                                                 "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
                                                 "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows",
                                                 "cuda_mlp_gemm", "cuda_mlp_streams", "cuda_gemm_cache",
-                                                "cuda_mlp_update", "cuda_mlp_tail", "cuda_pdl", "cuda_mlp_kparts"};
+                                                "cuda_mlp_update", "cuda_mlp_tail", "cuda_pdl", "cuda_mlp_kparts",
+                                                "cuda_mlp_forward"};
   return keys;
 }
 
@@ -96,6 +100,10 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_mlp_tail = tail == "auto"   ? KernelSettings::MlpTail::kAuto
                     : tail == "gemm" ? KernelSettings::MlpTail::kGemm
                                      : KernelSettings::MlpTail::kColumns;
+  const auto forward = b.get_choice("cuda_mlp_forward", "auto", {"auto", "cublas", "fused"});
+  s.cuda_mlp_forward = forward == "auto"     ? KernelSettings::MlpForward::kAuto
+                       : forward == "cublas" ? KernelSettings::MlpForward::kCublas
+                                             : KernelSettings::MlpForward::kFused;
   s.cuda_pdl = pick(b, "cuda_pdl", "off", "on", false);
   const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
   s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);

@@ -47,6 +47,10 @@
 //                         # hidden layer's pre-activation) as that many k-parts, one cuBLASLt batched product
 //                         # writing each part's sum, added in order by the head as it loads its rows: no
 //                         # split-K reduction kernel (2.8 µs of H.1's replayed step on an H100; A/B)
+//     cuda_mlp_forward: auto # auto (cublas) | cublas | fused: the cuBLAS route's last hidden layer and the head
+//                         # as a product, its split-K reduction and the head kernel, or in one launch of
+//                         # row-group tiles whose last block per row group runs the head
+//                         # (kernels/mlp_forward_head.h; not yet timed on a GPU; A/B)
 //     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the
 //                         # update) launched as programmatic dependent launches (sm_90): each scheduled while
 //                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h;
@@ -88,6 +92,8 @@ struct KernelSettings {
   int cuda_mlp_kparts = 0;   // 0: auto (1)
   enum class MlpTail { kAuto, kGemm, kColumns };
   MlpTail cuda_mlp_tail = MlpTail::kAuto;
+  enum class MlpForward { kAuto, kCublas, kFused };
+  MlpForward cuda_mlp_forward = MlpForward::kAuto;
   bool cuda_pdl = false;
   std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 

@@ -19,7 +19,9 @@
 #include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
 #include "kernels/fused_elementwise.h"
+#include "kernels/mlp_forward_head.h"
 #include "kernels/mlp_fused.h"
+#include "kernels/mlp_head_cuda.h"
 #include "kernels/gemm_cluster.h"
 #include "kernels/gemm_lt.h"
 #include "kernels/gemm_tf32x3.h"
@@ -475,13 +477,8 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
       g, batch.up, chain, w.tile, w.split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
 }
 
-// The output layer for `rows` rows per block: f = h Wᵀ + b (a warp per row and class), the row's nll and
-// g = s·(softmax(f) − onehot(y)) (softmax_xent_row), then d = (g W) ⊙ act'(h) when d is set. Chain
-// c = blockIdx.y: its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's.
-// With pre_bias, h holds the hidden layer before its bias and activation (a cuBLAS product's output):
-// the block applies act(h + pre_bias) as it loads its rows and writes them to h_out for the backward.
-// With parts > 1 (one chain, pre_bias set), h holds that many partial products over k, part_stride apart,
-// which the block adds in part order first: ((h_0 + h_1) + h_2) + …, then the bias.
+// The output layer for `rows_per_block` rows per block (head_rows, mlp_head_cuda.h). Chain c = blockIdx.y:
+// its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's.
 template <typename T>
 __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
@@ -494,47 +491,9 @@ __global__ void __launch_bounds__(kHeadThreads)
   if (d != nullptr) d += chain * n * hdim;
   if (pre_bias != nullptr) pre_bias += chain * hdim, h_out += chain * n * hdim;
   extern __shared__ __align__(16) unsigned char head_smem[];
-  T* ws = reinterpret_cast<T*>(head_smem);  // [outs, hdim]
-  T* hs = ws + outs * hdim;                 // [rows, hdim]
-  T* fs = hs + rows_per_block * hdim;       // [rows, outs] logits
-  T* gs = fs + rows_per_block * outs;       // [rows, outs] gradient
-  const int tid = threadIdx.x;
   const int r0 = blockIdx.x * rows_per_block;
-  const int rows = min(rows_per_block, n - r0);
-  // the row's label first: its load in flight under W's and h's instead of after the logits
-  const int64_t yi = tid < rows ? y[r0 + tid] : 0;
-  for (int i = tid; i < outs * hdim; i += kHeadThreads) ws[i] = w[i];
-  for (int i = tid; i < rows * hdim; i += kHeadThreads) {
-    const int64_t at = static_cast<int64_t>(r0) * hdim + i;
-    T v = h[at];
-    for (int p = 1; p < parts; ++p) v += h[p * part_stride + at];
-    if (pre_bias != nullptr) h_out[at] = v = activate_hd(act, v + pre_bias[i % hdim]);
-    hs[i] = v;
-  }
-  __syncthreads();
-  const int warp = tid / 32, lane = tid % 32;
-  for (int p = warp; p < rows * outs; p += kHeadThreads / 32) {
-    const int r = p / outs, c = p % outs;
-    T s = T(0);
-    for (int j = lane; j < hdim; j += 32) s = fma(hs[r * hdim + j], ws[c * hdim + j], s);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) fs[p] = s + bias[c];
-  }
-  __syncthreads();
-  if (tid < rows) {
-    CUDA_KERNEL_ASSERT(yi >= 0 && yi < outs);  // a label outside [0, k), as nll_loss asserts
-    row_nll[r0 + tid] = softmax_xent_row<T>(fs + tid * outs, yi, outs, scale, gs + tid * outs);
-  }
-  __syncthreads();
-  for (int i = tid; i < rows * outs; i += kHeadThreads) g[static_cast<int64_t>(r0) * outs + i] = gs[i];
-  if (d == nullptr) return;
-  for (int i = tid; i < rows * hdim; i += kHeadThreads) {
-    const int r = i / hdim, j = i % hdim;
-    T s = T(0);
-    for (int c = 0; c < outs; ++c) s = fma(gs[r * outs + c], ws[c * hdim + j], s);
-    d[static_cast<int64_t>(r0) * hdim + i] = derivative_times_hd(act, s, hs[i]);
-  }
+  head_rows<T, kHeadThreads>(h, w, bias, y, r0, min(rows_per_block, n - r0), hdim, outs, scale, act, g, d, row_nll,
+                             pre_bias, h_out, parts, part_stride, reinterpret_cast<T*>(head_smem));
 }
 
 // A [size] tensor of `like`'s options in `slot`, reused when it already holds at least that many.
@@ -794,10 +753,29 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   };
   const auto h_of = [&](size_t l) -> const torch::Tensor& { return l == 0 ? x : s.h[l]; };
   int head_parts = 1;  // the head's input as that many partial products over k (kernels.cuda_mlp_kparts)
+  bool head_done = false;  // kernels.cuda_mlp_forward: fused ran the last hidden layer and the head
+  s.forward_head_applied = false;
   if (route) {  // h_{l+1} for every hidden layer; the last one's pre-activation goes to the head
     for (size_t l = 0; l + 1 < L; ++l) {
       const bool last = l + 2 == L;
       const int64_t out_l = outs_of(layers[l].weight), in_l = ins_of(layers[l].weight);
+      if (last && chains == 1 && rows > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpForward::kFused) {
+        // the product, bias, activation and head in one launch (kernels/mlp_forward_head.h)
+        MlpForwardHeadArgs f;
+        f.a = h_of(l), f.weight = layers[l].weight.view({out_l, in_l}), f.bias = layers[l].bias;
+        f.out_weight = layers[L - 1].weight.view({outs, hdim}), f.out_bias = layers[L - 1].bias;
+        f.targets = targets, f.act = act, f.scale = static_cast<double>(scale);
+        f.h_out = ensure2(s.h[L - 1], rows, hdim, opts), f.g_out = ensure2(s.g[L], rows, outs, opts);
+        f.g_hidden = ensure2(s.g[L - 1], rows, hdim, opts);
+        f.row_nll = ensure(s.row_nll, rows, opts, false).narrow(0, 0, rows);
+        const int64_t groups = (rows + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows;
+        f.counters = ensure(s.forward_counters, groups, opts.dtype(torch::kInt32), true);
+        if (mlp_forward_head_cuda(f)) {
+          h[l + 1] = f.h_out.template data_ptr<T>();
+          head_done = s.forward_head_applied = true;
+          continue;
+        }
+      }
       const int kp = kernel_settings().cuda_mlp_kparts;
       if (last && lt && chains == 1 && kp > 1 && in_l % kp == 0 && rows > 0) {
         // kp partial products over k (the head adds the parts in order)
@@ -835,7 +813,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   T* d = nullptr;
   if (L > 1) d = ensure2(s.g[L - 1], rows, hdim, opts).template data_ptr<T>();
   auto& row_nll = ensure(s.row_nll, rows, opts, false);
-  if (n > 0) {
+  if (n > 0 && !head_done) {
     const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
     const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
     T* h_out = route ? ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>() : nullptr;
@@ -845,7 +823,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
                gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts,
                int64_t{rows} * hdim);
     if (route) h[L - 1] = h_out;
-  } else if (route) {
+  } else if (route && !head_done) {
     h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();
   }
   // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1
