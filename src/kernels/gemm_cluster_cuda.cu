@@ -5,10 +5,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cooperative_groups.h>
 
-#include <mutex>
-#include <vector>
 
 #include "kernels/gemm_cluster.h"
+#include "kernels/smem_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -149,18 +148,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_cluster_kernel(const __grid_
 #endif
 }
 
-// The kernel's dynamic shared memory above 48 KB, once per device.
-void allow_smem(int device) {
-  static std::mutex mu;
-  static std::vector<bool> done;
-  std::lock_guard<std::mutex> lock(mu);
-  if (device >= static_cast<int>(done.size())) done.resize(device + 1, false);
-  if (done[device]) return;
-  const size_t most = size_t{2} * GemmClusterPlan::kMaxStageK * kTile * sizeof(float);
-  C10_CUDA_CHECK(cudaFuncSetAttribute(gemm_cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most)));
-  done[device] = true;
-}
-
 Operand operand(const torch::Tensor& t, int k_dim, int cols) {
   const bool k_contig = t.stride(k_dim) == 1;
   Operand o;
@@ -183,7 +170,9 @@ bool gemm_cluster(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor&
   if (props->major < 9) return false;
   const int m = static_cast<int>(a.size(0)), k = static_cast<int>(a.size(1)), n = static_cast<int>(b.size(1));
   const GemmClusterPlan plan = gemm_cluster_plan(m, n, k, props->multiProcessorCount);
-  cl::allow_smem(c.device().index());
+  allow_dynamic_smem(reinterpret_cast<const void*>(cl::gemm_cluster_kernel),
+                     static_cast<int>(size_t{2} * GemmClusterPlan::kMaxStageK * cl::kTile * sizeof(float)),
+                     c.device().index());
   cl::Args g;
   g.a = cl::operand(a, 1, m);
   g.b = cl::operand(b, 0, n);

@@ -3,14 +3,13 @@
 #include <c10/cuda/CUDAException.h>
 
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/activation_hd.h"
 #include "kernels/mlp_forward_head.h"
 #include "kernels/mlp_head_cuda.h"
 #include "kernels/pdl_cuda.h"
+#include "kernels/smem_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -157,20 +156,6 @@ __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_
                             p.nll, nullptr, nullptr, 1, 0, sm);
 }
 
-// The kernel's dynamic shared memory up to kMaxSmemBytes (above the default 48 KB: FNN-800's head in
-// float32), once per device and dtype.
-template <typename T>
-void allow_smem(int device) {
-  static std::mutex mu;
-  static std::vector<bool> done;
-  std::lock_guard<std::mutex> lock(mu);
-  if (device >= static_cast<int>(done.size())) done.resize(device + 1, false);
-  if (done[device]) return;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(forward_head_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(S::kMaxSmemBytes)));
-  done[device] = true;
-}
-
 template <typename T>
 bool launch(const MlpForwardHeadArgs& t) {
   Args<T> p;
@@ -185,7 +170,9 @@ bool launch(const MlpForwardHeadArgs& t) {
   const size_t smem = static_cast<size_t>(S::smem_elems(p.hdim, p.outs)) * sizeof(T);
   const auto* prop = at::cuda::getCurrentDeviceProperties();
   if (smem > prop->sharedMemPerBlockOptin) return false;
-  if (smem > 48 * 1024) allow_smem<T>(t.a.device().index());
+  if (smem > 48 * 1024)  // FNN-800's head in float32
+    allow_dynamic_smem(reinterpret_cast<const void*>(forward_head_kernel<T>), static_cast<int>(S::kMaxSmemBytes),
+                       t.a.device().index());
   const int groups = (p.n + S::kRows - 1) / S::kRows;
   launch_pdl(forward_head_kernel<T>, dim3(static_cast<unsigned>(groups * p.slices)), dim3(S::kThreads), smem,
              at::cuda::getCurrentCUDAStream(), p);
