@@ -74,15 +74,16 @@
 #          launch, programmatic launches, blocks of 100 steps) and FNN-800: each kernel's time and the gaps
 #          inside the replayed graph
 #   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata): the last
-#          hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) and the column
+#          hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused), the hidden layers' ∇W
+#          as tiled launches (kernels.cuda_mlp_wgrad: fused) and the column
 #          blocks' current shape (8 columns × 64 row groups) against their references and in the pass; H.1 in full
-#          and the steps with either last launch, each with and without the forward-and-head launch (and the
+#          and the steps with either last launch, each with and without the pass's own products (and the
 #          update in the column blocks, the block's rows gathered
 #          at once, FNN-800 with kernels.cuda_act: fused); bench_launch
 #          (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared memory,
 #          parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes); the H.1 and
 #          FNN-800 steps' traces and steps, the GEMM last launch against the column blocks, two rounds; H.1 in
-#          full both ways, interleaved. Flip kernels.cuda_mlp_tail's and kernels.cuda_mlp_forward's auto on it.
+#          full both ways, interleaved. Flip kernels.cuda_mlp_tail's, cuda_mlp_forward's and cuda_mlp_wgrad's auto on it.
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -1017,27 +1018,29 @@ stage_trace() {
 # blocks. Instead of build.
 stage_launch() {
   local dl=${LAUNCH_DEADLINE:-540} v r k
-  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step bench_epoch test_mlp_forward_head test_mlp_tail \
-    test_mlp_fused test_graph || return 1
-  # the last hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) against its reference;
-  # the column blocks' current shape (8 columns × 64 row groups) against theirs; both in the pass, in graphs
+  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step bench_epoch test_mlp_forward_head test_weight_grad \
+    test_mlp_tail test_mlp_fused test_graph || return 1
+  # the last hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) and the hidden layers'
+  # ∇W as tiled launches (kernels.cuda_mlp_wgrad: fused) against their references; the column blocks' current
+  # shape (8 columns × 64 row groups) against theirs; all in the pass, in graphs
   run_gtest test_mlp_forward_head 60 "MlpForwardHead.*"
+  run_gtest test_weight_grad 60 "WeightGrad.*"
   run_gtest test_mlp_tail 90 "MlpTail.*"
   run_gtest test_mlp_fused 120 \
     "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
   run_gtest test_graph 100 \
-    "Graph.CudaForwardHeadRunNearProductAndHeadRun:Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
+    "Graph.CudaOwnProductsRunNearCublasRun:Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
   # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch), the forward-and-head launch, the
   # column blocks, and the column blocks with the forward-and-head launch
   for r in 1 2; do
     left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
-    left $((dl - 300)) "H.1 in full, forward fused" && H1_GRAPHS=true H1_TAG=_forward$r \
-      H1_SETS="--set kernels.cuda_mlp_forward=fused" stage_h1
+    left $((dl - 300)) "H.1 in full, forward and wgrad fused" && H1_GRAPHS=true H1_TAG=_own$r \
+      H1_SETS="--set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused" stage_h1
     left $((dl - 300)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
       H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
-    left $((dl - 300)) "H.1 in full, columns, forward fused" && H1_GRAPHS=true H1_TAG=_columns_forward$r \
-      H1_SETS="--set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_forward=fused" stage_h1
+    left $((dl - 300)) "H.1 in full, columns, forward and wgrad fused" && H1_GRAPHS=true H1_TAG=_columns_own$r \
+      H1_SETS="--set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # one row of the steps, graph-replayed: h1 or fnn800 (SGHMC), its label, more bench_step options
@@ -1048,16 +1051,18 @@ stage_launch() {
     timeout 40 $B/bench_step $cfg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 5 --steps 500 \
       --graph "$@" --label "$label" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   }
-  # the steps, two rounds interleaved: the GEMM kernel's last launch against the column blocks, each also
-  # with the last hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) and with the
+  # the steps, two rounds interleaved: the defaults; the pass's own launches for both products ("own": the
+  # last hidden layer and the head in one launch, kernels.cuda_mlp_forward: fused, and ∇W_l tiled,
+  # kernels.cuda_mlp_wgrad: fused) with either last launch, and each alone; the column blocks; and the
   # products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels; the head adds the forward
   # product's parts, the column blocks' elementwise blocks ∇W_0's)
   for r in 1 2; do
-    for v in gemm gemm_forward columns columns_forward gemm_kparts4 columns_kparts4; do
+    for v in gemm gemm_own columns_own gemm_forward gemm_wgrad columns columns_kparts4 gemm_kparts4; do
       left $((dl - 110)) "steps" || break 2
       local sets="--set kernels.cuda_mlp_tail=${v%%_*}"
       [ "${v%_kparts4}" != "$v" ] && sets+=" --set kernels.cuda_mlp_kparts=4"
-      [ "${v%_forward}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
+      [ "${v%_forward}" != "$v" ] || [ "${v%_own}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
+      [ "${v%_wgrad}" != "$v" ] || [ "${v%_own}" != "$v" ] && sets+=" --set kernels.cuda_mlp_wgrad=fused"
       # shellcheck disable=SC2086
       for k in 1 100; do step_row h1 "mlp_h1_${v}_steps${k}_graph" $sets --graph-steps $k; done
       # shellcheck disable=SC2086
@@ -1082,13 +1087,13 @@ stage_launch() {
     echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
     tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   }
-  left $((dl - 70)) "traces" && for v in h1_gemm_forward h1_gemm h1_columns fnn800_gemm_forward fnn800_gemm fnn800_columns; do
+  left $((dl - 70)) "traces" && for v in h1_gemm_own h1_gemm h1_columns fnn800_gemm_own fnn800_gemm fnn800_columns; do
     local cfg=configs/mnist_bnn_sghmc.yaml; [ "${v#fnn800}" != "$v" ] && cfg=configs/mnist_fnn800_sgld.yaml
-    local tail=${v#*_} forward=auto; [ "${tail%_forward}" != "$tail" ] && tail=${tail%_forward} forward=fused
+    local tail=${v#*_} own=auto; [ "${tail%_own}" != "$tail" ] && tail=${tail%_own} own=fused
     # shellcheck disable=SC2086
     timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
-      --set kernels.cuda_mlp_tail=$tail --set kernels.cuda_mlp_forward=$forward --graph --kernel-trace 200 \
-      --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
+      --set kernels.cuda_mlp_tail=$tail --set kernels.cuda_mlp_forward=$own --set kernels.cuda_mlp_wgrad=$own --graph \
+      --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
     echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head)" "$L/trace_$v.txt" | head -6
   done
   left $((dl - 40)) "bench_epoch" && {

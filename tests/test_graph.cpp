@@ -557,30 +557,35 @@ TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
   }
 }
 
-// On CUDA: the last hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) inside a
-// captured, replayed step: its row groups' arrival counts must be back at 0 for every replay, or a head would
-// run early or never. Its sums run in another order than cuBLASLt's (MlpForwardHead.CudaEqualsReference
-// checks the launch against its reference), so over 6 epochs of SGHMC the metrics agree with the product-
-// and-head run far below their resolution (1e-4 on the NLLs), one step a graph launch and an epoch's steps.
-TEST(Graph, CudaForwardHeadRunNearProductAndHeadRun) {
+// On CUDA: the pass's own launches for its products inside a captured, replayed step: the last hidden layer
+// with the head (kernels.cuda_mlp_forward: fused), whose row groups' arrival counts must be back at 0 for
+// every replay or a head would run early or never, and the hidden layers' ∇W tiled (kernels.cuda_mlp_wgrad:
+// fused). Their sums run in another order than cuBLASLt's (MlpForwardHead.CudaEqualsReference and
+// WeightGrad.CudaEqualsReferenceBitForBit check the launches against their references), so over 6 epochs of
+// SGHMC the metrics agree with the cuBLASLt run far below their resolution (1e-4 on the NLLs), each launch
+// alone and both, one step a graph launch and an epoch's steps.
+TEST(Graph, CudaOwnProductsRunNearCublasRun) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
-  const std::string dir = tiny_data_dir("graph_forward_head_cuda");
+  const std::string dir = tiny_data_dir("graph_own_products_cuda");
   RunOptions a = quiet_options(true);
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
   for (const std::string k : {"1", "epoch"}) {
-    std::map<std::string, double> values[2];
-    for (int fused = 0; fused < 2; ++fused) {
-      a.out_dir = dir + "/" + k + (fused ? "_fused" : "_cublas");
-      values[fused] = run_training(graph_config(dir + "/data", sampler,
-                                                {"device=cuda", "train.graph=true", "train.graph_steps=" + k,
-                                                 std::string("kernels.cuda_mlp_forward=") + (fused ? "fused" : "cublas")}),
-                                   a)
-                          .values;
+    std::map<std::string, double> values[4];
+    for (int v = 0; v < 4; ++v) {  // bit 0: forward fused, bit 1: wgrad fused
+      a.out_dir = dir + "/" + k + "_" + std::to_string(v);
+      values[v] = run_training(graph_config(dir + "/data", sampler,
+                                            {"device=cuda", "train.graph=true", "train.graph_steps=" + k,
+                                             std::string("kernels.cuda_mlp_forward=") + (v & 1 ? "fused" : "cublas"),
+                                             std::string("kernels.cuda_mlp_wgrad=") + (v & 2 ? "fused" : "cublas")}),
+                               a)
+                      .values;
     }
-    for (const char* key : {"test_nll", "val_nll", "sample_test_nll"})
-      EXPECT_NEAR(values[0].at(key), values[1].at(key), 1e-4) << "graph_steps " << k << " " << key;
-    EXPECT_EQ(values[0].at("steps"), values[1].at("steps")) << k;
+    for (int v = 1; v < 4; ++v) {
+      for (const char* key : {"test_nll", "val_nll", "sample_test_nll"})
+        EXPECT_NEAR(values[0].at(key), values[v].at(key), 1e-4) << "graph_steps " << k << ", variant " << v << " " << key;
+      EXPECT_EQ(values[0].at("steps"), values[v].at("steps")) << k;
+    }
   }
 }
 

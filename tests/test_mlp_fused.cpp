@@ -156,7 +156,9 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   // and the route's last launch as column blocks (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h), and the
   // product into the head as k-parts the head adds (kernels.cuda_mlp_kparts; a width no multiple of them
   // takes the plain product), and the last hidden layer with the head in one launch (kernels.cuda_mlp_forward:
-  // fused, kernels/mlp_forward_head.h; with kparts too, which it then replaces for that product)
+  // fused, kernels/mlp_forward_head.h; with kparts too, which it then replaces for that product), and the
+  // hidden layers' ∇W_l as the pass's tiled launches (kernels.cuda_mlp_wgrad: fused, kernels/weight_grad.h;
+  // with kparts, which it then replaces for ∇W_l)
   struct Variant {
     int tile;
     Gemm gemm;
@@ -165,8 +167,9 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
     bool pdl = false;  // kernels.cuda_pdl: on (the pass's kernels as programmatic dependent launches)
     int kparts = 0;
     bool forward = false;  // kernels.cuda_mlp_forward: fused (the last hidden layer and the head in one launch)
+    bool wgrad = false;    // kernels.cuda_mlp_wgrad: fused (the hidden layers' ∇W_l as the pass's tiled launches)
   };
-  for (auto [tile, gemm, streams, tail, pdl, kparts, forward] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
+  for (auto [tile, gemm, streams, tail, pdl, kparts, forward, wgrad] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
                                      Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
                                      Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2},
                                      Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2},
@@ -174,12 +177,15 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
                                      Variant{32, Gemm::kTiled, 1, false, true}, Variant{32, Gemm::kCublasLt, 1, true, true},
                                      Variant{32, Gemm::kCublasLt, 1, false, false, 4}, Variant{32, Gemm::kCublasLt, 1, true, false, 8},
                                      Variant{32, Gemm::kCublasLt, 1, false, false, 0, true},
-                                     Variant{32, Gemm::kCublas, 1, true, false, 4, true}, Variant{32, Gemm::kCublasLt, 2, false, false, 0, true}})
+                                     Variant{32, Gemm::kCublas, 1, true, false, 4, true}, Variant{32, Gemm::kCublasLt, 2, false, false, 0, true},
+                                     Variant{32, Gemm::kCublasLt, 1, false, false, 0, false, true},
+                                     Variant{32, Gemm::kCublasLt, 1, true, false, 4, true, true},
+                                     Variant{32, Gemm::kCublas, 2, false, false, 0, true, true}})
     for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
     for (bool overwrite : {true, false}) {
       SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) +
                    ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : "") + (pdl ? ", pdl" : "") +
-                   (kparts > 0 ? ", kparts " + std::to_string(kparts) : "") + (forward ? ", forward fused" : ""));
+                   (kparts > 0 ? ", kparts " + std::to_string(kparts) : "") + (forward ? ", forward fused" : "") + (wgrad ? ", wgrad fused" : ""));
       const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
@@ -190,6 +196,7 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
       k.cuda_pdl = pdl;
       k.cuda_mlp_kparts = kparts;
       k.cuda_mlp_forward = forward ? KernelSettings::MlpForward::kFused : KernelSettings::MlpForward::kAuto;
+      k.cuda_mlp_wgrad = wgrad ? KernelSettings::MlpForward::kFused : KernelSettings::MlpForward::kAuto;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);
@@ -206,6 +213,7 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
       // the forward-and-head launch where it applies: the cuBLAS route (a hidden layer), one chain
       const bool route = gemm != Gemm::kTiled && gemm != Gemm::kPipelined && layers >= 2 && layers <= 4;
       EXPECT_EQ(scratch.forward_head_applied, forward && route && chains == 1);
+      EXPECT_EQ(scratch.wgrad_applied, wgrad && route && chains == 1 ? static_cast<int>(layers) - 1 : 0);
       EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
       for (size_t i = 0; i < params.size(); ++i)
         EXPECT_LE(max_rel(params[i].grad(), cpu[i].grad()), tolerance(dt))

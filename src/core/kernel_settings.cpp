@@ -47,6 +47,9 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_mlp_forward", cuda_mlp_forward == MlpForward::kAuto     ? "auto"
                                : cuda_mlp_forward == MlpForward::kCublas ? "cublas"
                                                                          : "fused"},
+          {"cuda_mlp_wgrad", cuda_mlp_wgrad == MlpForward::kAuto     ? "auto"
+                             : cuda_mlp_wgrad == MlpForward::kCublas ? "cublas"
+                                                                     : "fused"},
           {"cuda_pdl", cuda_pdl ? "on" : "off"},
           {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
           {"cuda_mlp_kparts", cuda_mlp_kparts == 0 ? "auto" : std::to_string(cuda_mlp_kparts)},
@@ -60,7 +63,7 @@ const std::vector<std::string>& kernel_setting_keys() {
                                                 "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows",
                                                 "cuda_mlp_gemm", "cuda_mlp_streams", "cuda_gemm_cache",
                                                 "cuda_mlp_update", "cuda_mlp_tail", "cuda_pdl", "cuda_mlp_kparts",
-                                                "cuda_mlp_forward"};
+                                                "cuda_mlp_forward", "cuda_mlp_wgrad"};
   return keys;
 }
 
@@ -104,6 +107,10 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_mlp_forward = forward == "auto"     ? KernelSettings::MlpForward::kAuto
                        : forward == "cublas" ? KernelSettings::MlpForward::kCublas
                                              : KernelSettings::MlpForward::kFused;
+  const auto wgrad = b.get_choice("cuda_mlp_wgrad", "auto", {"auto", "cublas", "fused"});
+  s.cuda_mlp_wgrad = wgrad == "auto"     ? KernelSettings::MlpForward::kAuto
+                     : wgrad == "cublas" ? KernelSettings::MlpForward::kCublas
+                                         : KernelSettings::MlpForward::kFused;
   s.cuda_pdl = pick(b, "cuda_pdl", "off", "on", false);
   const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
   s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);

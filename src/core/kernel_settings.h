@@ -51,6 +51,10 @@
 //                         # as a product, its split-K reduction and the head kernel, or in one launch of
 //                         # row-group tiles whose last block per row group runs the head
 //                         # (kernels/mlp_forward_head.h; not yet timed on a GPU; A/B)
+//     cuda_mlp_wgrad: auto # auto (cublas) | cublas | fused: the cuBLAS route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l
+//                         # as a cuBLASLt product and its split-K reduction, or one launch of tiles whose
+//                         # 8 warps split the rows, added in warp order (kernels/weight_grad.h; not yet
+//                         # timed on a GPU; A/B)
 //     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the
 //                         # update) launched as programmatic dependent launches (sm_90): each scheduled while
 //                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h;
@@ -92,8 +96,9 @@ struct KernelSettings {
   int cuda_mlp_kparts = 0;   // 0: auto (1)
   enum class MlpTail { kAuto, kGemm, kColumns };
   MlpTail cuda_mlp_tail = MlpTail::kAuto;
-  enum class MlpForward { kAuto, kCublas, kFused };
+  enum class MlpForward { kAuto, kCublas, kFused };  // cuBLAS(Lt) products or the pass's own launch
   MlpForward cuda_mlp_forward = MlpForward::kAuto;
+  MlpForward cuda_mlp_wgrad = MlpForward::kAuto;
   bool cuda_pdl = false;
   std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 

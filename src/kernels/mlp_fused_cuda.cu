@@ -29,6 +29,7 @@
 #include "kernels/pass_update_cuda.h"
 #include "kernels/pdl_cuda.h"
 #include "kernels/softmax_xent_row.h"
+#include "kernels/weight_grad.h"
 
 namespace sgmcmc::kernels {
 
@@ -850,9 +851,17 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   }
   // the route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l on the route's products (added onto λ_W W_l where it was
   // stored first)
+  // (kernels.cuda_mlp_wgrad: fused — one chain — as the pass's own tiled launch, kernels/weight_grad.h)
+  const bool wgrad_tiles = chains == 1 && kernel_settings().cuda_mlp_wgrad == KernelSettings::MlpForward::kFused;
+  s.wgrad_applied = 0;
   const auto weight_grad_product = [&](size_t l) {
     auto gw = weight_of(layers[l].weight_grad);
-    product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, !overwrite || prior_first_at(l));
+    const bool accumulate = !overwrite || prior_first_at(l);
+    if (wgrad_tiles && weight_grad_cuda(s.g[l + 1], h_of(l), gw, accumulate)) {
+      ++s.wgrad_applied;
+      return;
+    }
+    product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, accumulate);
   };
   // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
   // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto stays on the GEMM
@@ -869,7 +878,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     // one batched cuBLASLt product, which the column blocks' elementwise blocks add in order (no split-K
     // reduction kernel)
     const int kp = kernel_settings().cuda_mlp_kparts;
-    const bool parts = lt && overwrite && kp > 1 && rows % kp == 0;
+    const bool parts = lt && overwrite && kp > 1 && rows % kp == 0 && !wgrad_tiles;
     if (parts) {
       s.wgrad_parts.resize(L - 1);
       for (size_t l = 0; l + 1 < L; ++l) {
