@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "kernels/activation_hd.h"
 #include "kernels/softmax_xent_row.h"
+#include "kernels/warp_split_sum.h"
 
 namespace sgmcmc::kernels {
 
@@ -44,17 +46,10 @@ void reference(const MlpForwardHeadArgs& t) {
       throw std::invalid_argument("mlp_forward_head_reference: label " + std::to_string(y[i]) + " of row " +
                                   std::to_string(i) + " outside [0, " + std::to_string(outs) + ")");
   // z = a Wᵀ: each warp's fma chain over its k's of every chunk, then the warps in order
-  const int64_t chunks = (k + S::kChunk - 1) / S::kChunk;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t u = 0; u < hdim; ++u) {
-      T z = 0;
-      for (int wp = 0; wp < S::kWarps; ++wp) {
-        T p = 0;
-        for (int64_t c = 0; c < chunks; ++c)
-          for (int64_t q = c * S::kChunk + wp * S::kPerWarp; q < c * S::kChunk + (wp + 1) * S::kPerWarp; ++q)
-            p = q < k ? std::fma(a[i * k + q], w[u * k + q], p) : std::fma(T(0), T(0), p);
-        z = wp == 0 ? p : z + p;
-      }
+      const T z = warp_split_sum<S::kChunk, S::kWarps, T>(
+          k, [&](int64_t q) { return std::pair{a[i * k + q], w[u * k + q]}; });
       h[i * hdim + u] = activate_hd(t.act, z + b[u]);
     }
   // the head, row by row, as head_rows computes it

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <utility>
+
+#include "kernels/warp_split_sum.h"
 
 namespace sgmcmc::kernels {
 
@@ -19,17 +22,10 @@ void reference(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c,
   const T* pa = a.data_ptr<T>();
   const T* pb = b.data_ptr<T>();
   T* pc = c.data_ptr<T>();
-  const int64_t chunks = (r + S::kChunk - 1) / S::kChunk;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      T z = 0;
-      for (int w = 0; w < S::kWarps; ++w) {
-        T p = 0;
-        for (int64_t ch = 0; ch < chunks; ++ch)
-          for (int64_t q = ch * S::kChunk + w * S::kPerWarp; q < ch * S::kChunk + (w + 1) * S::kPerWarp; ++q)
-            p = q < r ? std::fma(pa[q * m + i], pb[q * n + j], p) : std::fma(T(0), T(0), p);
-        z = w == 0 ? p : z + p;
-      }
+      const T z = warp_split_sum<S::kChunk, S::kWarps, T>(
+          r, [&](int64_t q) { return std::pair{pa[q * m + i], pb[q * n + j]}; });
       pc[i * n + j] = accumulate ? pc[i * n + j] + z : z;
     }
 }
