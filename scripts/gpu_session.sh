@@ -1017,7 +1017,7 @@ stage_trace() {
 # FNN-800's shapes); the steps' traces, the steps and H.1 in full, the GEMM last launch against the column
 # blocks. Instead of build.
 stage_launch() {
-  local dl=${LAUNCH_DEADLINE:-540} v r k
+  local dl=${LAUNCH_DEADLINE:-540} v r k v_own
   NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step bench_epoch test_mlp_forward_head test_weight_grad \
     test_mlp_tail test_mlp_fused test_graph || return 1
   # the last hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) and the hidden layers'
@@ -1031,16 +1031,17 @@ stage_launch() {
   run_gtest test_graph 100 \
     "Graph.CudaOwnProductsRunNearCublasRun:Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
-  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch), the forward-and-head launch, the
-  # column blocks, and the column blocks with the forward-and-head launch
+  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch), the pass's own launches for both
+  # products (the step then the gather, two launches of the pass and the update), the column blocks, and the
+  # own launches as programmatic dependent launches (every kernel of the step then ours)
   for r in 1 2; do
     left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
     left $((dl - 300)) "H.1 in full, forward and wgrad fused" && H1_GRAPHS=true H1_TAG=_own$r \
       H1_SETS="--set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused" stage_h1
     left $((dl - 300)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
       H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
-    left $((dl - 300)) "H.1 in full, columns, forward and wgrad fused" && H1_GRAPHS=true H1_TAG=_columns_own$r \
-      H1_SETS="--set kernels.cuda_mlp_tail=columns --set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused" stage_h1
+    left $((dl - 300)) "H.1 in full, forward and wgrad fused, pdl" && H1_GRAPHS=true H1_TAG=_own_pdl$r \
+      H1_SETS="--set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused --set kernels.cuda_pdl=on" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   # one row of the steps, graph-replayed: h1 or fnn800 (SGHMC), its label, more bench_step options
@@ -1051,18 +1052,21 @@ stage_launch() {
     timeout 40 $B/bench_step $cfg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 5 --steps 500 \
       --graph "$@" --label "$label" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   }
-  # the steps, two rounds interleaved: the defaults; the pass's own launches for both products ("own": the
-  # last hidden layer and the head in one launch, kernels.cuda_mlp_forward: fused, and ∇W_l tiled,
-  # kernels.cuda_mlp_wgrad: fused) with either last launch, and each alone; the column blocks; and the
+  # the steps, two rounds interleaved: the defaults; the pass's own launches for both halves ("own": the
+  # last hidden layer and the head in one launch, kernels.cuda_mlp_forward: fused, and the backward sums in
+  # one, kernels.cuda_mlp_wgrad: fused), also as programmatic dependent launches, and each alone; the column
+  # blocks; and the
   # products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels; the head adds the forward
   # product's parts, the column blocks' elementwise blocks ∇W_0's)
   for r in 1 2; do
-    for v in gemm gemm_own columns_own gemm_forward gemm_wgrad columns columns_kparts4 gemm_kparts4; do
+    for v in gemm gemm_own gemm_own_pdl gemm_forward gemm_wgrad columns columns_kparts4 gemm_kparts4; do
       left $((dl - 110)) "steps" || break 2
       local sets="--set kernels.cuda_mlp_tail=${v%%_*}"
       [ "${v%_kparts4}" != "$v" ] && sets+=" --set kernels.cuda_mlp_kparts=4"
-      [ "${v%_forward}" != "$v" ] || [ "${v%_own}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
-      [ "${v%_wgrad}" != "$v" ] || [ "${v%_own}" != "$v" ] && sets+=" --set kernels.cuda_mlp_wgrad=fused"
+      [ "${v%_pdl}" != "$v" ] && v_own=${v%_pdl} && sets+=" --set kernels.cuda_pdl=on" || v_own=$v
+      [ "${v_own%_own}" != "$v_own" ] && sets+=" --set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused"
+      [ "${v%_forward}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
+      [ "${v%_wgrad}" != "$v" ] && sets+=" --set kernels.cuda_mlp_wgrad=fused"
       # shellcheck disable=SC2086
       for k in 1 100; do step_row h1 "mlp_h1_${v}_steps${k}_graph" $sets --graph-steps $k; done
       # shellcheck disable=SC2086

@@ -530,18 +530,20 @@ TEST(Graph, CudaStepBlocksEqualSingleSteps) {
 // their resolution: 1e-4 on the NLLs leaves room for a few ulps grown over 60 steps, while a skipped or
 // doubled update sends the chain elsewhere; the update must have been taken (graph_updates_in_model),
 // and not with the default. Both ways of running the pass's last launch (kernels.cuda_mlp_tail: gemm, and
-// columns, whose blocks then apply the update).
+// columns, whose blocks then apply the update), and the pass's own launches for both halves (its backward
+// launch then applies it).
 TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
   if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
     GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
   const std::string dir = tiny_data_dir("graph_update_in_pass_cuda");
   RunOptions a = quiet_options(true);
   const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
-  for (const std::string tail : {"gemm", "columns"})
+  for (const std::string tail : {"gemm", "columns", "own"})  // own: the pass's own launches for both halves
   for (const std::string k : {"1", "epoch"}) {
     SCOPED_TRACE("kernels.cuda_mlp_tail " + tail);
-    const std::vector<std::string> sets = {"device=cuda", "train.graph=true", "train.graph_steps=" + k,
-                                           "kernels.cuda_mlp_tail=" + tail};
+    std::vector<std::string> sets = {"device=cuda", "train.graph=true", "train.graph_steps=" + k};
+    if (tail == "own") sets.insert(sets.end(), {"kernels.cuda_mlp_forward=fused", "kernels.cuda_mlp_wgrad=fused"});
+    else sets.push_back("kernels.cuda_mlp_tail=" + tail);
     a.out_dir = dir + "/separate" + k;
     auto separate = run_training(graph_config(dir + "/data", sampler, sets), a);
     auto fused_sets = sets;

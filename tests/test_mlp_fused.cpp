@@ -430,8 +430,10 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
   all.push_back(cases(false)[4]);  // App. H.1's shape
   // (the cuBLAS route's last launch also as column blocks, kernels.cuda_mlp_tail: columns, which apply the
   // update in their own epilogues and in the elementwise blocks over the hidden layers' ∇W_l)
+  // (and with the pass's own launches for both halves, kernels.cuda_mlp_forward and cuda_mlp_wgrad: fused,
+  // whose backward launch applies the update in its epilogue: tail 2)
   for (auto gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCublas, Gemm::kCublasLt, Gemm::kCluster})
-  for (bool tail : {false, true})
+  for (int tail : {0, 1, 2})
   for (auto dt : {torch::kFloat32, torch::kFloat64})
   for (auto rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi})
   for (bool prior : {true, false}) {
@@ -439,14 +441,15 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
     KernelSettings k;
     k.cuda_mlp = KernelSettings::Choice::kFused;
     k.cuda_mlp_gemm = gemm;
-    k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
+    k.cuda_mlp_tail = tail == 1 ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
+    if (tail == 2) k.cuda_mlp_forward = k.cuda_mlp_wgrad = KernelSettings::MlpForward::kFused;
     ScopedKernelSettings scoped(k);
     const auto sp = params_for(rule, dt);
     const double ulps = (dt == torch::kFloat64 ? 4 * 1.1e-16 : 4 * 6e-8);
     for (const auto& c : all) {
       SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) + ", rule " +
                    std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulate") +
-                   (tail ? ", tail columns" : ""));
+                   (tail == 1 ? ", tail columns" : tail == 2 ? ", own products" : ""));
       auto [m, batch] = build(c, dt, dev, 9);
       const auto act = kernels::activation_from_name(c.activation);
       FlatLayers a = flat_layers(*m, dev, 0, 5), b = flat_layers(*m, dev, 0, 5);
@@ -466,6 +469,9 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
       ASSERT_TRUE(nll_a.defined() && nll_b.defined());
       ASSERT_TRUE(sa.update_applied);
       EXPECT_FALSE(sb.update_applied);
+      if (tail == 2 && c.hidden.size() >= 1) {
+        EXPECT_EQ(sa.wgrad_applied, static_cast<int>(c.hidden.size()));
+      }
       std::vector<torch::Tensor> sb_state;
       if (with_state) sb_state.push_back(b.state);
       kernels::fused_update_from(rule, b.theta, sb_state, b.grad, sp);

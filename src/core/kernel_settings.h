@@ -51,10 +51,10 @@
 //                         # as a product, its split-K reduction and the head kernel, or in one launch of
 //                         # row-group tiles whose last block per row group runs the head
 //                         # (kernels/mlp_forward_head.h; not yet timed on a GPU; A/B)
-//     cuda_mlp_wgrad: auto # auto (cublas) | cublas | fused: the cuBLAS route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l
-//                         # as a cuBLASLt product and its split-K reduction, or one launch of tiles whose
-//                         # 8 warps split the rows, added in warp order (kernels/weight_grad.h; not yet
-//                         # timed on a GPU; A/B)
+//     cuda_mlp_wgrad: auto # auto (cublas) | cublas | fused: the cuBLAS route's backward sums (every ∇W_l,
+//                         # ∇b_l, λθ, the nll) as cuBLASLt products and the pass's last launch, or one launch
+//                         # of tiles whose 8 warps split the rows, added in warp order (kernels/weight_grad.h;
+//                         # not yet timed on a GPU; A/B)
 //     cuda_pdl: off      # off | on: the step's own CUDA kernels (the gather, the head, the last launch, the
 //                         # update) launched as programmatic dependent launches (sm_90): each scheduled while
 //                         # the kernel before it still runs, waiting inside for its results (kernels/pdl_cuda.h;

@@ -27,8 +27,9 @@
 // On that route the last kernel's sums run as column blocks, each sum inside one block, no split-K partial
 // sums (kernels/mlp_tail.h), where they apply (kernels.cuda_mlp_tail: columns; auto keeps the GEMM kernel),
 // and the last hidden layer's product with the head can run as one launch (kernels/mlp_forward_head.h;
-// kernels.cuda_mlp_forward: fused; auto keeps the product and the head kernel), the hidden layers' ∇W_l as
-// the pass's own tiled launches (kernels/weight_grad.h; kernels.cuda_mlp_wgrad: fused).
+// kernels.cuda_mlp_forward: fused; auto keeps the product and the head kernel), and the backward sums (every
+// ∇W_l, ∇b_l and the nll) as one tiled launch of the pass's own (kernels/weight_grad.h; kernels.cuda_mlp_wgrad:
+// fused).
 //
 // Handled: a categorical likelihood, float32 or float64, contiguous tensors, depth ≤ 8, and an output
 // layer whose weights fit in shared memory beside a few rows (out_{L−1}·in_{L−1} ≤ ~10,000 float32).
@@ -74,7 +75,7 @@ struct MlpFusedScratch {
   std::vector<torch::Tensor> wgrad_parts;  // the hidden layers' ∇W_l as such parts (with the column blocks)
   torch::Tensor forward_counters;  // kernels.cuda_mlp_forward: fused — its row groups' arrival counts
   bool forward_head_applied = false;  // whether the last call ran that launch (instead of product and head)
-  int wgrad_applied = 0;  // kernels.cuda_mlp_wgrad: fused — how many ∇W_l the last call's tiled launches wrote
+  int wgrad_applied = 0;  // kernels.cuda_mlp_wgrad: fused — how many hidden ∇W_l the last call's tiles wrote
   // Optional: a 0-dim float64 tensor on the pass's device into which the pass's last kernel also adds
   // loss_weight · nll (the trainer's running loss: one kernel a step less than adding it afterwards).
   // A sum of another dtype, shape or device makes the pass decline (an undefined result).

@@ -30,6 +30,7 @@
 #include "kernels/pdl_cuda.h"
 #include "kernels/softmax_xent_row.h"
 #include "kernels/weight_grad.h"
+#include "kernels/weight_grad_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -857,12 +858,37 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   const auto weight_grad_product = [&](size_t l) {
     auto gw = weight_of(layers[l].weight_grad);
     const bool accumulate = !overwrite || prior_first_at(l);
-    if (wgrad_tiles && weight_grad_cuda(s.g[l + 1], h_of(l), gw, accumulate)) {
+    if (wgrad_tiles && weight_grad_cuda(weight_grad_of(s.g[l + 1], h_of(l), gw, accumulate))) {
       ++s.wgrad_applied;
       return;
     }
     product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, accumulate);
   };
+  // kernels.cuda_mlp_wgrad: fused with one stream: every layer's ∇W_l and ∇b_l (λθ added) and the nll in one
+  // tiled launch (kernels/weight_grad.h) instead of the hidden layers' products and the last launch, with the
+  // sampler's update where the pass has one (update_of's checks: the layers cover θ, and every element's
+  // gradient is a problem's)
+  if (route && wgrad_tiles && !two && rows > 0) {
+    WeightGradLaunch wl;
+    wl.accumulate = !overwrite;
+    for (size_t l = 0; l < L; ++l) {
+      const MlpLayerTensors& layer = layers[l];
+      WeightGradProblem q;
+      q.a = s.g[l + 1], q.b = h_of(l), q.c = weight_of(layer.weight_grad), q.bias_grad = layer.bias_grad;
+      if (layer.weight_lambda.defined())
+        q.weight = weight_of(layer.weight), q.weight_lambda = layer.weight_lambda, q.bias = layer.bias,
+        q.bias_lambda = layer.bias_lambda;
+      wl.problems.push_back(q);
+    }
+    auto nll = at::empty({}, opts);
+    wl.row_nll = row_nll.narrow(0, 0, rows), wl.nll = nll;
+    wl.loss_sum = s.loss_sum, wl.loss_weight = s.loss_weight;
+    if (weight_grad_cuda_with_update<T>(wl, up)) {
+      s.wgrad_applied = static_cast<int>(L) - 1;
+      s.update_applied = update;
+      return nll;
+    }
+  }
   // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
   // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto stays on the GEMM
   // kernel until a GPU has timed the blocks' current shape (docs/performance.md)

@@ -6,6 +6,7 @@
 
 #include "kernels/pdl_cuda.h"
 #include "kernels/weight_grad.h"
+#include "kernels/weight_grad_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -32,24 +33,68 @@ __device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
 }
 
 template <typename T>
-struct Args {
+struct Problem {
   const T* a = nullptr;  // [r, m]
   const T* b = nullptr;  // [r, n]
   T* c = nullptr;        // [m, n]
-  int r = 0, m = 0, n = 0, tiles_n = 1;
-  bool accumulate = false;
+  T* e = nullptr;        // [m]: the ones column n (or none)
+  const T* w = nullptr;  // the prior: C = fma(λ_W, W, z), e = fma(λ_b, b, z_e)
+  const T* lw = nullptr;
+  const T* bb = nullptr;
+  const T* lb = nullptr;
+  int m = 0, n = 0, tiles_n = 1, first_block = 0;
 };
 
 template <typename T>
-__global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_constant__ Args<T> p) {
+struct Args {
+  Problem<T> p[S::kMaxProblems];
+  int problems = 0, r = 0, tile_blocks = 0;  // blocks [0, tile_blocks) tiles, then the nll's
+  bool accumulate = false;
+  const T* row_nll = nullptr;
+  T* nll = nullptr;
+  double* loss_sum = nullptr;
+  double loss_weight = 0;
+  PassUpdate<T> up;  // rule ≥ 0: applied to every element whose gradient a block finishes
+};
+
+// The nll block: thread t sums row_nll[t], row_nll[t + kThreads], …, then a tree over the threads in
+// part [kThreads] (the tiles' shared memory).
+template <typename T>
+__device__ void nll_sum(const Args<T>& g, T* part) {
+  const int tid = threadIdx.x;
+  T s = 0;
+  for (int i = tid; i < g.r; i += S::kThreads) s += g.row_nll[i];
+  part[tid] = s;
+  __syncthreads();
+  for (int w = S::kThreads / 2; w > 0; w >>= 1) {
+    if (tid < w) part[tid] += part[tid + w];
+    __syncthreads();
+  }
+  if (tid == 0) {
+    *g.nll = part[0];
+    if (g.loss_sum != nullptr) *g.loss_sum += g.loss_weight * static_cast<double>(part[0]);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_constant__ Args<T> g) {
   pdl_enter();
   __shared__ __align__(16) T as[S::kChunk * S::kM];  // [row][m], as in memory
   __shared__ __align__(16) T bs[S::kChunk * S::kN];  // [row][n]
+  if (static_cast<int>(blockIdx.x) >= g.tile_blocks) {
+    nll_sum(g, bs);
+    return;
+  }
+  int pi = 0;
+  while (pi + 1 < g.problems && static_cast<int>(blockIdx.x) >= g.p[pi + 1].first_block) ++pi;
+  const Problem<T> p = g.p[pi];
+  const int r = g.r, tile = static_cast<int>(blockIdx.x) - p.first_block;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, lr = lane / 8, lc = lane % 8;
-  const int m0 = (blockIdx.x / p.tiles_n) * S::kM, n0 = (blockIdx.x % p.tiles_n) * S::kN;
+  const int m0 = (tile / p.tiles_n) * S::kM, n0 = (tile % p.tiles_n) * S::kN;
   // this thread's elements of a chunk: A's column acol of rows arow + kARowsPer·q, B's bcol of brow + kBRowsPer·q
+  // (B's column n is the ones column where the problem has one)
   const int acol = tid % S::kM, arow = tid / S::kM, bcol = tid % S::kN, brow = tid / S::kN;
-  const bool aok = m0 + acol < p.m, bok = n0 + bcol < p.n;
+  const bool aok = m0 + acol < p.m, bone = p.e != nullptr && n0 + bcol == p.n, bok = n0 + bcol < p.n || bone;
   const T* const abase = p.a + static_cast<int64_t>(arow) * p.m + m0 + acol;
   const T* const bbase = p.b + static_cast<int64_t>(brow) * p.n + n0 + bcol;
   T abuf[kALoads], bbuf[kBLoads];
@@ -58,12 +103,12 @@ __global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_c
 #pragma unroll
     for (int q = 0; q < kALoads; ++q) {
       const int row = r0 + arow + kARowsPer * q;
-      abuf[q] = aok && row < p.r ? abase[static_cast<int64_t>(r0 + kARowsPer * q) * p.m] : T(0);
+      abuf[q] = aok && row < r ? abase[static_cast<int64_t>(r0 + kARowsPer * q) * p.m] : T(0);
     }
 #pragma unroll
     for (int q = 0; q < kBLoads; ++q) {
       const int row = r0 + brow + kBRowsPer * q;
-      bbuf[q] = bok && row < p.r ? bbase[static_cast<int64_t>(r0 + kBRowsPer * q) * p.n] : T(0);
+      bbuf[q] = bok && row < r ? (bone ? T(1) : bbase[static_cast<int64_t>(r0 + kBRowsPer * q) * p.n]) : T(0);
     }
   };
   const auto store = [&]() {
@@ -77,7 +122,7 @@ __global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_c
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j] = T(0);
-  const int chunks = (p.r + S::kChunk - 1) / S::kChunk;
+  const int chunks = (r + S::kChunk - 1) / S::kChunk;
   load(0);
   store();
   __syncthreads();
@@ -101,7 +146,7 @@ __global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_c
       __syncthreads();
     }
   }
-  // the warps' partial tiles, added in warp order: z = ((p_0 + p_1) + …) + p_7
+  // the warps' partial tiles, added in warp order: z = ((p_0 + p_1) + …) + p_7, then the epilogue
   T* const red = bs;  // [kWarps, kM, kN]: bs holds kChunk · kN ≥ that
   static_assert(S::kChunk * S::kN >= S::kWarps * S::kM * S::kN);
 #pragma unroll
@@ -109,38 +154,82 @@ __global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_c
 #pragma unroll
     for (int j = 0; j < 4; ++j) red[(warp * S::kM + 4 * lr + i) * S::kN + 4 * lc + j] = acc[i][j];
   __syncthreads();
+  FusedCoefs<T> k;
+  uint64_t key = 0, offset = 0;
+  const bool update = g.up.rule >= 0;
+  if (update) k = g.up.params->k, key = g.up.params->noise.key, offset = g.up.params->noise.offset;
   for (int o = tid; o < S::kM * S::kN; o += S::kThreads) {
     T z = red[o];
 #pragma unroll
     for (int w = 1; w < S::kWarps; ++w) z += red[w * S::kM * S::kN + o];
     const int i = m0 + o / S::kN, j = n0 + o % S::kN;
-    if (i < p.m && j < p.n) {
-      T* const out = p.c + static_cast<int64_t>(i) * p.n + j;
-      *out = p.accumulate ? *out + z : z;
+    if (i >= p.m) continue;
+    T* out = nullptr;
+    if (j < p.n) {
+      const int64_t at = static_cast<int64_t>(i) * p.n + j;
+      out = p.c + at;
+      *out = g.accumulate ? *out + z : p.lw != nullptr ? fma(*p.lw, p.w[at], z) : z;
+    } else if (j == p.n && p.e != nullptr) {
+      out = p.e + i;
+      *out = g.accumulate ? *out + z : p.lb != nullptr ? fma(*p.lb, p.bb[i], z) : z;
     }
+    if (update && out != nullptr) update_element(g.up, k, key, offset, out - g.up.gr);
   }
 }
 
 }  // namespace
 }  // namespace weight_grad_tiles
 
-bool weight_grad_cuda(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
-  namespace wg = weight_grad_tiles;
-  if (!weight_grad_applies(a, b, c) || !a.is_cuda()) return false;
-  const auto launch = [&](auto zero) {
-    using T = decltype(zero);
-    wg::Args<T> p;
-    p.a = a.data_ptr<T>(), p.b = b.data_ptr<T>(), p.c = c.data_ptr<T>();
-    p.r = static_cast<int>(a.size(0)), p.m = static_cast<int>(a.size(1)), p.n = static_cast<int>(b.size(1));
-    p.tiles_n = (p.n + WeightGradShape::kN - 1) / WeightGradShape::kN;
-    p.accumulate = accumulate;
-    const int tiles_m = (p.m + WeightGradShape::kM - 1) / WeightGradShape::kM;
-    launch_pdl(wg::weight_grad_kernel<T>, dim3(static_cast<unsigned>(tiles_m * p.tiles_n)), dim3(WeightGradShape::kThreads),
-               0, at::cuda::getCurrentCUDAStream(), p);
-  };
-  if (a.scalar_type() == torch::kFloat64) launch(0.0);
-  else launch(0.0f);
+namespace weight_grad_tiles {
+namespace {
+
+template <typename T>
+bool launch(const WeightGradLaunch& t, const PassUpdate<T>& up) {
+  if (!weight_grad_applies(t) || !t.problems.front().a.is_cuda() ||
+      t.problems.front().a.scalar_type() != c10::CppTypeToScalarType<T>::value)
+    return false;
+  Args<T> g;
+  g.r = static_cast<int>(t.problems.front().a.size(0));
+  g.accumulate = t.accumulate;
+  g.up = up;
+  int blocks = 0;
+  for (const auto& q : t.problems) {
+    Problem<T>& p = g.p[g.problems++];
+    p.a = q.a.data_ptr<T>(), p.b = q.b.data_ptr<T>(), p.c = q.c.data_ptr<T>();
+    if (q.bias_grad.defined()) p.e = q.bias_grad.data_ptr<T>();
+    if (q.weight_lambda.defined()) {
+      p.w = q.weight.data_ptr<T>(), p.lw = q.weight_lambda.data_ptr<T>();
+      p.bb = q.bias.data_ptr<T>(), p.lb = q.bias_lambda.data_ptr<T>();
+    }
+    p.m = static_cast<int>(q.a.size(1)), p.n = static_cast<int>(q.b.size(1));
+    p.tiles_n = (p.n + (p.e != nullptr ? 1 : 0) + S::kN - 1) / S::kN;
+    p.first_block = blocks;
+    blocks += (p.m + S::kM - 1) / S::kM * p.tiles_n;
+  }
+  g.tile_blocks = blocks;
+  if (t.row_nll.defined()) {
+    g.row_nll = t.row_nll.data_ptr<T>(), g.nll = t.nll.data_ptr<T>(), ++blocks;
+    if (t.loss_sum.defined()) g.loss_sum = t.loss_sum.data_ptr<double>(), g.loss_weight = t.loss_weight;
+  }
+  launch_pdl(weight_grad_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), 0,
+             at::cuda::getCurrentCUDAStream(), g);
   return true;
 }
+
+}  // namespace
+}  // namespace weight_grad_tiles
+
+bool weight_grad_cuda(const WeightGradLaunch& t) {
+  if (!t.problems.empty() && t.problems.front().a.defined() && t.problems.front().a.scalar_type() == torch::kFloat64)
+    return weight_grad_tiles::launch<double>(t, PassUpdate<double>{});
+  return weight_grad_tiles::launch<float>(t, PassUpdate<float>{});
+}
+
+template <typename T>
+bool weight_grad_cuda_with_update(const WeightGradLaunch& t, const PassUpdate<T>& up) {
+  return weight_grad_tiles::launch<T>(t, up);
+}
+template bool weight_grad_cuda_with_update<float>(const WeightGradLaunch&, const PassUpdate<float>&);
+template bool weight_grad_cuda_with_update<double>(const WeightGradLaunch&, const PassUpdate<double>&);
 
 }  // namespace sgmcmc::kernels
