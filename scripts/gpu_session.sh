@@ -1054,16 +1054,18 @@ stage_launch() {
   }
   # the steps, two rounds interleaved: the defaults; the pass's own launches for both halves ("own": the
   # last hidden layer and the head in one launch, kernels.cuda_mlp_forward: fused, and the backward sums in
-  # one, kernels.cuda_mlp_wgrad: fused), also as programmatic dependent launches, and each alone; the column
-  # blocks; and the
+  # one, kernels.cuda_mlp_wgrad: fused), also as programmatic dependent launches and with the sampler's update
+  # in the backward launch (kernels.cuda_mlp_update: fused), and each alone; the column blocks; and the
   # products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels; the head adds the forward
   # product's parts, the column blocks' elementwise blocks ∇W_0's)
   for r in 1 2; do
-    for v in gemm gemm_own gemm_own_pdl gemm_forward gemm_wgrad columns columns_kparts4 gemm_kparts4; do
+    for v in gemm gemm_own gemm_own_pdl gemm_own_update columns gemm_forward gemm_wgrad columns_kparts4; do
       left $((dl - 110)) "steps" || break 2
       local sets="--set kernels.cuda_mlp_tail=${v%%_*}"
       [ "${v%_kparts4}" != "$v" ] && sets+=" --set kernels.cuda_mlp_kparts=4"
-      [ "${v%_pdl}" != "$v" ] && v_own=${v%_pdl} && sets+=" --set kernels.cuda_pdl=on" || v_own=$v
+      v_own=$v
+      [ "${v%_pdl}" != "$v" ] && v_own=${v%_pdl} && sets+=" --set kernels.cuda_pdl=on"
+      [ "${v%_update}" != "$v" ] && v_own=${v%_update} && sets+=" --set kernels.cuda_mlp_update=fused"
       [ "${v_own%_own}" != "$v_own" ] && sets+=" --set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused"
       [ "${v%_forward}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
       [ "${v%_wgrad}" != "$v" ] && sets+=" --set kernels.cuda_mlp_wgrad=fused"
