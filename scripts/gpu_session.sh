@@ -1100,7 +1100,7 @@ stage_launch() {
     timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
       --set kernels.cuda_mlp_tail=$tail --set kernels.cuda_mlp_forward=$own --set kernels.cuda_mlp_wgrad=$own --graph \
       --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
-    echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head)" "$L/trace_$v.txt" | head -6
+    echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head|weight_grad)" "$L/trace_$v.txt" | head -8
   done
   left $((dl - 40)) "bench_epoch" && {
     # the per-epoch phases on the device's clock: H.1 for 20 epochs (each phase's device work a graph of its own)
