@@ -72,6 +72,14 @@ MlpForwardHeadArgs copy_to(const MlpForwardHeadArgs& t, const torch::Device& d) 
 
 std::vector<torch::Tensor> outputs(const MlpForwardHeadArgs& t) { return {t.h_out, t.g_out, t.g_hidden, t.row_nll}; }
 
+// The same layer alone (a middle hidden layer): no head, h only.
+MlpForwardHeadArgs without_head(MlpForwardHeadArgs t) {
+  for (auto* x : {&t.out_weight, &t.out_bias, &t.targets, &t.g_out, &t.g_hidden, &t.row_nll, &t.counters})
+    *x = torch::Tensor();
+  t.h_out = t.h_out.clone();
+  return t;
+}
+
 torch::Tensor act_of(Activation act, const torch::Tensor& z) {
   switch (act) {
     case Activation::kSigmoid: return torch::sigmoid(z);
@@ -135,6 +143,22 @@ TEST(MlpForwardHead, ReferenceWithinRoundingOfExactSums) {
     }
 }
 
+// A hidden layer alone (no head: FNN-800's first layer in the pass) writes the same h as with the head.
+TEST(MlpForwardHead, ReferenceWithoutHeadWritesTheSameH) {
+  for (const auto& c : mfh::cases()) {
+    SCOPED_TRACE(c.name);
+    auto t = mfh::make(c, torch::kFloat32, 6);
+    auto alone = mfh::without_head(t);
+    ASSERT_TRUE(kernels::mlp_forward_head_applies(alone));
+    kernels::mlp_forward_head_reference(t);
+    kernels::mlp_forward_head_reference(alone);
+    EXPECT_TRUE(torch::equal(alone.h_out, t.h_out));
+  }
+  auto half = mfh::without_head(mfh::make(mfh::cases()[0], torch::kFloat32, 6));
+  half.targets = torch::zeros({500}, torch::kInt64);  // a head's tensor without the head
+  EXPECT_FALSE(kernels::mlp_forward_head_applies(half));
+}
+
 // A golden value only the kernel's order gives: k = 144 (chunks of 128 and 16), one unit, a row with 1e8 at
 // k = 0 and −1e8 at k = 128 (both in warp 0's share: its chain cancels them exactly) and 1 at k = 16 (warp
 // 1's): z = 1. Summed in k order, 1e8 + 1 rounds to 1e8 in float32 and z = 0.
@@ -184,7 +208,8 @@ TEST(MlpForwardHead, AppliesWhereTheKernelTakesIt) {
 // On a GPU: the kernel against the reference (the pre-activation's sums run in the same order, so with no
 // activation h is the reference's bit for bit; otherwise exp's rounding: h within 8 ulps of 1 + |h| and the
 // head within 1e-5 (float32) / 1e-12 (float64) of 1 + its largest magnitude), every case and dtype; twice
-// the same bits with the counts back at 0; a captured launch replayed equals the eager one.
+// the same bits with the counts back at 0, and the layer alone (no head) the same h; a captured launch
+// replayed equals the eager one.
 TEST(MlpForwardHead, CudaEqualsReference) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
@@ -211,6 +236,11 @@ TEST(MlpForwardHead, CudaEqualsReference) {
         }
       }
       EXPECT_EQ(gpu.counters.sum().item<int64_t>(), 0);
+      {  // the layer alone: the same h as with the head
+        MlpForwardHeadArgs alone = mfh::without_head(mfh::copy_to(start, dev));
+        ASSERT_TRUE(kernels::mlp_forward_head_cuda(alone));
+        EXPECT_TRUE(torch::equal(alone.h_out, got[0])) << "without the head";
+      }
       // again: the same bits
       MlpForwardHeadArgs second = mfh::copy_to(start, dev);
       ASSERT_TRUE(kernels::mlp_forward_head_cuda(second));

@@ -213,6 +213,7 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
       // the forward-and-head launch where it applies: the cuBLAS route (a hidden layer), one chain
       const bool route = gemm != Gemm::kTiled && gemm != Gemm::kPipelined && layers >= 2 && layers <= 4;
       EXPECT_EQ(scratch.forward_head_applied, forward && route && chains == 1);
+      EXPECT_EQ(scratch.forward_applied, forward && route && chains == 1 ? static_cast<int>(layers) - 1 : 0);
       EXPECT_EQ(scratch.wgrad_applied, wgrad && route && chains == 1 ? static_cast<int>(layers) - 1 : 0);
       EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
       for (size_t i = 0; i < params.size(); ++i)

@@ -30,18 +30,15 @@ bool matrix(const torch::Tensor& t, int64_t rows, int64_t cols, const torch::Ten
 
 template <typename T>
 void reference(const MlpForwardHeadArgs& t) {
-  const int64_t n = t.a.size(0), k = t.a.size(1), hdim = t.weight.size(0), outs = t.out_weight.size(0);
+  const int64_t n = t.a.size(0), k = t.a.size(1), hdim = t.weight.size(0);
   const T* a = t.a.data_ptr<T>();
   const T* w = t.weight.data_ptr<T>();
   const T* b = t.bias.data_ptr<T>();
-  const T* wo = t.out_weight.data_ptr<T>();
-  const T* bo = t.out_bias.data_ptr<T>();
-  const int64_t* y = t.targets.data_ptr<int64_t>();
   T* h = t.h_out.data_ptr<T>();
-  T* g = t.g_out.data_ptr<T>();
-  T* d = t.g_hidden.data_ptr<T>();
-  T* nll = t.row_nll.data_ptr<T>();
-  for (int64_t i = 0; i < n; ++i)
+  const bool head = t.out_weight.defined();
+  const int64_t outs = head ? t.out_weight.size(0) : 0;
+  const int64_t* y = head ? t.targets.data_ptr<int64_t>() : nullptr;
+  for (int64_t i = 0; head && i < n; ++i)
     if (y[i] < 0 || y[i] >= outs)
       throw std::invalid_argument("mlp_forward_head_reference: label " + std::to_string(y[i]) + " of row " +
                                   std::to_string(i) + " outside [0, " + std::to_string(outs) + ")");
@@ -52,6 +49,12 @@ void reference(const MlpForwardHeadArgs& t) {
           k, [&](int64_t q) { return std::pair{a[i * k + q], w[u * k + q]}; });
       h[i * hdim + u] = activate_hd(t.act, z + b[u]);
     }
+  if (!head) return;
+  const T* wo = t.out_weight.data_ptr<T>();
+  const T* bo = t.out_bias.data_ptr<T>();
+  T* g = t.g_out.data_ptr<T>();
+  T* d = t.g_hidden.data_ptr<T>();
+  T* nll = t.row_nll.data_ptr<T>();
   // the head, row by row, as head_rows computes it
   std::vector<T> f(outs), lanes(32);
   for (int64_t i = 0; i < n; ++i) {
@@ -83,19 +86,24 @@ void reference(const MlpForwardHeadArgs& t) {
 bool mlp_forward_head_applies(const MlpForwardHeadArgs& t) {
   const auto& a = t.a;
   if (!a.defined() || (a.scalar_type() != torch::kFloat32 && a.scalar_type() != torch::kFloat64)) return false;
-  if (!same_kind(a, a) || a.dim() != 2 || !t.weight.defined() || t.weight.dim() != 2 || !t.out_weight.defined() ||
-      t.out_weight.dim() != 2)
-    return false;
-  const int64_t n = a.size(0), k = a.size(1), hdim = t.weight.size(0), outs = t.out_weight.size(0);
-  if (n < 1 || k < 1 || hdim < 1 || outs < 1) return false;
+  if (!same_kind(a, a) || a.dim() != 2 || !t.weight.defined() || t.weight.dim() != 2) return false;
+  const bool head = t.out_weight.defined();
+  const int64_t n = a.size(0), k = a.size(1), hdim = t.weight.size(0);
+  if (n < 1 || k < 1 || hdim < 1) return false;
   if (n >= std::numeric_limits<int32_t>::max() / std::max(k, hdim) || k * hdim >= std::numeric_limits<int32_t>::max())
     return false;
-  if (!matrix(t.weight, hdim, k, a) || !matrix(t.out_weight, outs, hdim, a) || !matrix(t.h_out, n, hdim, a) ||
-      !matrix(t.g_out, n, outs, a) || !matrix(t.g_hidden, n, hdim, a))
+  if (!matrix(t.weight, hdim, k, a) || !matrix(t.h_out, n, hdim, a) || !same_kind(t.bias, a) || t.bias.numel() != hdim)
     return false;
-  for (const auto* v : {&t.bias, &t.out_bias, &t.row_nll})
+  if (!head)  // a hidden layer alone: nothing of the head's
+    return !t.out_bias.defined() && !t.targets.defined() && !t.g_out.defined() && !t.g_hidden.defined() &&
+           !t.row_nll.defined() && static_cast<size_t>(S::smem_elems(hdim, 0)) * a.element_size() <= S::kMaxSmemBytes;
+  if (t.out_weight.dim() != 2) return false;
+  const int64_t outs = t.out_weight.size(0);
+  if (outs < 1 || !matrix(t.out_weight, outs, hdim, a) || !matrix(t.g_out, n, outs, a) || !matrix(t.g_hidden, n, hdim, a))
+    return false;
+  for (const auto* v : {&t.out_bias, &t.row_nll})
     if (!same_kind(*v, a)) return false;
-  if (t.bias.numel() != hdim || t.out_bias.numel() != outs || t.row_nll.numel() != n) return false;
+  if (t.out_bias.numel() != outs || t.row_nll.numel() != n) return false;
   if (!t.targets.defined() || t.targets.scalar_type() != torch::kInt64 || !t.targets.is_contiguous() ||
       t.targets.numel() != n || t.targets.device() != a.device())
     return false;

@@ -26,8 +26,9 @@
 // activation and softmax (the CUDA test's tolerance). Against exact sums the error of z is float
 // rounding: (k + 8)·2^-24 of Σ_k |a||w| at most (the k-term fma chains plus 8 partial sums).
 //
-// Taken by the pass (one chain, the route's last hidden layer, kernels.cuda_mlp_forward: fused) where
-// mlp_forward_head_applies; otherwise the pass runs its product and head kernel.
+// Taken by the pass (one chain, kernels.cuda_mlp_forward: fused) where mlp_forward_head_applies: for the
+// route's last hidden layer with the head, for an earlier one (FNN-800's first) without it; otherwise the pass
+// runs its product, bias and activation, and head kernel.
 #pragma once
 
 #include <torch/torch.h>
@@ -46,18 +47,20 @@ struct MlpForwardHeadShape {
   static constexpr int kStride = kChunk + kPad;
   static constexpr size_t kMaxSmemBytes = 96 * 1024;
   // shared memory elements: the staged chunk, the warps' partial tiles, or the head's (W_o, the group's
-  // rows of h, logits and g_L), whichever is largest
+  // rows of h, logits and g_L; none with outs = 0), whichever is largest
   static constexpr int64_t smem_elems(int64_t hdim, int64_t outs) {
     const int64_t stage = int64_t{kRows + kUnits} * kStride, reduce = int64_t{kWarps} * kRows * kUnits;
-    const int64_t head = outs * hdim + int64_t{kRows} * (hdim + 2 * outs);
+    const int64_t head = outs == 0 ? 0 : outs * hdim + int64_t{kRows} * (hdim + 2 * outs);
     return stage > reduce ? (stage > head ? stage : head) : (reduce > head ? reduce : head);
   }
 };
 
+// Without out_weight the launch is a hidden layer alone (a middle one: FNN-800's first): h_out = act(a Wᵀ + b),
+// no head, no counts (out_bias, targets, g_out, g_hidden, row_nll and counters undefined too).
 struct MlpForwardHeadArgs {
   torch::Tensor a;                   // h_{L−2} [n, k]
   torch::Tensor weight, bias;        // the last hidden layer: [hdim, k], [hdim]
-  torch::Tensor out_weight, out_bias;  // the output layer: [outs, hdim], [outs]
+  torch::Tensor out_weight, out_bias;  // the output layer: [outs, hdim], [outs]; undefined: no head
   torch::Tensor targets;             // int64 [n]
   Activation act = Activation::kSigmoid;
   double scale = 1.0;                // the likelihood's N/n
@@ -67,7 +70,8 @@ struct MlpForwardHeadArgs {
 };
 
 // Whether the launch takes these tensors: float32 or float64 throughout, one device, contiguous, n ≥ 1,
-// k ≥ 1, hdim ≥ 1, 1 ≤ outs, the shapes above, and the shared memory within kMaxSmemBytes.
+// k ≥ 1, hdim ≥ 1, 1 ≤ outs, the shapes above (the head's all or none), and the shared memory within
+// kMaxSmemBytes.
 bool mlp_forward_head_applies(const MlpForwardHeadArgs& t);
 
 // The header's arithmetic on CPU tensors, writing h_out, g_out, g_hidden and row_nll (counters unused).

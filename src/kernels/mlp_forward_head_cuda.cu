@@ -56,6 +56,7 @@ struct Args {
   T* d = nullptr;    // [n, hdim]
   T* nll = nullptr;  // [n]
   int* counters = nullptr;  // [row groups]
+  bool head = true;         // false: a hidden layer alone (h only)
 };
 
 template <typename T>
@@ -144,6 +145,7 @@ __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_
     const int r = r0 + o / S::kUnits, u = u0 + o % S::kUnits;
     if (r < p.n && u < p.hdim) p.h[static_cast<int64_t>(r) * p.hdim + u] = activate_hd(p.act, z + p.b[u]);
   }
+  if (!p.head) return;
   // the row group's last slice block to finish runs the head over the group's rows
   __threadfence();
   __syncthreads();
@@ -160,13 +162,18 @@ template <typename T>
 bool launch(const MlpForwardHeadArgs& t) {
   Args<T> p;
   p.a = t.a.data_ptr<T>(), p.w = t.weight.data_ptr<T>(), p.b = t.bias.data_ptr<T>();
-  p.wo = t.out_weight.data_ptr<T>(), p.bo = t.out_bias.data_ptr<T>(), p.y = t.targets.data_ptr<int64_t>();
   p.n = static_cast<int>(t.a.size(0)), p.k = static_cast<int>(t.a.size(1));
-  p.hdim = static_cast<int>(t.weight.size(0)), p.outs = static_cast<int>(t.out_weight.size(0));
+  p.hdim = static_cast<int>(t.weight.size(0));
   p.slices = (p.hdim + S::kUnits - 1) / S::kUnits;
   p.scale = static_cast<T>(t.scale), p.act = t.act;
-  p.h = t.h_out.data_ptr<T>(), p.g = t.g_out.data_ptr<T>(), p.d = t.g_hidden.data_ptr<T>();
-  p.nll = t.row_nll.data_ptr<T>(), p.counters = t.counters.data_ptr<int>();
+  p.h = t.h_out.data_ptr<T>();
+  p.head = t.out_weight.defined();
+  if (p.head) {
+    p.wo = t.out_weight.data_ptr<T>(), p.bo = t.out_bias.data_ptr<T>(), p.y = t.targets.data_ptr<int64_t>();
+    p.outs = static_cast<int>(t.out_weight.size(0));
+    p.g = t.g_out.data_ptr<T>(), p.d = t.g_hidden.data_ptr<T>();
+    p.nll = t.row_nll.data_ptr<T>(), p.counters = t.counters.data_ptr<int>();
+  }
   const size_t smem = static_cast<size_t>(S::smem_elems(p.hdim, p.outs)) * sizeof(T);
   const auto* prop = at::cuda::getCurrentDeviceProperties();
   if (smem > prop->sharedMemPerBlockOptin) return false;
@@ -185,8 +192,9 @@ bool launch(const MlpForwardHeadArgs& t) {
 bool mlp_forward_head_cuda(const MlpForwardHeadArgs& t) {
   if (!mlp_forward_head_applies(t) || !t.a.is_cuda()) return false;
   const int64_t groups = (t.a.size(0) + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows;
-  if (!t.counters.defined() || t.counters.scalar_type() != torch::kInt32 || !t.counters.is_contiguous() ||
-      t.counters.numel() < groups || t.counters.device() != t.a.device())
+  if (t.out_weight.defined() && (!t.counters.defined() || t.counters.scalar_type() != torch::kInt32 ||
+                                 !t.counters.is_contiguous() || t.counters.numel() < groups ||
+                                 t.counters.device() != t.a.device()))
     return false;
   return t.a.scalar_type() == torch::kFloat64 ? forward_head::launch<double>(t) : forward_head::launch<float>(t);
 }

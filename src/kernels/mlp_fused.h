@@ -75,6 +75,7 @@ struct MlpFusedScratch {
   std::vector<torch::Tensor> wgrad_parts;  // the hidden layers' ∇W_l as such parts (with the column blocks)
   torch::Tensor forward_counters;  // kernels.cuda_mlp_forward: fused — its row groups' arrival counts
   bool forward_head_applied = false;  // whether the last call ran that launch (instead of product and head)
+  int forward_applied = 0;  // how many hidden layers' forward products it ran that way (the last one's with the head)
   int wgrad_applied = 0;  // kernels.cuda_mlp_wgrad: fused — how many hidden ∇W_l the last call's tiles wrote
   // Optional: a 0-dim float64 tensor on the pass's device into which the pass's last kernel also adds
   // loss_weight · nll (the trainer's running loss: one kernel a step less than adding it afterwards).

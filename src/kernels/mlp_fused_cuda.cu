@@ -757,24 +757,29 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   int head_parts = 1;  // the head's input as that many partial products over k (kernels.cuda_mlp_kparts)
   bool head_done = false;  // kernels.cuda_mlp_forward: fused ran the last hidden layer and the head
   s.forward_head_applied = false;
+  s.forward_applied = 0;
   if (route) {  // h_{l+1} for every hidden layer; the last one's pre-activation goes to the head
     for (size_t l = 0; l + 1 < L; ++l) {
       const bool last = l + 2 == L;
       const int64_t out_l = outs_of(layers[l].weight), in_l = ins_of(layers[l].weight);
-      if (last && chains == 1 && rows > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpForward::kFused) {
-        // the product, bias, activation and head in one launch (kernels/mlp_forward_head.h)
+      if (chains == 1 && rows > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpForward::kFused) {
+        // the product, bias and activation in one launch (kernels/mlp_forward_head.h), and for the last hidden
+        // layer the head in the same launch
         MlpForwardHeadArgs f;
-        f.a = h_of(l), f.weight = layers[l].weight.view({out_l, in_l}), f.bias = layers[l].bias;
-        f.out_weight = layers[L - 1].weight.view({outs, hdim}), f.out_bias = layers[L - 1].bias;
-        f.targets = targets, f.act = act, f.scale = static_cast<double>(scale);
-        f.h_out = ensure2(s.h[L - 1], rows, hdim, opts), f.g_out = ensure2(s.g[L], rows, outs, opts);
-        f.g_hidden = ensure2(s.g[L - 1], rows, hdim, opts);
-        f.row_nll = ensure(s.row_nll, rows, opts, false).narrow(0, 0, rows);
-        const int64_t groups = (rows + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows;
-        f.counters = ensure(s.forward_counters, groups, opts.dtype(torch::kInt32), true);
+        f.a = h_of(l), f.weight = layers[l].weight.view({out_l, in_l}), f.bias = layers[l].bias, f.act = act;
+        f.h_out = ensure2(s.h[l + 1], rows, out_l, opts);
+        if (last) {
+          f.out_weight = layers[L - 1].weight.view({outs, hdim}), f.out_bias = layers[L - 1].bias;
+          f.targets = targets, f.scale = static_cast<double>(scale);
+          f.g_out = ensure2(s.g[L], rows, outs, opts), f.g_hidden = ensure2(s.g[L - 1], rows, hdim, opts);
+          f.row_nll = ensure(s.row_nll, rows, opts, false).narrow(0, 0, rows);
+          const int64_t groups = (rows + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows;
+          f.counters = ensure(s.forward_counters, groups, opts.dtype(torch::kInt32), true);
+        }
         if (mlp_forward_head_cuda(f)) {
           h[l + 1] = f.h_out.template data_ptr<T>();
-          head_done = s.forward_head_applied = true;
+          ++s.forward_applied;
+          if (last) head_done = s.forward_head_applied = true;
           continue;
         }
       }
