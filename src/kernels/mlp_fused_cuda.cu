@@ -18,6 +18,7 @@
 #include "core/kernel_settings.h"
 #include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
+#include "kernels/block_sum_cuda.h"
 #include "kernels/fused_elementwise.h"
 #include "kernels/mlp_forward_head.h"
 #include "kernels/mlp_fused.h"
@@ -103,18 +104,10 @@ struct GemmBatch {
 template <typename T, int kN>
 __device__ void block_sum(const T* in, int n, T* out, double* loss_sum, double loss_weight) {
   __shared__ T part[kN];
-  const int tid = threadIdx.x;
-  T s = 0;
-  for (int i = tid; i < n; i += kN) s += in[i];
-  part[tid] = s;
-  __syncthreads();
-  for (int w = kN / 2; w > 0; w >>= 1) {
-    if (tid < w) part[tid] += part[tid + w];
-    __syncthreads();
-  }
-  if (tid == 0) {
-    *out = part[0];
-    if (loss_sum != nullptr) *loss_sum += loss_weight * static_cast<double>(part[0]);
+  const T v = block_tree_sum<T, kN>(in, n, part);
+  if (threadIdx.x == 0) {
+    *out = v;
+    if (loss_sum != nullptr) *loss_sum += loss_weight * static_cast<double>(v);
   }
 }
 

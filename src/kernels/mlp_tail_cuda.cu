@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/block_sum_cuda.h"
 #include "kernels/mlp_tail.h"
 #include "kernels/pass_update_cuda.h"
 #include "kernels/pdl_cuda.h"
@@ -270,18 +271,10 @@ __device__ void prior_block(const Args<T>& args, int block) {
 
 template <typename T>
 __device__ void nll_block(const Args<T>& args, T* part) {
-  const int tid = threadIdx.x;
-  T s = 0;
-  for (int i = tid; i < args.n; i += S::kThreads) s += args.row_nll[i];
-  part[tid] = s;
-  __syncthreads();
-  for (int w = S::kThreads / 2; w > 0; w >>= 1) {
-    if (tid < w) part[tid] += part[tid + w];
-    __syncthreads();
-  }
-  if (tid == 0) {
-    *args.nll = part[0];
-    if (args.loss_sum != nullptr) *args.loss_sum = fma_t(args.loss_weight, static_cast<double>(part[0]), *args.loss_sum);
+  const T v = block_tree_sum<T, S::kThreads>(args.row_nll, args.n, part);
+  if (threadIdx.x == 0) {
+    *args.nll = v;
+    if (args.loss_sum != nullptr) *args.loss_sum = fma_t(args.loss_weight, static_cast<double>(v), *args.loss_sum);
   }
 }
 

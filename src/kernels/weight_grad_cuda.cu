@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/block_sum_cuda.h"
 #include "kernels/pdl_cuda.h"
 #include "kernels/weight_grad.h"
 #include "kernels/weight_grad_cuda.h"
@@ -57,22 +58,14 @@ struct Args {
   PassUpdate<T> up;  // rule ≥ 0: applied to every element whose gradient a block finishes
 };
 
-// The nll block: thread t sums row_nll[t], row_nll[t + kThreads], …, then a tree over the threads in
-// part [kThreads] (the tiles' shared memory).
+// The nll block: the rows' nll summed by block_tree_sum in part [kThreads] (the tiles' shared memory), and
+// loss_weight · nll added to the trainer's float64 sum.
 template <typename T>
 __device__ void nll_sum(const Args<T>& g, T* part) {
-  const int tid = threadIdx.x;
-  T s = 0;
-  for (int i = tid; i < g.r; i += S::kThreads) s += g.row_nll[i];
-  part[tid] = s;
-  __syncthreads();
-  for (int w = S::kThreads / 2; w > 0; w >>= 1) {
-    if (tid < w) part[tid] += part[tid + w];
-    __syncthreads();
-  }
-  if (tid == 0) {
-    *g.nll = part[0];
-    if (g.loss_sum != nullptr) *g.loss_sum += g.loss_weight * static_cast<double>(part[0]);
+  const T v = block_tree_sum<T, S::kThreads>(g.row_nll, g.r, part);
+  if (threadIdx.x == 0) {
+    *g.nll = v;
+    if (g.loss_sum != nullptr) *g.loss_sum += g.loss_weight * static_cast<double>(v);
   }
 }
 
