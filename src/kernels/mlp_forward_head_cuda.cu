@@ -24,23 +24,6 @@ static_assert((S::kRows + S::kUnits) * S::kChunk % S::kThreads == 0 && S::kChunk
 static_assert(S::kRows == 16 && S::kUnits == 32 && S::kWarps == 8, "the lanes' 4 × 4 outputs cover the tile");
 
 template <typename T>
-struct Vec;  // a 16-byte shared-memory read: 4 floats or 2 doubles
-template <>
-struct Vec<float> {
-  using type = float4;
-  static constexpr int kWidth = 4;
-  static __device__ __forceinline__ float at(const float4& v, int i) {
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-  }
-};
-template <>
-struct Vec<double> {
-  using type = double2;
-  static constexpr int kWidth = 2;
-  static __device__ __forceinline__ double at(const double2& v, int i) { return i == 0 ? v.x : v.y; }
-};
-
-template <typename T>
 struct Args {
   const T* a = nullptr;  // [n, k]
   const T* w = nullptr;  // [hdim, k]
@@ -62,8 +45,6 @@ struct Args {
 template <typename T>
 __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_constant__ Args<T> p) {
   pdl_enter();
-  using V = Vec<T>;
-  using VT = typename V::type;
   extern __shared__ __align__(16) unsigned char forward_head_smem[];
   T* const sm = reinterpret_cast<T*>(forward_head_smem);  // rows [0, kRows) of a, then kUnits rows of W
   __shared__ int is_last;
@@ -112,18 +93,18 @@ __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_
   for (int c = 0; c < chunks; ++c) {
     if (c + 1 < chunks) load(c + 1);  // in flight during this chunk's FMAs
 #pragma unroll
-    for (int kk = 0; kk < S::kPerWarp; kk += V::kWidth) {
-      VT av[4], wv[4];
+    for (int kk = 0; kk < S::kPerWarp; kk += 4) {
+      T av[4][4], wv[4][4];  // [row or unit][k]
 #pragma unroll
-      for (int i = 0; i < 4; ++i) av[i] = *reinterpret_cast<const VT*>(arow + 4 * i * S::kStride + kk);
+      for (int i = 0; i < 4; ++i) load4(arow + 4 * i * S::kStride + kk, av[i]);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) wv[j] = *reinterpret_cast<const VT*>(wrow + 8 * j * S::kStride + kk);
+      for (int j = 0; j < 4; ++j) load4(wrow + 8 * j * S::kStride + kk, wv[j]);
 #pragma unroll
-      for (int v = 0; v < V::kWidth; ++v)
+      for (int v = 0; v < 4; ++v)
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) acc[i][j] = fma(V::at(av[i], v), V::at(wv[j], v), acc[i][j]);
+          for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i][v], wv[j][v], acc[i][j]);
     }
     __syncthreads();
     if (c + 1 < chunks) {

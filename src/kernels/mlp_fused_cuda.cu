@@ -29,6 +29,7 @@
 #include "kernels/mlp_tail.h"
 #include "kernels/pass_update_cuda.h"
 #include "kernels/pdl_cuda.h"
+#include "kernels/smem_cuda.h"
 #include "kernels/softmax_xent_row.h"
 #include "kernels/weight_grad.h"
 #include "kernels/weight_grad_cuda.h"
@@ -353,16 +354,6 @@ __device__ __forceinline__ void copy_async_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 #endif
-}
-
-// Four consecutive elements of shared memory (16-byte aligned) in one or two vector loads.
-__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 q = *reinterpret_cast<const float4*>(p);
-  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-}
-__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
-  const double2 a = *reinterpret_cast<const double2*>(p), b = *reinterpret_cast<const double2*>(p + 2);
-  v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
 
 // The same products as gemm_kernel<T, 32> (the same tiles, k splits and epilogues), built for latency.
@@ -748,8 +739,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   };
   const auto h_of = [&](size_t l) -> const torch::Tensor& { return l == 0 ? x : s.h[l]; };
   int head_parts = 1;  // the head's input as that many partial products over k (kernels.cuda_mlp_kparts)
-  bool head_done = false;  // kernels.cuda_mlp_forward: fused ran the last hidden layer and the head
-  s.forward_head_applied = false;
+  s.forward_head_applied = false;  // kernels.cuda_mlp_forward: fused ran the last hidden layer and the head
   s.forward_applied = 0;
   if (route) {  // h_{l+1} for every hidden layer; the last one's pre-activation goes to the head
     for (size_t l = 0; l + 1 < L; ++l) {
@@ -772,7 +762,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
         if (mlp_forward_head_cuda(f)) {
           h[l + 1] = f.h_out.template data_ptr<T>();
           ++s.forward_applied;
-          if (last) head_done = s.forward_head_applied = true;
+          if (last) s.forward_head_applied = true;
           continue;
         }
       }
@@ -813,7 +803,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   T* d = nullptr;
   if (L > 1) d = ensure2(s.g[L - 1], rows, hdim, opts).template data_ptr<T>();
   auto& row_nll = ensure(s.row_nll, rows, opts, false);
-  if (n > 0 && !head_done) {
+  if (n > 0 && !s.forward_head_applied) {
     const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
     const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
     T* h_out = route ? ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>() : nullptr;
@@ -823,7 +813,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
                gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts,
                int64_t{rows} * hdim);
     if (route) h[L - 1] = h_out;
-  } else if (route && !head_done) {
+  } else if (route && !s.forward_head_applied) {
     h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();
   }
   // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1

@@ -1,4 +1,5 @@
-// A kernel's dynamic shared memory above the default 48 KB. CUDA sources only.
+// Shared-memory helpers of the pass's kernels: a kernel's dynamic shared memory above the default 48 KB, and
+// four consecutive elements read as vectors. CUDA sources only.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -20,6 +21,16 @@ inline void allow_dynamic_smem(const void* kernel, int bytes, int device) {
   if (done.count({kernel, device}) != 0) return;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   done.insert({kernel, device});
+}
+
+// Four consecutive elements of shared memory into v: one float4, or two double2 (16-byte aligned).
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
+  const double2 a = *reinterpret_cast<const double2*>(p), b = *reinterpret_cast<const double2*>(p + 2);
+  v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
 
 }  // namespace sgmcmc::kernels

@@ -6,6 +6,7 @@
 
 #include "kernels/block_sum_cuda.h"
 #include "kernels/pdl_cuda.h"
+#include "kernels/smem_cuda.h"
 #include "kernels/weight_grad.h"
 #include "kernels/weight_grad_cuda.h"
 
@@ -22,16 +23,6 @@ constexpr int kALoads = S::kChunk / kARowsPer, kBLoads = S::kChunk / kBRowsPer;
 static_assert(S::kThreads % S::kM == 0 && S::kThreads % S::kN == 0 && S::kChunk % kARowsPer == 0 &&
               S::kChunk % kBRowsPer == 0 && S::kChunk % S::kWarps == 0);
 static_assert(S::kM == 16 && S::kN == 32 && S::kWarps == 8, "the lanes' 4 × 4 outputs cover the tile");
-
-// Four consecutive elements of shared memory (16-byte aligned for float, 32 for double) into v.
-__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 q = *reinterpret_cast<const float4*>(p);
-  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-}
-__device__ __forceinline__ void load4(const double* p, double (&v)[4]) {
-  const double2 q0 = *reinterpret_cast<const double2*>(p), q1 = *reinterpret_cast<const double2*>(p + 2);
-  v[0] = q0.x, v[1] = q0.y, v[2] = q1.x, v[3] = q1.y;
-}
 
 template <typename T>
 struct Problem {
