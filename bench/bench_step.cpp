@@ -255,6 +255,7 @@ int main(int argc, char** argv) {
   sets.push_back("train.graph_steps=" + std::to_string(r["graph-steps"].as<int>()));
   RunSetup s = make_run_setup(load_config(r["config"].as<std::string>(), sets));
   set_kernel_settings(s.config.kernels);  // as sgmcmc train installs them (--set kernels.KEY=...)
+  at::globalContext().setAllowTF32CuBLAS(s.config.train.tf32);  // and train.tf32 (--set train.tf32=true)
   Model& model = *s.dm.model;
   LossMeter loss(s.dm.device);
   MinibatchStream batches(s.plan.train_size, s.plan.batch_size, model.minibatch_chains(), s.dm.device, s.gen_dev);

@@ -840,7 +840,7 @@ stage_next() {
   NO_CUTLASS=1 build_targets sgmcmc bench_step test_gemm_cluster test_graph test_mlp_tail test_mlp_fused || return 1
   run_gtest test_mlp_tail 60 "MlpTail.*"
   run_gtest test_mlp_fused 120 \
-    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
+    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate:MlpFused.CudaSharedChainsEqualsReference"
   run_gtest test_gemm_cluster 60 "GemmCluster.*"
   # the graph tests on the defaults (cuBLASLt's products: the replay against the eager run, the blocks) and
   # the update in the pass with either last launch
@@ -1027,7 +1027,7 @@ stage_launch() {
   run_gtest test_weight_grad 60 "WeightGrad.*"
   run_gtest test_mlp_tail 90 "MlpTail.*"
   run_gtest test_mlp_fused 120 \
-    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate"
+    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate:MlpFused.CudaSharedChainsEqualsReference"
   run_gtest test_graph 100 \
     "Graph.CudaOwnProductsRunNearCublasRun:Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
   local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
@@ -1085,6 +1085,18 @@ stage_launch() {
     step_row h1 "mlp_h1_gemm_steps100_gather_l2quarter_graph" --graph-steps 100 --block-gather-bytes 12582912
     # FNN-800's first hidden layer's bias and ReLU in one kernel (kernels.cuda_act: fused) instead of ATen's two
     step_row fnn800 "fnn800_gemm_act_fused_graph" --set kernels.cuda_act=fused
+  done
+  # 100 chains of H.1 with one shared minibatch: ATen's autograd (auto) against the pass (kernels.cuda_mlp:
+  # fused: both large products one GEMM over the chains, the head's rows per block auto (1) and 8), float32
+  # and with TF32
+  left $((dl - 90)) "100 chains shared" && for v in aten fused fused_rows8 aten_tf32 fused_tf32; do
+    local sets="--set chains=100 --set train.chain_minibatch=shared"
+    [ "${v#fused}" != "$v" ] && sets+=" --set kernels.cuda_mlp=fused"
+    [ "${v%_rows8}" != "$v" ] && sets+=" --set kernels.cuda_mlp_head_rows=8"
+    [ "${v%_tf32}" != "$v" ] && sets+=" --set train.tf32=true"
+    # shellcheck disable=SC2086
+    timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --rounds 3 --steps 200 --graph $sets --label "chains100_shared_${v}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   done
   [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs

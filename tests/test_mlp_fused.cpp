@@ -736,6 +736,175 @@ TEST(MlpFused, CudaChainsEqualsReference) {
 #endif
 }
 
+namespace {
+
+// `chains` chains sharing one minibatch of the case's n rows (train.chain_minibatch: shared).
+BuiltOf<MlpChains> build_shared(const Case& c, int64_t chains, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+  auto built = build_model<MlpChains>(c, c.n, dt, dev, seed, chains);
+  EXPECT_TRUE(built.model->share_minibatch(true));
+  return built;
+}
+
+}  // namespace
+
+// One minibatch for every chain: the reference over x's n rows equals, bit for bit, the reference over
+// the chains' own minibatches when every chain's rows are those same n (x repeated C times).
+TEST(MlpFused, SharedChainsReferenceEqualsOwnOnRepeatedRows) {
+  for (const auto& c : cases(true)) {
+    SCOPED_TRACE(c.name);
+    const int64_t chains = 3;
+    auto [m, batch] = build_shared(c, chains, torch::kFloat64, torch::kCPU, 17);
+    const auto act = kernels::activation_from_name(c.activation);
+    for (bool overwrite : {true, false}) {
+      auto params = m->parameters();
+      std::vector<torch::Tensor> start;
+      for (auto& p : params) start.push_back(torch::randn(p.sizes(), p.options()));
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].clone();
+      auto own_nll = kernels::mlp_backward_reference(batch.inputs.repeat({chains, 1}), batch.targets.repeat({chains}),
+                                                     layer_tensors(*m), act, 7.0, overwrite, chains);
+      std::vector<torch::Tensor> own;
+      for (auto& p : params) own.push_back(p.grad().clone());
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad().copy_(start[i]);
+      auto shared_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                        overwrite, chains, /*shared=*/true);
+      EXPECT_TRUE(torch::equal(shared_nll, own_nll)) << "overwrite " << overwrite;
+      for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), own[i])) << i;
+    }
+  }
+  auto [m, batch] = build_shared(cases(true)[0], 2, torch::kFloat32, torch::kCPU, 1);
+  EXPECT_THROW(kernels::mlp_backward_reference(batch.inputs, batch.targets.narrow(0, 0, 5), layer_tensors(*m),
+                                               kernels::Activation::kTanh, 1.0, true, 2, true),
+               std::invalid_argument);
+}
+
+// ... and its nll and gradients are autograd's on MlpChains with a shared minibatch (overwriting and
+// adding into .grad; float rounding: tolerance()).
+TEST(MlpFused, SharedChainsReferenceEqualsAutogradOfTheChainedMlp) {
+  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+    for (const auto& c : cases(true)) {
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
+      const int64_t chains = 3;
+      auto [m, batch] = build_shared(c, chains, dt, torch::kCPU, 19);
+      for (bool overwrite : {true, false}) {
+        auto params = m->parameters();
+        std::vector<torch::Tensor> start;
+        for (auto& p : params) start.push_back(overwrite ? torch::zeros_like(p) : torch::randn(p.sizes(), p.options()));
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].clone();
+        const auto want_nll = autograd_backward(*m, batch, 7.0);
+        std::vector<torch::Tensor> want;
+        for (auto& p : params) want.push_back(p.grad().clone());
+        for (size_t i = 0; i < params.size(); ++i)
+          params[i].mutable_grad() = overwrite ? torch::full_like(params[i], 123.0) : start[i].clone();
+        auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m),
+                                                       kernels::activation_from_name(c.activation), 7.0, overwrite,
+                                                       chains, /*shared=*/true);
+        EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
+        for (size_t i = 0; i < params.size(); ++i)
+          EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i << ", overwrite " << overwrite;
+      }
+    }
+  }
+}
+
+// On a GPU: the shared minibatch's pass (one hidden layer, the cuBLAS route: the pre-activations and
+// g_1 as [n, C·h], both large products one GEMM over the chains) against the reference, for each route
+// product kind, one and two streams, the head's rows per block auto and 3, overwriting and adding, twice
+// the same bits; the declines (the tiled, pipelined and cluster kernels, two hidden layers, auto's
+// kernels.cuda_mlp); and through MlpChains::nll_backward against autograd on ATen's CUDA ops.
+TEST(MlpFused, CudaSharedChainsEqualsReference) {
+#if defined(SGMCMC_WITH_CUDA)
+  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
+  NoTf32 no_tf32;
+  const torch::Device dev(torch::kCUDA);
+  using Gemm = KernelSettings::MlpGemm;
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    for (const auto& c : cases(false)) {
+      if (c.hidden.size() != 1) continue;  // H.1-like and App. H.1
+      for (int64_t chains : {2, 5}) {
+        SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + std::to_string(chains) + " chains");
+        auto [m, batch] = build_shared(c, chains, dt, dev, 23);
+        auto [mc, batch_cpu] = build_shared(c, chains, dt, torch::kCPU, 23);
+        const auto act = kernels::activation_from_name(c.activation);
+        kernels::MlpFusedScratch scratch;
+        auto params = m->parameters(), cpu = mc->parameters();
+        for (bool overwrite : {true, false}) {
+          // the reference once per overwrite, from one random .grad; every variant starts from the same
+          std::vector<torch::Tensor> start, want;
+          for (auto& p : cpu) start.push_back(torch::randn(p.sizes(), p.options()));
+          for (size_t i = 0; i < cpu.size(); ++i) cpu[i].mutable_grad() = start[i].clone();
+          auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(*mc), act,
+                                                          7.0, overwrite, chains, true);
+          for (auto& p : cpu) want.push_back(p.grad().clone());
+          for (Gemm gemm : {Gemm::kAuto, Gemm::kCublas, Gemm::kCublasLt, Gemm::kTf32x3})
+            for (int streams : {1, 2})
+              for (int head_rows : {0, 3}) {
+                SCOPED_TRACE(gemm_name(gemm) + ", streams " + std::to_string(streams) + ", head rows " +
+                             std::to_string(head_rows) + ", overwrite " + std::to_string(overwrite));
+                KernelSettings k;
+                k.cuda_mlp = KernelSettings::Choice::kFused;
+                k.cuda_mlp_gemm = gemm;
+                k.cuda_mlp_streams = streams;
+                k.cuda_mlp_head_rows = head_rows;
+                ScopedKernelSettings scoped(k);
+                for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].to(dev);
+                auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                                overwrite, scratch, chains, true);
+                ASSERT_TRUE(got_nll.defined());
+                EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll";
+                for (size_t i = 0; i < params.size(); ++i)
+                  EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i;
+                if (overwrite) {
+                  std::vector<torch::Tensor> first;
+                  for (auto& p : params) first.push_back(p.grad().clone());
+                  auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                                true, scratch, chains, true);
+                  EXPECT_TRUE(torch::equal(again, got_nll));
+                  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
+                }
+              }
+        }
+        for (Gemm gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCluster}) {
+          KernelSettings k;
+          k.cuda_mlp = KernelSettings::Choice::kFused;
+          k.cuda_mlp_gemm = gemm;
+          ScopedKernelSettings scoped(k);
+          EXPECT_FALSE(kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0, true,
+                                                        scratch, chains, true)
+                           .defined())
+              << gemm_name(gemm);
+        }
+        // through the model, against autograd on ATen's ops (auto leaves chains to ATen)
+        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+        const auto aten_nll = autograd_backward(*m, batch, 7.0);
+        std::vector<torch::Tensor> aten;
+        for (auto& p : params) aten.push_back(p.grad().clone());
+        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+        {
+          ScopedKernelSettings scoped{KernelSettings{}};
+          EXPECT_FALSE(m->nll_backward(batch, 7.0).defined());
+        }
+        KernelSettings k;
+        k.cuda_mlp = KernelSettings::Choice::kFused;
+        ScopedKernelSettings scoped(k);
+        auto nll = m->nll_backward(batch, 7.0);
+        ASSERT_TRUE(nll.defined());
+        EXPECT_LE(max_rel(nll, aten_nll), tolerance(dt));
+        for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), aten[i]), tolerance(dt)) << i;
+      }
+    }
+  }
+  // two hidden layers: declined
+  auto [m2, batch2] = build_shared(cases(true)[0], 3, torch::kFloat32, dev, 29);
+  for (auto& p : m2->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  KernelSettings k;
+  k.cuda_mlp = KernelSettings::Choice::kFused;
+  ScopedKernelSettings scoped(k);
+  EXPECT_FALSE(m2->nll_backward(batch2, 1.0).defined());
+#else
+  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
+#endif
+}
+
 #if defined(SGMCMC_WITH_CUDA)
 namespace {
 // A float32 product's error against float64: the max over the elements of |c − (c0 +) a·b| − bound, with

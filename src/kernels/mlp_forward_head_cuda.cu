@@ -135,8 +135,8 @@ __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_
   if (!is_last) return;
   __threadfence();
   if (tid == 0) p.counters[group] = 0;  // ready for the next call (and graph replay)
-  head_rows<T, S::kThreads>(p.h, p.wo, p.bo, p.y, r0, min(S::kRows, p.n - r0), p.hdim, p.outs, p.scale, p.act, p.g, p.d,
-                            p.nll, nullptr, nullptr, 1, 0, sm);
+  head_rows<T, S::kThreads>(p.h, p.wo, p.bo, p.y, r0, min(S::kRows, p.n - r0), p.hdim, p.hdim, p.outs, p.scale, p.act, p.g,
+                            p.d, p.nll, nullptr, nullptr, 1, 0, sm);
 }
 
 template <typename T>

@@ -44,6 +44,14 @@
 // launch count is the same as one chain's. No prior precisions with chains. On an H100 it ran at half
 // the speed of ATen's batched products for 100 and 1,000 chains of H.1 (docs/performance.md), so
 // kernels.cuda_mlp: auto leaves chains to ATen; `fused` takes this pass.
+// One minibatch for every chain (`shared`, train.chain_minibatch: shared): x [n, in] and y [n] are every
+// chain's rows. Taken for one hidden layer (App. H.1's shape) on the cuBLAS route, where both large products
+// become one GEMM over all chains each, as in the one-chain step:
+//   P = x · [W_0^(1); …; W_0^(C)]ᵀ               [n, C·h], chain c's pre-activations in columns c·h … c·h + h − 1
+//   the head per (rows, chain): h_1 = act(P + b_0) and g_1 = (g_2 W_1) ⊙ act'(h_1) in P's layout, g_2 chain-major
+//   [∇W_0^(1); …; ∇W_0^(C)] = g_1ᵀ x             [C·h, in], one product
+//   ∇W_1, ∇b_1, ∇b_0 and the nll per chain in the last launch (strided operands).
+// Anything else with `shared` returns an undefined tensor (the caller's autograd runs).
 #pragma once
 
 #include <torch/torch.h>
@@ -105,14 +113,16 @@ bool mlp_fused_prior_enabled();
 // weights. Defined in CUDA builds only.
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                      bool overwrite, MlpFusedScratch& scratch, int64_t chains = 1);
+                                      bool overwrite, MlpFusedScratch& scratch, int64_t chains = 1,
+                                      bool shared = false);
 
 // The same arithmetic on contiguous float32/float64 CPU tensors, in plain loops, with the kernels'
 // per-element functions (activation_hd.h, softmax_xent_row.h): the reference the CUDA test compares
 // with. std::invalid_argument on a label outside [0, out_{L−1}) or mismatched shapes.
-// `chains` > 1: stacked layers as above, each chain's block of rows through its own layers.
+// `chains` > 1: stacked layers as above, each chain's block of rows through its own layers; with `shared`
+// every chain through all of x's rows (any depth).
 torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor& targets,
                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                     bool overwrite, int64_t chains = 1);
+                                     bool overwrite, int64_t chains = 1, bool shared = false);
 
 }  // namespace sgmcmc::kernels

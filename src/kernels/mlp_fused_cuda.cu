@@ -464,22 +464,26 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
 }
 
 // The output layer for `rows_per_block` rows per block (head_rows, mlp_head_cuda.h). Chain c = blockIdx.y:
-// its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's.
+// its n rows of h, y, g, d and row_nll and its own W and b follow chain c − 1's. `shared` (the chains'
+// shared minibatch): every chain reads all n labels, and h, h_out and d are [n, C·hdim], chain c's row
+// in columns c·hdim … (g and row_nll stay chain-major).
 template <typename T>
 __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
                 T scale, Activation act, T* g, T* d, T* row_nll, const T* pre_bias, T* h_out, int parts,
-                int64_t part_stride) {
+                int64_t part_stride, bool shared) {
   pdl_enter();
   const int64_t chain = blockIdx.y;
-  h += chain * n * hdim, w += chain * outs * hdim, bias += chain * outs, y += chain * n;
+  const int64_t hid_cs = shared ? hdim : int64_t{n} * hdim;  // chain c's first hidden value
+  const int64_t rs = shared ? int64_t{gridDim.y} * hdim : hdim;
+  h += chain * hid_cs, w += chain * outs * hdim, bias += chain * outs, y += shared ? 0 : chain * n;
   g += chain * n * outs, row_nll += chain * n;
-  if (d != nullptr) d += chain * n * hdim;
-  if (pre_bias != nullptr) pre_bias += chain * hdim, h_out += chain * n * hdim;
+  if (d != nullptr) d += chain * hid_cs;
+  if (pre_bias != nullptr) pre_bias += chain * hdim, h_out += chain * hid_cs;
   extern __shared__ __align__(16) unsigned char head_smem[];
   const int r0 = blockIdx.x * rows_per_block;
-  head_rows<T, kHeadThreads>(h, w, bias, y, r0, min(rows_per_block, n - r0), hdim, outs, scale, act, g, d, row_nll,
-                             pre_bias, h_out, parts, part_stride, reinterpret_cast<T*>(head_smem));
+  head_rows<T, kHeadThreads>(h, w, bias, y, r0, min(rows_per_block, n - r0), hdim, rs, outs, scale, act, g, d,
+                             row_nll, pre_bias, h_out, parts, part_stride, reinterpret_cast<T*>(head_smem));
 }
 
 // A [size] tensor of `like`'s options in `slot`, reused when it already holds at least that many.
@@ -538,6 +542,16 @@ MlpGemm gemm_choice(int chains, size_t layers) {
   if (g != MlpGemm::kAuto) return g;
   if (chains > 1) return MlpGemm::kTiled;
   return 2 * layers - 1 <= kMaxProblems ? MlpGemm::kCublasLt : MlpGemm::kPipelined;
+}
+
+// The chains' shared minibatch takes the cuBLAS route only (its two large products are plain 2-D GEMMs, as
+// one chain's): auto is cublaslt as for one chain; tiled, pipelined and cluster decline (autograd runs).
+bool shared_gemm_taken(MlpGemm g) {
+  return g == MlpGemm::kAuto || g == MlpGemm::kCublas || g == MlpGemm::kCublasLt || g == MlpGemm::kTf32x3;
+}
+MlpGemm shared_gemm_choice() {
+  const auto g = kernel_settings().cuda_mlp_gemm;
+  return g == MlpGemm::kAuto ? MlpGemm::kCublasLt : g;
 }
 
 template <typename T>
@@ -638,13 +652,15 @@ bool gemm_lt_k_parts(const torch::Tensor& a, const torch::Tensor& b, torch::Tens
 
 // Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
 // along dim 0; each kernel runs every chain at once (blockIdx.y), each chain's rows against its own
-// layers. Scratch rows are chain-major too.
+// layers. Scratch rows are chain-major too. `shared` (handled(): one hidden layer, the cuBLAS route): x
+// holds the n rows every chain uses, and the hidden layer's scratch (its pre-activations, h_1, g_1) is
+// [n, C·h] (mlp_fused.h).
 template <typename T>
 torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
-                  Activation act, T scale, bool overwrite, int chains, MlpFusedScratch& s) {
+                  Activation act, T scale, bool overwrite, int chains, bool shared, MlpFusedScratch& s) {
   const size_t L = layers.size();
-  const int n = static_cast<int>(x.size(0) / chains);  // rows per chain
-  const int64_t rows = x.size(0);
+  const int n = static_cast<int>(shared ? x.size(0) : x.size(0) / chains);  // rows per chain
+  const int64_t rows = int64_t{n} * chains;  // every chain's rows (shared: the same n, C times)
   const int outs = static_cast<int>(outs_of(layers[L - 1].weight)), hdim = static_cast<int>(ins_of(layers[L - 1].weight));
   const int per_row = hdim + 2 * outs;
   // rows per head block: kernels.cuda_mlp_head_rows (auto: kHeadRows), fewer where shared memory or n end
@@ -673,7 +689,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   // with the kernel and split-K measured per shape (float32; kernels/gemm_lt.h), cluster split-K across a
   // thread-block cluster (float32, one chain, sm_90; kernels/gemm_cluster.h), cuBLAS otherwise.
   // Up to 4 layers (the last launch's problems: 2L − 1 of kMaxProblems).
-  const MlpGemm gemm = gemm_choice(chains, L);
+  const MlpGemm gemm = shared ? shared_gemm_choice() : gemm_choice(chains, L);
   const bool tf32x3 = gemm == MlpGemm::kTf32x3 && std::is_same_v<T, float>;
   const bool lt = gemm == MlpGemm::kCublasLt && std::is_same_v<T, float>;
   const bool cluster = gemm == MlpGemm::kCluster && std::is_same_v<T, float>;
@@ -777,6 +793,12 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
         }
       }
       auto& dst = ensure2(last ? s.pre : s.h[l + 1], rows, out_l, opts);
+      if (shared) {  // every chain's pre-activations in one product: x · [W_0^(1); …; W_0^(C)]ᵀ, [n, C·h]
+        auto p = dst.view({n, chains * out_l});
+        product(x, layers[l].weight.view({chains * out_l, in_l}).transpose(0, 1), p, false);
+        h[l + 1] = dst.template data_ptr<T>();
+        continue;  // the head adds the bias and applies the activation
+      }
       auto dst_c = per_chain(dst);
       product(per_chain(h_of(l)), weight_of(layers[l].weight).transpose(-2, -1), dst_c, false);
       if (!last) bias_activate(dst, layers[l].bias, act, chains);
@@ -811,7 +833,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     launch_pdl(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream, h[L - 1], layers[L - 1].weight.template data_ptr<T>(),
                layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(), n, hdim, outs, head_rows, scale, act,
                gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts,
-               int64_t{rows} * hdim);
+               int64_t{rows} * hdim, shared);
     if (route) h[L - 1] = h_out;
   } else if (route && !s.forward_head_applied) {
     h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();
@@ -848,6 +870,12 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     const bool accumulate = !overwrite || prior_first_at(l);
     if (wgrad_tiles && weight_grad_cuda(weight_grad_of(s.g[l + 1], h_of(l), gw, accumulate))) {
       ++s.wgrad_applied;
+      return;
+    }
+    if (shared) {  // [∇W_0^(1); …; ∇W_0^(C)] = g_1ᵀ x, one product: [C·h, n] · [n, in]
+      const int64_t out = outs_of(layers[l].weight);
+      auto c = layers[l].weight_grad.view({chains * out, ins_of(layers[l].weight)});
+      product(s.g[l + 1].view({n, chains * out}).transpose(0, 1), x, c, accumulate);
       return;
     }
     product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, accumulate);
@@ -925,6 +953,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.m = out, g.n = in, g.k = n, g.ones = true;
     g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
     g.b = h[l], g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{n} * in;
+    if (shared) g.b_rs = int64_t{chains} * in, g.b_bs = in;  // h_1 [n, C·h]: chain c's columns c·h …
     g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layers[l].bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
@@ -942,6 +971,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     Gemm<T>& g = b.p[l];
     g.m = out, g.n = 0, g.k = n, g.ones = true;
     g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
+    if (shared) g.a_cs = int64_t{chains} * out, g.a_bs = out;  // g_1 [n, C·h]
     g.b = h[l], g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
     g.c = layer.weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layer.bias_grad.template data_ptr<T>(), g.e_bs = out;
@@ -989,10 +1019,13 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
 
 // Whether the pass handles these tensors (checked before anything is launched).
 bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
-             bool overwrite, int64_t chains) {
+             bool overwrite, int64_t chains, bool shared) {
   if (layers.empty() || layers.size() > static_cast<size_t>(kMaxProblems)) return false;
   if (!x.is_cuda() || x.dim() != 2 || !x.is_contiguous() || !fits_int(x.numel())) return false;
-  if (chains < 1 || chains > 65535 || x.size(0) % chains != 0) return false;
+  if (chains < 1 || chains > 65535 || (!shared && x.size(0) % chains != 0)) return false;
+  // shared: several chains, one hidden layer, the cuBLAS route's 2-D products
+  if (shared && (chains < 2 || layers.size() != 2 || !shared_gemm_taken(kernel_settings().cuda_mlp_gemm))) return false;
+  const int64_t rows = shared ? x.size(0) * chains : x.size(0);  // every chain's rows
   // one chain: [out, in] layers (or [1, out, in]); chains: stacked [C, out, in] and [C, out]
   const bool stacked = layers.front().weight.dim() == 3;
   if (chains > 1 && !stacked) return false;
@@ -1015,7 +1048,7 @@ bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::ve
         return false;
     const int64_t out = outs_of(L.weight);
     if (L.bias.numel() != chains * out || L.bias_grad.numel() != chains * out || !fits_int(chains * out * (in + 1)) ||
-        !fits_int(x.size(0) * (out + 1)))
+        !fits_int(rows * (out + 1)))
       return false;
     in = out;
   }
@@ -1030,9 +1063,10 @@ bool mlp_fused_prior_enabled() { return kernel_settings().cuda_mlp_prior_fused; 
 
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                      bool overwrite, MlpFusedScratch& scratch, int64_t chains) {
+                                      bool overwrite, MlpFusedScratch& scratch, int64_t chains, bool shared) {
   scratch.update_applied = false;
-  if (!handled(x, targets, layers, overwrite, chains)) return {};
+  shared = shared && chains > 1;  // one chain's shared minibatch is its own
+  if (!handled(x, targets, layers, overwrite, chains, shared)) return {};
   const auto& sum = scratch.loss_sum;
   if (sum.defined() && (sum.scalar_type() != torch::kFloat64 || sum.numel() != 1 || sum.device() != x.device()))
     return {};
@@ -1043,8 +1077,9 @@ torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tenso
   }
   const c10::cuda::CUDAGuard guard(x.device());
   const int c = static_cast<int>(chains);
-  if (x.scalar_type() == torch::kFloat64) return run<double>(x, targets, layers, act, scale, overwrite, c, scratch);
-  return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, c, scratch);
+  if (x.scalar_type() == torch::kFloat64)
+    return run<double>(x, targets, layers, act, scale, overwrite, c, shared, scratch);
+  return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, c, shared, scratch);
 }
 
 }  // namespace sgmcmc::kernels

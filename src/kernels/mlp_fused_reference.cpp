@@ -124,13 +124,15 @@ torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& targets, co
 
 torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor& targets,
                                      const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
-                                     bool overwrite, int64_t chains) {
-  // chain c: its rows and its slice of every stacked layer (views: the grads are written through); one
-  // chain of stacked [1, out, in] layers (MlpChains with chains: 1) takes this branch too
+                                     bool overwrite, int64_t chains, bool shared) {
+  // chain c: its rows (shared: all of them) and its slice of every stacked layer (views: the grads are
+  // written through); one chain of stacked [1, out, in] layers (MlpChains with chains: 1) takes this branch too
   if (chains > 1 || (!layers.empty() && layers.front().weight.dim() == 3)) {
-    if (x.dim() != 2 || x.size(0) % chains != 0 || targets.dim() != 1 || targets.size(0) != x.size(0))
-      throw std::invalid_argument("mlp_backward_reference: x must be [chains * n, in] and targets [chains * n]");
-    const int64_t n = x.size(0) / chains;
+    if (x.dim() != 2 || (!shared && x.size(0) % chains != 0) || targets.dim() != 1 || targets.size(0) != x.size(0))
+      throw std::invalid_argument(shared ? "mlp_backward_reference: x must be [n, in] and targets [n] (shared)"
+                                         : "mlp_backward_reference: x must be [chains * n, in] and targets [chains * n]");
+    const int64_t n = shared ? x.size(0) : x.size(0) / chains;
+    const int64_t step = shared ? 0 : n;  // chain c's first row
     torch::Tensor nll;
     for (int64_t c = 0; c < chains; ++c) {
       std::vector<MlpLayerTensors> mine;
@@ -140,7 +142,8 @@ torch::Tensor mlp_backward_reference(const torch::Tensor& x, const torch::Tensor
         if (l.weight_lambda.defined()) throw std::invalid_argument("mlp_backward_reference: no precisions with chains");
         mine.push_back({l.weight[c], l.bias[c], l.weight_grad[c], l.bias_grad[c], {}, {}});
       }
-      auto part = mlp_backward_reference(x.narrow(0, c * n, n), targets.narrow(0, c * n, n), mine, act, scale, overwrite);
+      auto part = mlp_backward_reference(x.narrow(0, c * step, n), targets.narrow(0, c * step, n), mine, act, scale,
+                                         overwrite);
       nll = nll.defined() ? nll + part : part;
     }
     return nll;

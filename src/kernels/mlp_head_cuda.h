@@ -18,12 +18,14 @@ namespace sgmcmc::kernels {
 // its bias and activation: act(h + pre_bias) is applied as the rows load and written to h_out. With
 // parts > 1, h holds that many partial products over k, part_stride apart, added in part order first:
 // ((h_0 + h_1) + h_2) + …, then the bias. h is read through L2 (__ldcg): other blocks of the same launch
-// may have written it. smem holds outs·hdim + rows·(hdim + 2·outs) elements. Every thread of the block
-// calls it (it synchronises).
+// may have written it. Row r of h, h_out and d starts at r·rs (rs = hdim: rows back to back; the chains'
+// shared minibatch: every chain's rows interleaved, rs = chains·hdim). smem holds outs·hdim +
+// rows·(hdim + 2·outs) elements. Every thread of the block calls it (it synchronises).
 template <typename T, int kThreads>
 __device__ __forceinline__ void head_rows(const T* h, const T* w, const T* bias, const int64_t* y, int r0, int rows,
-                                          int hdim, int outs, T scale, Activation act, T* g, T* d, T* row_nll,
-                                          const T* pre_bias, T* h_out, int parts, int64_t part_stride, T* smem) {
+                                          int hdim, int64_t rs, int outs, T scale, Activation act, T* g, T* d,
+                                          T* row_nll, const T* pre_bias, T* h_out, int parts, int64_t part_stride,
+                                          T* smem) {
   T* ws = smem;              // [outs, hdim]
   T* hs = ws + outs * hdim;  // [rows, hdim]
   T* fs = hs + rows * hdim;  // [rows, outs] logits
@@ -32,8 +34,12 @@ __device__ __forceinline__ void head_rows(const T* h, const T* w, const T* bias,
   // the row's label first: its load in flight under W's and h's instead of after the logits
   const int64_t yi = tid < rows ? y[r0 + tid] : 0;
   for (int i = tid; i < outs * hdim; i += kThreads) ws[i] = w[i];
+  // element i = r·hdim + j of the block's rows: row r0 + r, column j
+  const auto row_at = [&](int i) -> int64_t {
+    return rs == hdim ? static_cast<int64_t>(r0) * hdim + i : (r0 + i / hdim) * rs + i % hdim;
+  };
   for (int i = tid; i < rows * hdim; i += kThreads) {
-    const int64_t at = static_cast<int64_t>(r0) * hdim + i;
+    const int64_t at = row_at(i);
     T v = __ldcg(h + at);
     for (int p = 1; p < parts; ++p) v += __ldcg(h + p * part_stride + at);
     if (pre_bias != nullptr) h_out[at] = v = activate_hd(act, v + pre_bias[i % hdim]);
@@ -61,7 +67,7 @@ __device__ __forceinline__ void head_rows(const T* h, const T* w, const T* bias,
     const int r = i / hdim, j = i % hdim;
     T s = T(0);
     for (int c = 0; c < outs; ++c) s = fma(gs[r * outs + c], ws[c * hdim + j], s);
-    d[static_cast<int64_t>(r0) * hdim + i] = derivative_times_hd(act, s, hs[i]);
+    d[row_at(i)] = derivative_times_hd(act, s, hs[i]);
   }
 }
 

@@ -82,8 +82,7 @@ bool MlpChains::set_loss_sink(const torch::Tensor& sum, double weight) {
 
 torch::Tensor MlpChains::nll_backward(const Batch& batch, double scale) {
 #if defined(SGMCMC_WITH_CUDA)
-  if (minibatch_shared() || task() != Task::kClassification || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled())
-    return {};
+  if (task() != Task::kClassification || !batch.inputs.is_cuda() || !kernels::mlp_fused_cuda_enabled()) return {};
   for (size_t i = 0; i < weights_.size(); ++i)
     if (!weights_[i].grad().defined() || !biases_[i].grad().defined()) return {};
   torch::NoGradGuard no_grad;
@@ -93,7 +92,7 @@ torch::Tensor MlpChains::nll_backward(const Batch& batch, double scale) {
   const auto& x = batch.inputs;
   return kernels::mlp_backward_fused_cuda(x.dim() == 2 ? x : x.reshape({x.size(0), -1}), batch.targets, ls,
                                           kernels::activation_from_name(options_.activation), scale,
-                                          /*overwrite=*/false, fused_, chains_);
+                                          /*overwrite=*/false, fused_, chains_, minibatch_shared());
 #else
   (void)batch, (void)scale;
   return {};

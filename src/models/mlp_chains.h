@@ -33,7 +33,8 @@ class MlpChains : public Model {
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
   // On CUDA with kernels.cuda_mlp: fused (classification): every chain's forward and backward in the
-  // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad.
+  // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad; with a shared
+  // minibatch for one hidden layer on the pass's cuBLAS route (its two large products one GEMM each).
   // Undefined (nothing written) elsewhere: the trainer then runs autograd on nll().
   torch::Tensor nll_backward(const Batch& batch, double scale) override;
   bool set_loss_sink(const torch::Tensor& sum, double weight) override;
@@ -44,7 +45,7 @@ class MlpChains : public Model {
 
  protected:
   // Shared: nll() takes n examples, every chain's term on all n (the first layer one product over
-  // the chains, as predict_chains'); the fused CUDA pass then steps aside for autograd.
+  // the chains, as predict_chains'; the fused CUDA pass likewise where it takes them).
   bool can_share_minibatch() const override { return true; }
 
  private:
