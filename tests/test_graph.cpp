@@ -288,7 +288,7 @@ std::vector<std::vector<std::string>> metrics_rows(const std::string& run) {
     if (header.empty()) header = cells;
     std::vector<std::string> kept;
     for (size_t i = 0; i < cells.size() && i < header.size(); ++i)
-      if (header[i] != "wall_seconds" && header[i] != "steps_per_second" && header[i] != "time.steps")
+      if (header[i] != "wall_seconds" && header[i] != "steps_per_second" && header[i].rfind("time.", 0) != 0)
         kept.push_back(cells[i]);
     out.push_back(kept);
   }

@@ -42,7 +42,7 @@ struct Fixture {
   }
 };
 
-// metrics.csv without the wall-clock columns (wall_seconds, steps_per_second, time.steps).
+// metrics.csv without the wall-clock columns (wall_seconds, steps_per_second, time.*).
 std::vector<std::string> deterministic_metrics(const std::string& run) {
   std::ifstream in(run + "/metrics.csv");
   std::string header;

@@ -69,7 +69,7 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> read_
   return {cols, rows};
 }
 
-// metrics.csv without the timing columns (wall_seconds, steps_per_second, time.steps), for comparing runs.
+// metrics.csv without the timing columns (wall_seconds, steps_per_second, time.*), for comparing runs.
 std::string metrics_without_timing(const fs::path& p) {
   const auto [cols, rows] = read_metrics(p);
   std::string out;

@@ -488,13 +488,14 @@ void TrainingRun::queue_evaluation(bool sample_fresh, const PosteriorPredictive&
   for (const auto& [k, v] : s_.sampler->diagnostics()) p.row["diag." + k] = v;
 }
 
-// The session's rate and this session's seconds in steps so far (time.steps): two rows give the
-// stepping rate between them, without the per-epoch work or the first epoch's graph capture
-// (bench/peers/sgmcmc_row.py).
+// The session's rate and this session's seconds so far in steps (time.steps), Gibbs steps, samples,
+// evaluations and checkpoints: two rows give the stepping rate between them, without the per-epoch work or
+// the first epoch's graph capture (bench/peers/sgmcmc_row.py), and what each epoch's other phases cost.
 void TrainingRun::host_columns(Metrics& row) const {
   const double session = session_seconds();
   row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
-  row["time.steps"] = phases_.seconds().at("time.steps");
+  const auto secs = phases_.seconds();
+  for (const char* k : {"time.steps", "time.gibbs", "time.samples", "time.eval", "time.checkpoint"}) row[k] = secs.at(k);
 }
 
 // A row's second half, once its values are on the host (p.out->batch unpacked): the state check, the
