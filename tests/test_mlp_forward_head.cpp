@@ -9,13 +9,8 @@
 #include <string>
 #include <vector>
 
-#if defined(SGMCMC_WITH_CUDA)
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
-
 #include "compat.h"
+#include "cuda_graph_util.h"
 #include "kernels/mlp_forward_head.h"
 
 using namespace sgmcmc;
@@ -248,18 +243,7 @@ TEST(MlpForwardHead, CudaEqualsReference) {
       for (size_t i = 0; i < s.size(); ++i) EXPECT_TRUE(torch::equal(s[i], got[i])) << "second call, output " << i;
       // captured, then replayed twice (the counts must be back at 0 for the second replay)
       MlpForwardHeadArgs cap = mfh::copy_to(start, dev);
-      at::cuda::CUDAGraph graph;
-      const auto stream = c10::cuda::getStreamFromPool();
-      {
-        c10::cuda::CUDAStreamGuard guard(stream);
-        graph.capture_begin();
-        const bool launched = kernels::mlp_forward_head_cuda(cap);
-        graph.capture_end();
-        ASSERT_TRUE(launched);
-      }
-      graph.replay();
-      graph.replay();
-      torch::cuda::synchronize();
+      ASSERT_TRUE(test_util::capture_and_replay([&] { return kernels::mlp_forward_head_cuda(cap); }, 2));
       const auto r = mfh::outputs(cap);
       for (size_t i = 0; i < r.size(); ++i) EXPECT_TRUE(torch::equal(r[i], got[i])) << "replayed, output " << i;
     }

@@ -195,8 +195,8 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
       k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
       k.cuda_pdl = pdl;
       k.cuda_mlp_kparts = kparts;
-      k.cuda_mlp_forward = forward ? KernelSettings::MlpForward::kFused : KernelSettings::MlpForward::kAuto;
-      k.cuda_mlp_wgrad = wgrad ? KernelSettings::MlpForward::kFused : KernelSettings::MlpForward::kAuto;
+      k.cuda_mlp_forward = forward ? KernelSettings::MlpLaunch::kFused : KernelSettings::MlpLaunch::kAuto;
+      k.cuda_mlp_wgrad = wgrad ? KernelSettings::MlpLaunch::kFused : KernelSettings::MlpLaunch::kAuto;
       k.cuda_mlp_blocks_per_sm = per_sm;
       k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);
@@ -443,7 +443,7 @@ TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
     k.cuda_mlp = KernelSettings::Choice::kFused;
     k.cuda_mlp_gemm = gemm;
     k.cuda_mlp_tail = tail == 1 ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
-    if (tail == 2) k.cuda_mlp_forward = k.cuda_mlp_wgrad = KernelSettings::MlpForward::kFused;
+    if (tail == 2) k.cuda_mlp_forward = k.cuda_mlp_wgrad = KernelSettings::MlpLaunch::kFused;
     ScopedKernelSettings scoped(k);
     const auto sp = params_for(rule, dt);
     const double ulps = (dt == torch::kFloat64 ? 4 * 1.1e-16 : 4 * 6e-8);

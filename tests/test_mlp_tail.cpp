@@ -8,13 +8,8 @@
 #include <utility>
 #include <vector>
 
-#if defined(SGMCMC_WITH_CUDA)
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
-
 #include "compat.h"
+#include "cuda_graph_util.h"
 #include "kernels/mlp_tail.h"
 
 using namespace sgmcmc;
@@ -278,17 +273,7 @@ TEST(MlpTail, CudaEqualsReferenceBitForBit) {
         for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(torch::equal(g[i].cpu(), w[i])) << "output " << i;
         // captured, then replayed once (the launch reads its inputs when it runs)
         MlpTailArgs cap = mlt::copy_to(again, dev);
-        at::cuda::CUDAGraph graph;
-        const auto stream = c10::cuda::getStreamFromPool();
-        {
-          c10::cuda::CUDAStreamGuard guard(stream);
-          graph.capture_begin();
-          const auto n = kernels::mlp_tail_cuda(cap);
-          graph.capture_end();
-          ASSERT_TRUE(n.defined());
-        }
-        graph.replay();
-        torch::cuda::synchronize();
+        ASSERT_TRUE(test_util::capture_and_replay([&] { return kernels::mlp_tail_cuda(cap); }).defined());
         const auto r = mlt::outputs(cap);
         for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(torch::equal(r[i].cpu(), w[i])) << "replayed, output " << i;
       }

@@ -9,13 +9,8 @@
 #include <utility>
 #include <vector>
 
-#if defined(SGMCMC_WITH_CUDA)
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
-
 #include "compat.h"
+#include "cuda_graph_util.h"
 #include "kernels/weight_grad.h"
 
 using namespace sgmcmc;
@@ -207,17 +202,8 @@ TEST(WeightGrad, CudaEqualsReferenceBitForBit) {
         ASSERT_TRUE(kernels::weight_grad_cuda(kernels::weight_grad_of(ag, bg, got, accumulate)));
         EXPECT_TRUE(torch::equal(got.cpu(), want)) << "worst " << (got.cpu() - want).abs().max().item<double>();
         auto cap = start.to(dev);
-        at::cuda::CUDAGraph graph;
-        const auto stream = c10::cuda::getStreamFromPool();
-        {
-          c10::cuda::CUDAStreamGuard guard(stream);
-          graph.capture_begin();
-          const bool launched = kernels::weight_grad_cuda(kernels::weight_grad_of(ag, bg, cap, accumulate));
-          graph.capture_end();
-          ASSERT_TRUE(launched);
-        }
-        graph.replay();
-        torch::cuda::synchronize();
+        ASSERT_TRUE(test_util::capture_and_replay(
+            [&] { return kernels::weight_grad_cuda(kernels::weight_grad_of(ag, bg, cap, accumulate)); }));
         EXPECT_TRUE(torch::equal(cap.cpu(), want)) << "replayed";
       }
   // the whole launch: both layers with their biases, the prior or accumulating, the nll and the loss sum
@@ -230,17 +216,7 @@ TEST(WeightGrad, CudaEqualsReferenceBitForBit) {
       ASSERT_TRUE(kernels::weight_grad_cuda(gpu));
       const auto w = wgt::outputs(cpu), g = wgt::outputs(gpu);
       for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(torch::equal(g[i].cpu(), w[i])) << "output " << i;
-      at::cuda::CUDAGraph graph;
-      const auto stream = c10::cuda::getStreamFromPool();
-      {
-        c10::cuda::CUDAStreamGuard guard(stream);
-        graph.capture_begin();
-        const bool launched = kernels::weight_grad_cuda(cap);
-        graph.capture_end();
-        ASSERT_TRUE(launched);
-      }
-      graph.replay();
-      torch::cuda::synchronize();
+      ASSERT_TRUE(test_util::capture_and_replay([&] { return kernels::weight_grad_cuda(cap); }));
       const auto r = wgt::outputs(cap);
       for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(torch::equal(r[i].cpu(), w[i])) << "replayed, output " << i;
     }

@@ -16,6 +16,16 @@ bool pick(const OptionMap& b, const std::string& key, const std::string& first, 
   return b.get_choice(key, default_second ? second : first, {first, second}) == second;
 }
 
+// cuda_mlp_forward and cuda_mlp_wgrad: auto | cublas | fused
+using MlpLaunch = KernelSettings::MlpLaunch;
+std::string launch_text(MlpLaunch l) {
+  return l == MlpLaunch::kAuto ? "auto" : l == MlpLaunch::kCublas ? "cublas" : "fused";
+}
+MlpLaunch launch_of(const OptionMap& b, const std::string& key) {
+  const auto v = b.get_choice(key, "auto", {"auto", "cublas", "fused"});
+  return v == "auto" ? MlpLaunch::kAuto : v == "cublas" ? MlpLaunch::kCublas : MlpLaunch::kFused;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> KernelSettings::to_map() const {
@@ -44,12 +54,8 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"},
           {"cuda_mlp_update", cuda_mlp_update_fused ? "fused" : "separate"},
           {"cuda_mlp_tail", cuda_mlp_tail == MlpTail::kAuto ? "auto" : cuda_mlp_tail == MlpTail::kGemm ? "gemm" : "columns"},
-          {"cuda_mlp_forward", cuda_mlp_forward == MlpForward::kAuto     ? "auto"
-                               : cuda_mlp_forward == MlpForward::kCublas ? "cublas"
-                                                                         : "fused"},
-          {"cuda_mlp_wgrad", cuda_mlp_wgrad == MlpForward::kAuto     ? "auto"
-                             : cuda_mlp_wgrad == MlpForward::kCublas ? "cublas"
-                                                                     : "fused"},
+          {"cuda_mlp_forward", launch_text(cuda_mlp_forward)},
+          {"cuda_mlp_wgrad", launch_text(cuda_mlp_wgrad)},
           {"cuda_pdl", cuda_pdl ? "on" : "off"},
           {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
           {"cuda_mlp_kparts", cuda_mlp_kparts == 0 ? "auto" : std::to_string(cuda_mlp_kparts)},
@@ -103,14 +109,8 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_mlp_tail = tail == "auto"   ? KernelSettings::MlpTail::kAuto
                     : tail == "gemm" ? KernelSettings::MlpTail::kGemm
                                      : KernelSettings::MlpTail::kColumns;
-  const auto forward = b.get_choice("cuda_mlp_forward", "auto", {"auto", "cublas", "fused"});
-  s.cuda_mlp_forward = forward == "auto"     ? KernelSettings::MlpForward::kAuto
-                       : forward == "cublas" ? KernelSettings::MlpForward::kCublas
-                                             : KernelSettings::MlpForward::kFused;
-  const auto wgrad = b.get_choice("cuda_mlp_wgrad", "auto", {"auto", "cublas", "fused"});
-  s.cuda_mlp_wgrad = wgrad == "auto"     ? KernelSettings::MlpForward::kAuto
-                     : wgrad == "cublas" ? KernelSettings::MlpForward::kCublas
-                                         : KernelSettings::MlpForward::kFused;
+  s.cuda_mlp_forward = launch_of(b, "cuda_mlp_forward");
+  s.cuda_mlp_wgrad = launch_of(b, "cuda_mlp_wgrad");
   s.cuda_pdl = pick(b, "cuda_pdl", "off", "on", false);
   const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
   s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);

@@ -96,9 +96,10 @@ struct KernelSettings {
   int cuda_mlp_kparts = 0;   // 0: auto (1)
   enum class MlpTail { kAuto, kGemm, kColumns };
   MlpTail cuda_mlp_tail = MlpTail::kAuto;
-  enum class MlpForward { kAuto, kCublas, kFused };  // cuBLAS(Lt) products or the pass's own launch
-  MlpForward cuda_mlp_forward = MlpForward::kAuto;
-  MlpForward cuda_mlp_wgrad = MlpForward::kAuto;
+  // cuda_mlp_forward, cuda_mlp_wgrad: that half of the route on cuBLAS(Lt) products or in the pass's own launch
+  enum class MlpLaunch { kAuto, kCublas, kFused };
+  MlpLaunch cuda_mlp_forward = MlpLaunch::kAuto;
+  MlpLaunch cuda_mlp_wgrad = MlpLaunch::kAuto;
   bool cuda_pdl = false;
   std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
 

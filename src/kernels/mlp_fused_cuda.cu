@@ -761,7 +761,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     for (size_t l = 0; l + 1 < L; ++l) {
       const bool last = l + 2 == L;
       const int64_t out_l = outs_of(layers[l].weight), in_l = ins_of(layers[l].weight);
-      if (chains == 1 && rows > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpForward::kFused) {
+      if (chains == 1 && rows > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpLaunch::kFused) {
         // the product, bias and activation in one launch (kernels/mlp_forward_head.h), and for the last hidden
         // layer the head in the same launch
         MlpForwardHeadArgs f;
@@ -863,7 +863,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   // the route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l on the route's products (added onto λ_W W_l where it was
   // stored first)
   // (kernels.cuda_mlp_wgrad: fused — one chain — as the pass's own tiled launch, kernels/weight_grad.h)
-  const bool wgrad_tiles = chains == 1 && kernel_settings().cuda_mlp_wgrad == KernelSettings::MlpForward::kFused;
+  const bool wgrad_tiles = chains == 1 && kernel_settings().cuda_mlp_wgrad == KernelSettings::MlpLaunch::kFused;
   s.wgrad_applied = 0;
   const auto weight_grad_product = [&](size_t l) {
     auto gw = weight_of(layers[l].weight_grad);
