@@ -650,6 +650,13 @@ BuiltOf<MlpChains> build_chains(const Case& c, int64_t chains, torch::Dtype dt, 
   return build_model<MlpChains>(c, chains * c.n, dt, dev, seed, chains);
 }
 
+// `chains` chains sharing one minibatch of the case's n rows (train.chain_minibatch: shared).
+BuiltOf<MlpChains> build_shared(const Case& c, int64_t chains, torch::Dtype dt, torch::Device dev, uint64_t seed) {
+  auto built = build_model<MlpChains>(c, c.n, dt, dev, seed, chains);
+  EXPECT_TRUE(built.model->share_minibatch(true));
+  return built;
+}
+
 // ∇θ(scale · nll) by autograd on the chained model, added into .grad as it stands.
 torch::Tensor autograd_backward(MlpChains& m, const Batch& batch, double scale) {
   auto nll = m.nll(batch);
@@ -657,16 +664,42 @@ torch::Tensor autograd_backward(MlpChains& m, const Batch& batch, double scale) 
   return nll.detach();
 }
 
+#if defined(SGMCMC_WITH_CUDA)
+// MlpChains::nll_backward on the GPU against autograd on ATen's CUDA ops: with kernels.cuda_mlp: auto it
+// takes the pass where `auto_takes`, with `fused` it must, and then agrees with autograd.
+void expect_model_pass_equals_autograd(MlpChains& m, const Batch& batch, torch::Dtype dt, bool auto_takes) {
+  auto params = m.parameters();
+  for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+  const auto aten_nll = autograd_backward(m, batch, 7.0);
+  std::vector<torch::Tensor> aten;
+  for (auto& p : params) aten.push_back(p.grad().clone());
+  for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
+  {
+    ScopedKernelSettings scoped{KernelSettings{}};
+    EXPECT_EQ(m.nll_backward(batch, 7.0).defined(), auto_takes);
+    for (auto& p : params) p.mutable_grad().zero_();
+  }
+  KernelSettings k;
+  k.cuda_mlp = KernelSettings::Choice::kFused;
+  ScopedKernelSettings scoped(k);
+  auto nll = m.nll_backward(batch, 7.0);
+  ASSERT_TRUE(nll.defined());
+  EXPECT_LE(max_rel(nll, aten_nll), tolerance(dt));
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), aten[i]), tolerance(dt)) << i;
+}
+#endif
+
 }  // namespace
 
-// Chains: the reference runs each chain's rows through its own slice of the stacked layers; its nll and
-// gradients (added to .grad, or overwriting it) are what autograd gives on MlpChains.
+// Chains: the reference runs each chain's rows (shared: all of x's) through its own slice of the stacked
+// layers; its nll and gradients (added to .grad, or overwriting it) are what autograd gives on MlpChains.
 TEST(MlpFused, ChainsReferenceEqualsAutogradOfTheChainedMlp) {
   for (auto dt : {torch::kFloat64, torch::kFloat32}) {
     for (const auto& c : cases(true))
-    for (int64_t chains : {1, 3}) {  // one chain: layers stacked [1, out, in]
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + std::to_string(chains) + " chains");
-      auto [m, batch] = build_chains(c, chains, dt, torch::kCPU, 11);
+    for (auto [chains, shared] : {std::pair<int64_t, bool>{1, false}, {3, false}, {3, true}}) {  // one chain: layers stacked [1, out, in]
+      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + std::to_string(chains) + " chains" +
+                   (shared ? ", shared minibatch" : ""));
+      auto [m, batch] = shared ? build_shared(c, chains, dt, torch::kCPU, 11) : build_chains(c, chains, dt, torch::kCPU, 11);
       for (bool overwrite : {true, false}) {
         auto params = m->parameters();
         std::vector<torch::Tensor> start;
@@ -679,7 +712,7 @@ TEST(MlpFused, ChainsReferenceEqualsAutogradOfTheChainedMlp) {
           params[i].mutable_grad() = overwrite ? torch::full_like(params[i], 123.0) : start[i].clone();
         auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m),
                                                        kernels::activation_from_name(c.activation), 7.0, overwrite,
-                                                       chains);
+                                                       chains, shared);
         EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
         for (size_t i = 0; i < params.size(); ++i)
           EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i << ", overwrite " << overwrite;
@@ -708,26 +741,8 @@ TEST(MlpFused, CudaChainsEqualsReference) {
         auto [mc, batch_cpu] = build_chains(c, chains, dt, torch::kCPU, 13);
         const auto act = kernels::activation_from_name(c.activation);
         expect_fused_equals_reference(*m, batch, *mc, batch_cpu, act, dt, chains);
-        // through the model, against autograd on ATen's ops
-        auto params = m->parameters();
-        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
-        const auto aten_nll = autograd_backward(*m, batch, 7.0);
-        std::vector<torch::Tensor> aten;
-        for (auto& p : params) aten.push_back(p.grad().clone());
-        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
-        {
-          KernelSettings auto_k;  // auto: several chains stay with ATen; one chain of these small layers takes the pass
-          ScopedKernelSettings scoped(auto_k);
-          EXPECT_EQ(m->nll_backward(batch, 7.0).defined(), chains == 1);
-          for (auto& p : params) p.mutable_grad().zero_();
-        }
-        KernelSettings k;
-        k.cuda_mlp = KernelSettings::Choice::kFused;
-        ScopedKernelSettings scoped(k);
-        auto nll = m->nll_backward(batch, 7.0);
-        ASSERT_TRUE(nll.defined());
-        EXPECT_LE(max_rel(nll, aten_nll), tolerance(dt));
-        for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), aten[i]), tolerance(dt)) << i;
+        // auto: several chains stay with ATen; one chain of these small layers takes the pass
+        expect_model_pass_equals_autograd(*m, batch, dt, chains == 1);
       }
     }
   }
@@ -735,17 +750,6 @@ TEST(MlpFused, CudaChainsEqualsReference) {
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif
 }
-
-namespace {
-
-// `chains` chains sharing one minibatch of the case's n rows (train.chain_minibatch: shared).
-BuiltOf<MlpChains> build_shared(const Case& c, int64_t chains, torch::Dtype dt, torch::Device dev, uint64_t seed) {
-  auto built = build_model<MlpChains>(c, c.n, dt, dev, seed, chains);
-  EXPECT_TRUE(built.model->share_minibatch(true));
-  return built;
-}
-
-}  // namespace
 
 // One minibatch for every chain: the reference over x's n rows equals, bit for bit, the reference over
 // the chains' own minibatches when every chain's rows are those same n (x repeated C times).
@@ -775,35 +779,6 @@ TEST(MlpFused, SharedChainsReferenceEqualsOwnOnRepeatedRows) {
   EXPECT_THROW(kernels::mlp_backward_reference(batch.inputs, batch.targets.narrow(0, 0, 5), layer_tensors(*m),
                                                kernels::Activation::kTanh, 1.0, true, 2, true),
                std::invalid_argument);
-}
-
-// ... and its nll and gradients are autograd's on MlpChains with a shared minibatch (overwriting and
-// adding into .grad; float rounding: tolerance()).
-TEST(MlpFused, SharedChainsReferenceEqualsAutogradOfTheChainedMlp) {
-  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
-    for (const auto& c : cases(true)) {
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32"));
-      const int64_t chains = 3;
-      auto [m, batch] = build_shared(c, chains, dt, torch::kCPU, 19);
-      for (bool overwrite : {true, false}) {
-        auto params = m->parameters();
-        std::vector<torch::Tensor> start;
-        for (auto& p : params) start.push_back(overwrite ? torch::zeros_like(p) : torch::randn(p.sizes(), p.options()));
-        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].clone();
-        const auto want_nll = autograd_backward(*m, batch, 7.0);
-        std::vector<torch::Tensor> want;
-        for (auto& p : params) want.push_back(p.grad().clone());
-        for (size_t i = 0; i < params.size(); ++i)
-          params[i].mutable_grad() = overwrite ? torch::full_like(params[i], 123.0) : start[i].clone();
-        auto got_nll = kernels::mlp_backward_reference(batch.inputs, batch.targets, layer_tensors(*m),
-                                                       kernels::activation_from_name(c.activation), 7.0, overwrite,
-                                                       chains, /*shared=*/true);
-        EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll, overwrite " << overwrite;
-        for (size_t i = 0; i < params.size(); ++i)
-          EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i << ", overwrite " << overwrite;
-      }
-    }
-  }
 }
 
 // On a GPU: the shared minibatch's pass (one hidden layer, the cuBLAS route: the pre-activations and
@@ -873,23 +848,7 @@ TEST(MlpFused, CudaSharedChainsEqualsReference) {
                            .defined())
               << gemm_name(gemm);
         }
-        // through the model, against autograd on ATen's ops (auto leaves chains to ATen)
-        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
-        const auto aten_nll = autograd_backward(*m, batch, 7.0);
-        std::vector<torch::Tensor> aten;
-        for (auto& p : params) aten.push_back(p.grad().clone());
-        for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
-        {
-          ScopedKernelSettings scoped{KernelSettings{}};
-          EXPECT_FALSE(m->nll_backward(batch, 7.0).defined());
-        }
-        KernelSettings k;
-        k.cuda_mlp = KernelSettings::Choice::kFused;
-        ScopedKernelSettings scoped(k);
-        auto nll = m->nll_backward(batch, 7.0);
-        ASSERT_TRUE(nll.defined());
-        EXPECT_LE(max_rel(nll, aten_nll), tolerance(dt));
-        for (size_t i = 0; i < params.size(); ++i) EXPECT_LE(max_rel(params[i].grad(), aten[i]), tolerance(dt)) << i;
+        expect_model_pass_equals_autograd(*m, batch, dt, false);  // auto leaves chains to ATen
       }
     }
   }
