@@ -1121,6 +1121,13 @@ stage_launch() {
       --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
     echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head|weight_grad)" "$L/trace_$v.txt" | head -8
   done
+  # 100 chains sharing a minibatch through the pass, on the device's clock: what of the step is products
+  left $((dl - 50)) "chains trace" && {
+    timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+      --rounds 1 --steps 50 --set chains=100 --set train.chain_minibatch=shared --set kernels.cuda_mlp=fused --graph \
+      --kernel-trace 50 --label trace_chains100_shared_fused --json "$L/trace.jsonl" > "$L/trace_chains100_shared_fused.txt" 2>&1
+    echo "trace chains100_shared_fused rc=$?"; grep -E "a launch, medians" "$L/trace_chains100_shared_fused.txt" | head -3
+  }
   left $((dl - 40)) "bench_epoch" && {
     # the per-epoch phases on the device's clock: H.1 for 20 epochs (each phase's device work a graph of its own)
     timeout 60 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set train.epochs=20 \
