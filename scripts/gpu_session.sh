@@ -79,7 +79,8 @@
 #          blocks' current shape (8 columns × 64 row groups) against their references and in the pass; H.1 in full
 #          and the steps with either last launch, each with and without the pass's own products (and the
 #          update in the column blocks, the block's rows gathered
-#          at once, FNN-800 with kernels.cuda_act: fused); bench_launch
+#          at once, FNN-800 with kernels.cuda_act: fused); 100 and 1,000 chains sharing a minibatch on ATen
+#          and through the pass (its CUDA test first; 100 with TF32 too, and a kernel trace); bench_launch
 #          (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared memory,
 #          parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes); the H.1 and
 #          FNN-800 steps' traces and steps, the GEMM last launch against the column blocks, two rounds; H.1 in
