@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Literal CPU emulation of the index logic of two CUDA launches of the fused MLP pass:
-forward_head_kernel (src/kernels/mlp_forward_head_cuda.cu: the product part) and weight_grad_kernel
-(src/kernels/weight_grad_cuda.cu: the tiles and the ones column).
+"""Literal CPU emulation of the index logic of CUDA launches of the fused MLP pass:
+forward_head_kernel (src/kernels/mlp_forward_head_cuda.cu: the product part), weight_grad_kernel
+(src/kernels/weight_grad_cuda.cu: the tiles and the ones column), and the chains' shared minibatch in
+mlp_fused_cuda.cu (head_kernel's offsets with head_rows' row stride, the last launch's strided operands).
 
 Every block, thread, chunk load, shared-memory store, per-warp 4 x 4 lane read, warp reduction and output
 write is replayed with the kernels' own index expressions, in float64, and the outputs are compared with
@@ -149,6 +150,70 @@ def backward(r, m, n, seed=0):
     return max(np.abs(C - (A.T @ B).ravel()).max(), np.abs(E - A.sum(0)).max())
 
 
+def shared_chains(chains, n, k, hdim, outs, rows_per_block, seed=0):
+    """The chains' shared minibatch (mlp_fused_cuda.cu run() with `shared`): P = x [W_0 of every chain]^T as
+    [n, C*hdim]; head_kernel per (row block, chain) with head_rows' row_at; then the last launch's two
+    problems per chain (the output layer's dW, db against h_1; the hidden layer's db by the ones column
+    against g_1) with their strides, and dW_0 of every chain = g_1^T x. Sigmoid; the max error against a
+    per-chain numpy backward."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal((n, k)), rng.integers(0, outs, n)
+    w0, b0 = rng.standard_normal((chains, hdim, k)) / 8, rng.standard_normal((chains, hdim))
+    w1, b1 = rng.standard_normal((chains, outs, hdim)), rng.standard_normal((chains, outs))
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    pre = (x @ w0.reshape(chains * hdim, k).T).ravel()  # [n, C*hdim], one product
+    h_out, d = np.full(n * chains * hdim, np.nan), np.full(n * chains * hdim, np.nan)
+    g_l, row_nll = np.full(chains * n * outs, np.nan), np.full(chains * n, np.nan)
+    for chain in range(chains):  # blockIdx.y
+        hid_cs, rs = hdim, chains * hdim  # head_kernel: shared
+        for r0 in range(0, n, rows_per_block):  # blockIdx.x * rows_per_block
+            rows = min(rows_per_block, n - r0)
+
+            def row_at(i):
+                return r0 * hdim + i if rs == hdim else (r0 + i // hdim) * rs + i % hdim
+            hs = np.empty(rows * hdim)
+            for i in range(rows * hdim):
+                at = row_at(i)
+                v = sig(pre[chain * hid_cs + at] + b0.ravel()[chain * hdim + i % hdim])
+                h_out[chain * hid_cs + at] = hs[i] = v
+            for r in range(rows):
+                f = w1[chain] @ hs[r * hdim:(r + 1) * hdim] + b1[chain]
+                p = np.exp(f - f.max())
+                p /= p.sum()
+                yi = y[r0 + r]  # shared: y not offset by the chain
+                row_nll[chain * n + r0 + r] = -np.log(p[yi])
+                p[yi] -= 1
+                g_l[chain * n * outs + (r0 + r) * outs:chain * n * outs + (r0 + r + 1) * outs] = p
+            gs = g_l[chain * n * outs + r0 * outs:chain * n * outs + (r0 + rows) * outs].reshape(rows, outs)
+            for i in range(rows * hdim):
+                r, j = i // hdim, i % hdim
+                d[chain * hid_cs + row_at(i)] = (gs[r] @ w1[chain][:, j]) * hs[i] * (1 - hs[i])
+
+    def gemm(a, a_rs, a_cs, a_bs, b, b_rs, b_cs, b_bs, m, cols, kk, chain):
+        """C(m, j) = sum_k A(m, k) B(k, j), A(m, k) = a[chain a_bs + m a_rs + k a_cs]; the ones column."""
+        mi, ki = np.arange(m)[:, None], np.arange(kk)[None, :]
+        A = a[chain * a_bs + mi * a_rs + ki * a_cs]
+        B = b[chain * b_bs + np.arange(kk)[:, None] * b_rs + np.arange(cols)[None, :] * b_cs] if cols else None
+        return (A @ B if cols else None), A.sum(1)
+    dw0 = (d.reshape(n, chains * hdim).T @ x).reshape(chains, hdim, k)  # one product
+    err = 0.0
+    for chain in range(chains):
+        # the output layer: a = g_L chain-major (a_rs 1, a_cs outs, a_bs n outs); b = h_1 (b_rs C hdim, b_bs hdim)
+        dw1, db1 = gemm(g_l, 1, outs, n * outs, h_out, chains * hdim, 1, hdim, outs, hdim, n, chain)
+        # the hidden layer's bias: a = g_1 (a_rs 1, a_cs C hdim, a_bs hdim), the ones column alone
+        _, db0 = gemm(d, 1, chains * hdim, hdim, None, 0, 0, 0, hdim, 0, n, chain)
+        a = sig(x @ w0[chain].T + b0[chain])
+        f = a @ w1[chain].T + b1[chain]
+        p = np.exp(f - f.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        nll = -np.log(p[np.arange(n), y]).sum()
+        p[np.arange(n), y] -= 1
+        g1 = (p @ w1[chain]) * a * (1 - a)
+        for got, want in [(dw0[chain], g1.T @ x), (db0, g1.sum(0)), (dw1, p.T @ a), (db1, p.sum(0)),
+                          (row_nll[chain * n:(chain + 1) * n].sum(), nll)]:
+            err = max(err, float(np.max(np.abs(got - want))))
+    return err
+
 if __name__ == "__main__":
     for shape in [(5, 3, 33), (70, 300, 45), (37, 144, 1), (500, 784, 100)]:
         err = forward(*shape)
@@ -157,5 +222,9 @@ if __name__ == "__main__":
     for shape in [(5, 3, 7), (300, 45, 64), (129, 17, 33), (500, 10, 100), (500, 100, 784)]:
         err = backward(*shape)
         print("backward r, m, n =", shape, "max error", err)
+        assert err < 1e-9
+    for shape in [(3, 7, 5, 4, 3, 1), (3, 7, 5, 4, 3, 3), (5, 64, 50, 24, 10, 8), (2, 500, 784, 100, 10, 1)]:
+        err = shared_chains(*shape)
+        print("shared chains C, n, k, hdim, outs, rows per block =", shape, "max error", err)
         assert err < 1e-9
     print("index logic: ok")
