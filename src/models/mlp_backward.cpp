@@ -104,7 +104,7 @@ torch::Tensor Mlp::backward_pass(const Batch& batch, double scale, bool overwrit
   if (options_.classification() && batch.inputs.is_cuda() && kernels::mlp_fused_cuda_enabled()) {
     std::vector<kernels::MlpLayerTensors> ls;
     for (auto& layer : layers_)
-      ls.push_back({layer->weight, layer->bias, layer->weight.mutable_grad(), layer->bias.mutable_grad()});
+      ls.push_back({layer->weight, layer->bias, layer->weight.mutable_grad(), layer->bias.mutable_grad(), {}, {}});
     auto nll = kernels::mlp_backward_fused_cuda(rows_of(bwd_.x, batch.inputs), batch.targets, ls,
                                                 kernels::activation_from_name(options_.activation), scale, overwrite,
                                                 bwd_.fused);

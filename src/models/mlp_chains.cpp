@@ -88,7 +88,7 @@ torch::Tensor MlpChains::nll_backward(const Batch& batch, double scale) {
   torch::NoGradGuard no_grad;
   std::vector<kernels::MlpLayerTensors> ls;
   for (size_t i = 0; i < weights_.size(); ++i)
-    ls.push_back({weights_[i], biases_[i], weights_[i].mutable_grad(), biases_[i].mutable_grad()});
+    ls.push_back({weights_[i], biases_[i], weights_[i].mutable_grad(), biases_[i].mutable_grad(), {}, {}});
   const auto& x = batch.inputs;
   return kernels::mlp_backward_fused_cuda(x.dim() == 2 ? x : x.reshape({x.size(0), -1}), batch.targets, ls,
                                           kernels::activation_from_name(options_.activation), scale,
