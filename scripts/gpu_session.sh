@@ -73,18 +73,19 @@
 #   trace  instead of build, one call (~250 s): bench_step --kernel-trace (CUPTI) over H.1 (defaults, the GEMM last
 #          launch, programmatic launches, blocks of 100 steps) and FNN-800: each kernel's time and the gaps
 #          inside the replayed graph
-#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata): the last
-#          hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused), the hidden layers' ∇W
-#          as tiled launches (kernels.cuda_mlp_wgrad: fused) and the column
-#          blocks' current shape (8 columns × 64 row groups) against their references and in the pass; H.1 in full
-#          and the steps with either last launch, each with and without the pass's own products (and the
-#          update in the column blocks, the block's rows gathered
-#          at once, FNN-800 with kernels.cuda_act: fused); 100 and 1,000 chains sharing a minibatch on ATen
-#          and through the pass (its CUDA test first; 100 with TF32 too, and a kernel trace); bench_launch
-#          (what a kernel node costs inside a replayed graph: probe kernels by launch shape, shared memory,
-#          parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes); the H.1 and
-#          FNN-800 steps' traces and steps, the GEMM last launch against the column blocks, two rounds; H.1 in
-#          full both ways, interleaved. Flip kernels.cuda_mlp_tail's, cuda_mlp_forward's and cuda_mlp_wgrad's auto on it.
+#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata), in order of
+#          what the defaults' decisions need: the tests of the last hidden layer and the head in one launch
+#          (kernels.cuda_mlp_forward: fused), the hidden layers' ∇W as tiled launches (kernels.cuda_mlp_wgrad:
+#          fused), the column blocks and the chains' shared minibatch in the pass; H.1 in full with the defaults
+#          and with both own launches; the H.1 / FNN-800 steps of gemm, gemm_own and columns; 100 and 1,000
+#          chains sharing a minibatch on ATen and through the pass (100 with TF32 too); the steps' second round;
+#          then as far as the deadline allows: H.1 in full's second round and the column blocks / own + PDL, the
+#          other step variants (PDL, the update fused, each own launch alone, k-parts, the update in the column
+#          blocks, the block's rows gathered 5 steps at a time, FNN-800 with kernels.cuda_act: fused), kernel
+#          traces (H.1, FNN-800, 100 chains), bench_epoch --kernel-trace and bench_launch.
+#   launch_more  a second call on the warm machine (LAUNCH_DEADLINE=200, timeout 240): launch's later parts.
+#          Flip kernels.cuda_mlp_forward's, cuda_mlp_wgrad's (and cuda_mlp_tail's, cuda_mlp's for shared
+#          chains) auto on what they measure.
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -1012,85 +1013,68 @@ stage_trace() {
     echo "trace $v rc=$?"; grep -E "step   steps/s|kernel trace|a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ " "$L/trace_$v.txt" | head -24
   done
 }
-# The column blocks' current shape on a GPU, in one call (LAUNCH_DEADLINE, default 540: timeout 590): their
-# tests; what a kernel node costs inside a replayed graph (bench_launch, CUPTI: probe kernels at the step's
-# kernels' launch shapes, shared memory and parameter sizes, dependent loads; the column blocks at H.1's and
-# FNN-800's shapes); the steps' traces, the steps and H.1 in full, the GEMM last launch against the column
-# blocks. Instead of build.
-stage_launch() {
-  local dl=${LAUNCH_DEADLINE:-540} v r k v_own
+# The pass's own launches on a GPU, in one call (LAUNCH_DEADLINE, default 540: timeout 590), in order of what
+# the defaults' decisions need: the tests of the last hidden layer and the head in one launch
+# (kernels.cuda_mlp_forward: fused), the hidden layers' ∇W as tiled launches (kernels.cuda_mlp_wgrad: fused),
+# the column blocks and the chains' shared minibatch in the pass; H.1 in full with the defaults and with both
+# own launches; the steps of the five main variants; 100 and 1,000 chains sharing a minibatch; then the second
+# rounds, the other variants, the traces, bench_epoch and bench_launch as far as the deadline allows. Instead
+# of build. What the deadline cut, a second call on the warm machine runs (launch_more: nothing is rebuilt).
+launch_sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+launch_build() {
   NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step bench_epoch test_mlp_forward_head test_weight_grad \
-    test_mlp_tail test_mlp_fused test_graph || return 1
-  # the last hidden layer and the head in one launch (kernels.cuda_mlp_forward: fused) and the hidden layers'
-  # ∇W as tiled launches (kernels.cuda_mlp_wgrad: fused) against their references; the column blocks' current
-  # shape (8 columns × 64 row groups) against theirs; all in the pass, in graphs
-  run_gtest test_mlp_forward_head 60 "MlpForwardHead.*"
-  run_gtest test_weight_grad 60 "WeightGrad.*"
-  run_gtest test_mlp_tail 90 "MlpTail.*"
-  run_gtest test_mlp_fused 120 \
-    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate:MlpFused.CudaSharedChainsEqualsReference"
-  run_gtest test_graph 100 \
-    "Graph.CudaOwnProductsRunNearCublasRun:Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
-  local sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
-  # H.1 in full, interleaved: the defaults (the GEMM kernel's last launch), the pass's own launches for both
-  # products (the step then the gather, two launches of the pass and the update), the column blocks, and the
-  # own launches as programmatic dependent launches (every kernel of the step then ours)
-  for r in 1 2; do
-    left $((dl - 300)) "H.1 in full" && H1_GRAPHS=true H1_TAG=_defaults$r stage_h1
-    left $((dl - 300)) "H.1 in full, forward and wgrad fused" && H1_GRAPHS=true H1_TAG=_own$r \
-      H1_SETS="--set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused" stage_h1
-    left $((dl - 300)) "H.1 in full, columns" && H1_GRAPHS=true H1_TAG=_columns$r \
-      H1_SETS="--set kernels.cuda_mlp_tail=columns" stage_h1
-    left $((dl - 300)) "H.1 in full, forward and wgrad fused, pdl" && H1_GRAPHS=true H1_TAG=_own_pdl$r \
-      H1_SETS="--set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused --set kernels.cuda_pdl=on" stage_h1
+    test_mlp_tail test_mlp_fused test_graph
+}
+# H.1 in full, graph-replayed, one run each of the variants named: defaults | own (forward and wgrad fused) |
+# columns (the column blocks' last launch) | own_pdl (own, as programmatic dependent launches)
+launch_h1() {  # DEADLINE ROUND VARIANT ...
+  local dl=$1 r=$2 v; shift 2
+  local own="--set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused"
+  local -A sets=([defaults]="" [own]="$own" [columns]="--set kernels.cuda_mlp_tail=columns"
+    [own_pdl]="$own --set kernels.cuda_pdl=on")
+  for v in "$@"; do
+    left "$dl" "H.1 in full, $v, round $r" || return 1
+    H1_GRAPHS=true H1_TAG=_$v$r H1_SETS="${sets[$v]}" stage_h1
   done
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  # one row of the steps, graph-replayed: h1 or fnn800 (SGHMC), its label, more bench_step options
-  step_row() {  # NET LABEL [OPTIONS ...]
-    local cfg=configs/mnist_bnn_sghmc.yaml net=$1 label=$2; shift 2
-    [ "$net" = fnn800 ] && cfg="configs/mnist_fnn800_sgld.yaml $sg"
+}
+# One row of the steps, graph-replayed: h1 or fnn800 (SGHMC), its label, more bench_step options.
+step_row() {  # NET LABEL [OPTIONS ...]
+  local cfg=configs/mnist_bnn_sghmc.yaml net=$1 label=$2; shift 2
+  [ "$net" = fnn800 ] && cfg="configs/mnist_fnn800_sgld.yaml $launch_sg"
+  # shellcheck disable=SC2086
+  timeout 40 $B/bench_step $cfg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 5 --steps 500 \
+    --graph "$@" --label "$label" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
+}
+# The steps of each variant named (H.1 one launch a step and blocks of 100, FNN-800): gemm (the defaults' last
+# launch), columns; _own: the pass's own launches for both halves; _forward / _wgrad: one of them; _pdl:
+# programmatic dependent launches; _update: the sampler's update in the backward launch (kernels.cuda_mlp_update:
+# fused); _kparts4: the products as 4 k-parts (no split-K reduction kernels)
+launch_steps() {  # DEADLINE VARIANT ...
+  local dl=$1 v v_own k; shift
+  for v in "$@"; do
+    left "$dl" "steps $v" || return 1
+    local sets="--set kernels.cuda_mlp_tail=${v%%_*}"
+    [ "${v%_kparts4}" != "$v" ] && sets+=" --set kernels.cuda_mlp_kparts=4"
+    v_own=$v
+    [ "${v%_pdl}" != "$v" ] && v_own=${v%_pdl} && sets+=" --set kernels.cuda_pdl=on"
+    [ "${v%_update}" != "$v" ] && v_own=${v%_update} && sets+=" --set kernels.cuda_mlp_update=fused"
+    [ "${v_own%_own}" != "$v_own" ] && sets+=" --set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused"
+    [ "${v%_forward}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
+    [ "${v%_wgrad}" != "$v" ] && sets+=" --set kernels.cuda_mlp_wgrad=fused"
     # shellcheck disable=SC2086
-    timeout 40 $B/bench_step $cfg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 5 --steps 500 \
-      --graph "$@" --label "$label" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
-  }
-  # the steps, two rounds interleaved: the defaults; the pass's own launches for both halves ("own": the
-  # last hidden layer and the head in one launch, kernels.cuda_mlp_forward: fused, and the backward sums in
-  # one, kernels.cuda_mlp_wgrad: fused), also as programmatic dependent launches and with the sampler's update
-  # in the backward launch (kernels.cuda_mlp_update: fused), and each alone; the column blocks; and the
-  # products as 4 k-parts (kernels.cuda_mlp_kparts: no split-K reduction kernels; the head adds the forward
-  # product's parts, the column blocks' elementwise blocks ∇W_0's)
-  for r in 1 2; do
-    for v in gemm gemm_own gemm_own_pdl gemm_own_update columns gemm_forward gemm_wgrad columns_kparts4; do
-      left $((dl - 110)) "steps" || break 2
-      local sets="--set kernels.cuda_mlp_tail=${v%%_*}"
-      [ "${v%_kparts4}" != "$v" ] && sets+=" --set kernels.cuda_mlp_kparts=4"
-      v_own=$v
-      [ "${v%_pdl}" != "$v" ] && v_own=${v%_pdl} && sets+=" --set kernels.cuda_pdl=on"
-      [ "${v%_update}" != "$v" ] && v_own=${v%_update} && sets+=" --set kernels.cuda_mlp_update=fused"
-      [ "${v_own%_own}" != "$v_own" ] && sets+=" --set kernels.cuda_mlp_forward=fused --set kernels.cuda_mlp_wgrad=fused"
-      [ "${v%_forward}" != "$v" ] && sets+=" --set kernels.cuda_mlp_forward=fused"
-      [ "${v%_wgrad}" != "$v" ] && sets+=" --set kernels.cuda_mlp_wgrad=fused"
-      # shellcheck disable=SC2086
-      for k in 1 100; do step_row h1 "mlp_h1_${v}_steps${k}_graph" $sets --graph-steps $k; done
-      # shellcheck disable=SC2086
-      step_row fnn800 "fnn800_${v}_graph" $sets
-    done
-    # the sampler's update in the column blocks (kernels.cuda_mlp_update: fused; H.1 only: FNN-800 measured
-    # 14 µs slower with the first shape)
-    for k in 1 100; do
-      step_row h1 "mlp_h1_columns_update_steps${k}_graph" --set kernels.cuda_mlp_tail=columns \
-        --set kernels.cuda_mlp_update=fused --graph-steps $k
-    done
-    # a block's rows gathered 5 steps at a time (a quarter of the H100's 50 MB L2: 7.9 MB) against the
-    # default's all at once (the block's 157 MB)
-    step_row h1 "mlp_h1_gemm_steps100_gather_l2quarter_graph" --graph-steps 100 --block-gather-bytes 12582912
-    # FNN-800's first hidden layer's bias and ReLU in one kernel (kernels.cuda_act: fused) instead of ATen's two
-    step_row fnn800 "fnn800_gemm_act_fused_graph" --set kernels.cuda_act=fused
+    for k in 1 100; do step_row h1 "mlp_h1_${v}_steps${k}_graph" $sets --graph-steps $k; done
+    # shellcheck disable=SC2086
+    step_row fnn800 "fnn800_${v}_graph" $sets
   done
-  # 100 chains of H.1 with one shared minibatch: ATen's autograd (auto) against the pass (kernels.cuda_mlp:
-  # fused: both large products one GEMM over the chains, the head's rows per block auto (1) and 8), float32
-  # and with TF32
-  left $((dl - 90)) "100 chains shared" && for v in aten fused fused_rows8 aten_tf32 fused_tf32; do
+}
+# 100 chains of H.1 with one shared minibatch: ATen's autograd (auto) against the pass (kernels.cuda_mlp: fused:
+# both large products one GEMM over the chains; the head's rows per block auto (1) and 8), float32 and TF32;
+# then 1,000 chains, float32
+launch_chains() {  # DEADLINE
+  local dl=$1 v
+  for v in aten fused fused_rows8 aten_tf32 fused_tf32; do
+    left "$dl" "100 chains shared, $v" || return 1
     local sets="--set chains=100 --set train.chain_minibatch=shared"
     [ "${v#fused}" != "$v" ] && sets+=" --set kernels.cuda_mlp=fused"
     [ "${v%_rows8}" != "$v" ] && sets+=" --set kernels.cuda_mlp_head_rows=8"
@@ -1099,44 +1083,101 @@ stage_launch() {
     timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
       --rounds 3 --steps 200 --graph $sets --label "chains100_shared_${v}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   done
-  # and 1,000 chains, shared, float32: ATen and the pass
-  left $((dl - 80)) "1,000 chains shared" && for v in aten fused; do
-    # shellcheck disable=SC2086
+  for v in aten fused; do
+    left "$dl" "1,000 chains shared, $v" || return 1
     timeout 40 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-      --rounds 2 --steps 50 --graph --set chains=1000 --set train.chain_minibatch=shared --set kernels.cuda_mlp=$([ $v = fused ] && echo fused || echo auto) \
+      --rounds 2 --steps 50 --graph --set chains=1000 --set train.chain_minibatch=shared \
+      --set kernels.cuda_mlp="$([ $v = fused ] && echo fused || echo auto)" \
       --label "chains1000_shared_${v}_graph" --json "$L/launch_steps.jsonl" 2>&1 | grep -E "rror"
   done
-  [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
-  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  left $((dl - 60)) "bench_launch" && {
-    timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
-    echo "bench_launch rc=$?"; cat "$L/launch.txt" | head -30
-    tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
-  }
-  left $((dl - 70)) "traces" && for v in h1_gemm_own h1_gemm h1_columns fnn800_gemm_own fnn800_gemm fnn800_columns; do
+}
+# The rest, one round: the update in the column blocks, a block's rows gathered 5 steps at a time (a quarter of
+# the H100's 50 MB L2: 7.9 MB) against all at once (157 MB), FNN-800's first hidden layer's bias and ReLU in one
+# kernel (kernels.cuda_act: fused)
+launch_other_steps() {  # DEADLINE
+  local dl=$1 k
+  left "$dl" "other steps" || return 1
+  for k in 1 100; do
+    step_row h1 "mlp_h1_columns_update_steps${k}_graph" --set kernels.cuda_mlp_tail=columns \
+      --set kernels.cuda_mlp_update=fused --graph-steps $k
+  done
+  step_row h1 "mlp_h1_gemm_steps100_gather_l2quarter_graph" --graph-steps 100 --block-gather-bytes 12582912
+  step_row fnn800 "fnn800_gemm_act_fused_graph" --set kernels.cuda_act=fused
+}
+# The replayed steps on the device's clock (CUPTI), own launches against the defaults' and the column blocks,
+# H.1 and FNN-800, and 100 chains sharing a minibatch through the pass
+launch_traces() {  # DEADLINE
+  local dl=$1 v
+  for v in h1_gemm_own h1_gemm fnn800_gemm_own fnn800_gemm h1_columns fnn800_columns; do
+    left "$dl" "trace $v" || return 1
     local cfg=configs/mnist_bnn_sghmc.yaml; [ "${v#fnn800}" != "$v" ] && cfg=configs/mnist_fnn800_sgld.yaml
     local tail=${v#*_} own=auto; [ "${tail%_own}" != "$tail" ] && tail=${tail%_own} own=fused
     # shellcheck disable=SC2086
-    timeout 60 $B/bench_step $cfg $sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
+    timeout 60 $B/bench_step $cfg $launch_sg --set data.dir="$FMNIST" --set device=cuda --threads 16 --rounds 1 --steps 200 \
       --set kernels.cuda_mlp_tail=$tail --set kernels.cuda_mlp_forward=$own --set kernels.cuda_mlp_wgrad=$own --graph \
       --kernel-trace 200 --label trace_$v --json "$L/trace.jsonl" > "$L/trace_$v.txt" 2>&1
     echo "trace $v rc=$?"; grep -E "a launch, medians|^ +[0-9]+ +[0-9.]+ +-?[0-9.]+ .*(tail|gemm_kernel|head|weight_grad)" "$L/trace_$v.txt" | head -8
   done
-  # 100 chains sharing a minibatch through the pass, on the device's clock: what of the step is products
-  left $((dl - 50)) "chains trace" && {
-    timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
-      --rounds 1 --steps 50 --set chains=100 --set train.chain_minibatch=shared --set kernels.cuda_mlp=fused --graph \
-      --kernel-trace 50 --label trace_chains100_shared_fused --json "$L/trace.jsonl" > "$L/trace_chains100_shared_fused.txt" 2>&1
-    echo "trace chains100_shared_fused rc=$?"; grep -E "a launch, medians" "$L/trace_chains100_shared_fused.txt" | head -3
-  }
-  left $((dl - 40)) "bench_epoch" && {
-    # the per-epoch phases on the device's clock: H.1 for 20 epochs (each phase's device work a graph of its own)
+  left "$dl" "trace chains100_shared_fused" || return 1
+  timeout 60 $B/bench_step configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --threads 16 \
+    --rounds 1 --steps 50 --set chains=100 --set train.chain_minibatch=shared --set kernels.cuda_mlp=fused --graph \
+    --kernel-trace 50 --label trace_chains100_shared_fused --json "$L/trace.jsonl" > "$L/trace_chains100_shared_fused.txt" 2>&1
+  echo "trace chains100_shared_fused rc=$?"; grep -E "a launch, medians" "$L/trace_chains100_shared_fused.txt" | head -3
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+}
+# The per-epoch phases on the device's clock (H.1 for 20 epochs, each phase's device work a graph of its own),
+# and what a kernel node costs inside a replayed graph (bench_launch: probe kernels by launch shape, shared
+# memory, parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes)
+launch_epoch_and_probes() {  # DEADLINE
+  local dl=$1
+  left "$dl" "bench_epoch" && {
     timeout 60 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set train.epochs=20 \
       --set train.burn_in=5 --set output.dir=/tmp/bench_epoch --threads 16 --kernel-trace --json "$L/epoch_trace.json" \
       > "$L/epoch_trace.txt" 2>&1
     echo "bench_epoch --kernel-trace rc=$?"; sed -n '/^phase/,/^finish/p;/device timeline/,$p' "$L/epoch_trace.txt" | head -30
-    tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   }
+  left "$dl" "bench_launch" && {
+    timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
+    echo "bench_launch rc=$?"; head -30 "$L/launch.txt"
+  }
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+}
+launch_rest() {  # DEADLINE: what follows the first round and the chains
+  local dl=$1
+  launch_h1 $((dl - 20)) 2 defaults own
+  launch_h1 $((dl - 20)) 1 columns own_pdl
+  launch_steps $((dl - 20)) gemm_own_pdl gemm_own_update gemm_forward gemm_wgrad columns_kparts4
+  launch_other_steps $((dl - 25))
+  [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
+  launch_traces $((dl - 15))
+  launch_epoch_and_probes $((dl - 40))
+}
+stage_launch() {
+  local dl=${LAUNCH_DEADLINE:-540}
+  launch_build || return 1
+  run_gtest test_mlp_forward_head 60 "MlpForwardHead.*"
+  run_gtest test_weight_grad 60 "WeightGrad.*"
+  run_gtest test_mlp_tail 90 "MlpTail.*"
+  run_gtest test_mlp_fused 120 \
+    "MlpFused.CudaEqualsReference:MlpFused.CudaWithPrecisionsEqualsReference:MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate:MlpFused.CudaSharedChainsEqualsReference"
+  run_gtest test_graph 100 \
+    "Graph.CudaOwnProductsRunNearCublasRun:Graph.CudaUpdateInMlpPassEqualsSeparateLaunch:Graph.CudaPdlRunEqualsPlainRun"
+  # each part starts only while its deadline is ahead (a row takes 5-15 s; the command's timeout is 50 s later)
+  launch_h1 $((dl - 20)) 1 defaults own
+  launch_steps $((dl - 20)) gemm gemm_own columns
+  launch_chains $((dl - 20))
+  launch_steps $((dl - 20)) gemm gemm_own columns   # the second round of the three
+  [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
+  tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  launch_rest "$dl"
+}
+# The launch stage's later parts in a second call on the warm machine (LAUNCH_DEADLINE as there; the build
+# is up to date, so only what the first call's deadline cut is worth running): H.1 in full's second round and
+# other variants, the other steps, the traces, bench_epoch, bench_launch.
+stage_launch_more() {
+  local dl=${LAUNCH_DEADLINE:-540}
+  launch_build || return 1
+  launch_rest "$dl"
 }
 stage_peers() {
   PEERS_PYTHON=$(command -v python3) SGMCMC_BUILD_DIR=$B SGMCMC_NO_BUILD=1 timeout ${PEERS_TIMEOUT:-540} \
