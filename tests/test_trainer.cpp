@@ -146,6 +146,17 @@ TEST(Trainer, SgldLearnsTinyProblem) {
   auto metrics = slurp(fs::path(ro.out_dir) / "metrics.csv");
   EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 7);
   EXPECT_NE(metrics.find("lambda.fc1.weight"), std::string::npos);
+  // Each row's seconds so far by phase: never decreasing from row to row, at most the summary's; the
+  // samples' grow (a sample every epoch after burn-in), the steps' too.
+  for (const char* ph : {"steps", "gibbs", "samples", "eval", "checkpoint"}) {
+    const std::string k = std::string("time.") + ph;
+    const auto col = metrics_column(fs::path(ro.out_dir) / "metrics.csv", k);
+    ASSERT_EQ(col.size(), 6u) << k;
+    for (size_t i = 1; i < col.size(); ++i) EXPECT_GE(col[i], col[i - 1]) << k << ", row " << i;
+    EXPECT_GE(col.front(), 0) << k;
+    EXPECT_LE(col.back(), s.values.at(k) + 1e-9) << k;
+    if (k == "time.steps" || k == "time.samples") EXPECT_GT(col.back(), col.front()) << k;
+  }
   // The resolved config reloads to the same run.
   auto again = load_config((fs::path(ro.out_dir) / "config.yaml").string());
   EXPECT_EQ(again.train.epochs, 30);
