@@ -54,6 +54,21 @@ def after_first_epoch(metrics_csv, clock="time.steps"):
     return (float(last["step"]) - float(first["step"])) / dt if dt > 0 else None
 
 
+def work_after_first_epoch(metrics_csv):
+    """Seconds of the per-epoch work (Gibbs steps, samples, evaluations: metrics.csv's time.gibbs, time.samples,
+    time.eval) between the first and last rows, the counterpart of the peers' eval_seconds (their
+    predictions); None without those columns."""
+    import csv
+    keys = ("time.gibbs", "time.samples", "time.eval")
+    try:
+        rows = list(csv.DictReader(open(metrics_csv)))
+    except OSError:
+        return None
+    if len(rows) < 2 or any(not rows[0].get(k) for k in keys):
+        return None
+    return sum(float(rows[-1][k]) - float(rows[0][k]) for k in keys)
+
+
 def main():
     ap = common.parser(__doc__.splitlines()[0])
     ap.add_argument("--bin", default="build/sgmcmc")
@@ -105,6 +120,7 @@ def main():
          "steps_per_second_after_first_epoch": after_first_epoch(os.path.join(a.out, "metrics.csv")),
          "steps_per_second_after_first_epoch_wall": after_first_epoch(os.path.join(a.out, "metrics.csv"),
                                                                        "wall_seconds"),
+         "epoch_work_seconds_after_first_epoch": work_after_first_epoch(os.path.join(a.out, "metrics.csv")),
          "time": {k: v for k, v in s.items() if k.startswith("time.")}}
     print(json.dumps(d), flush=True)
 
