@@ -18,6 +18,37 @@ WARPS, THREADS, CHUNK = 8, 256, 128
 PER_WARP = CHUNK // WARPS
 
 
+def staged_chunks(chunks, load, store, fma):
+    """Both tiled kernels' chunk loop: chunk 0 loaded and stored by every thread, then per chunk the next
+    chunk's loads in flight, each thread's FMAs over the staged chunk (fma(tid, acc[tid])), then the next chunk
+    stored. Returns acc [THREADS, 4, 4]; a lane that read an element no thread staged shows as NaN."""
+    bufs = [load(0, t) for t in range(THREADS)]
+    for t in range(THREADS):
+        store(bufs[t], t)
+    acc = np.zeros((THREADS, 4, 4))
+    for c in range(chunks):
+        if c + 1 < chunks:
+            bufs = [load(c + 1, t) for t in range(THREADS)]
+        for tid in range(THREADS):
+            fma(tid, acc[tid])
+        if c + 1 < chunks:
+            for t in range(THREADS):
+                store(bufs[t], t)
+    assert not np.isnan(acc).any(), "a lane read an element no thread staged"
+    return acc
+
+def warp_order_sums(acc, tile, place):
+    """The warps' partial tiles stored to shared memory (lane lr, lc's output i, j at place(lr, lc, i, j) of
+    its warp's tile of `tile` elements) and added in warp order: the tile's outputs, in order."""
+    red = np.full(WARPS * tile, np.nan)
+    for tid in range(THREADS):
+        warp, lane = divmod(tid, 32)
+        lr, lc = divmod(lane, 8)
+        for i in range(4):
+            for j in range(4):
+                red[warp * tile + place(lr, lc, i, j)] = acc[tid, i, j]
+    return [sum(red[w * tile + o] for w in range(WARPS)) for o in range(tile)]
+
 def forward(n, k, hdim, seed=0):
     """z = a W^T + b as forward_head_kernel tiles it (16 rows x 32 units, k chunks staged with stride 132)."""
     rows, units, stride = 16, 32, CHUNK + 4
@@ -48,36 +79,19 @@ def forward(n, k, hdim, seed=0):
             for q in range(w_rows):
                 sm[(rows + row0 + step * q) * stride + col] = buf[a_rows + q]
 
-        bufs = [load(0, t) for t in range(THREADS)]
-        for t in range(THREADS):
-            store(bufs[t], t)
-        acc = np.zeros((THREADS, 4, 4))
-        for c in range(chunks):
-            if c + 1 < chunks:
-                bufs = [load(c + 1, t) for t in range(THREADS)]
-            for tid in range(THREADS):
-                warp, lane = divmod(tid, 32)
-                lr, lc = divmod(lane, 8)
-                arow, wrow = lr * stride + warp * PER_WARP, (rows + lc) * stride + warp * PER_WARP
-                for kk in range(0, PER_WARP, 4):
-                    av = [sm[arow + 4 * i * stride + kk:arow + 4 * i * stride + kk + 4] for i in range(4)]
-                    wv = [sm[wrow + 8 * j * stride + kk:wrow + 8 * j * stride + kk + 4] for j in range(4)]
-                    for i in range(4):
-                        for j in range(4):
-                            acc[tid, i, j] += av[i] @ wv[j]
-            if c + 1 < chunks:
-                for t in range(THREADS):
-                    store(bufs[t], t)
-        assert not np.isnan(acc).any(), "a lane read an element no thread staged"
-        red = np.full(WARPS * rows * units, np.nan)
-        for tid in range(THREADS):
+        def fma(tid, acc):
             warp, lane = divmod(tid, 32)
             lr, lc = divmod(lane, 8)
-            for i in range(4):
-                for j in range(4):
-                    red[(warp * rows + lr + 4 * i) * units + lc + 8 * j] = acc[tid, i, j]
-        for o in range(rows * units):
-            z = sum(red[wp * rows * units + o] for wp in range(WARPS))
+            arow, wrow = lr * stride + warp * PER_WARP, (rows + lc) * stride + warp * PER_WARP
+            for kk in range(0, PER_WARP, 4):
+                av = [sm[arow + 4 * i * stride + kk:arow + 4 * i * stride + kk + 4] for i in range(4)]
+                wv = [sm[wrow + 8 * j * stride + kk:wrow + 8 * j * stride + kk + 4] for j in range(4)]
+                for i in range(4):
+                    for j in range(4):
+                        acc[i, j] += av[i] @ wv[j]
+        acc = staged_chunks(chunks, load, store, fma)
+        zs = warp_order_sums(acc, rows * units, lambda lr, lc, i, j: (lr + 4 * i) * units + lc + 8 * j)
+        for o, z in enumerate(zs):
             r, u = r0 + o // units, u0 + o % units
             if r < n and u < hdim:
                 h[r * hdim + u] = z + b[u]
@@ -116,32 +130,15 @@ def backward(r, m, n, seed=0):
             for q in range(b_loads):
                 Bs[(brow + b_per * q) * tn + bcol] = buf[1][q]
 
-        bufs = [load(0, t) for t in range(THREADS)]
-        for t in range(THREADS):
-            store(bufs[t], t)
-        acc = np.zeros((THREADS, 4, 4))
-        for c in range(chunks):
-            if c + 1 < chunks:
-                bufs = [load(c + 1, t) for t in range(THREADS)]
-            for tid in range(THREADS):
-                warp, lane = divmod(tid, 32)
-                lr, lc = divmod(lane, 8)
-                ar, br = warp * PER_WARP * tm + 4 * lr, warp * PER_WARP * tn + 4 * lc
-                for rr in range(PER_WARP):
-                    acc[tid] += np.outer(As[ar + rr * tm:ar + rr * tm + 4], Bs[br + rr * tn:br + rr * tn + 4])
-            if c + 1 < chunks:
-                for t in range(THREADS):
-                    store(bufs[t], t)
-        assert not np.isnan(acc).any(), "a lane read an element no thread staged"
-        red = np.full(WARPS * tm * tn, np.nan)
-        for tid in range(THREADS):
+        def fma(tid, acc):
             warp, lane = divmod(tid, 32)
             lr, lc = divmod(lane, 8)
-            for i in range(4):
-                for j in range(4):
-                    red[(warp * tm + 4 * lr + i) * tn + 4 * lc + j] = acc[tid, i, j]
-        for o in range(tm * tn):
-            z = sum(red[w * tm * tn + o] for w in range(WARPS))
+            ar, br = warp * PER_WARP * tm + 4 * lr, warp * PER_WARP * tn + 4 * lc
+            for rr in range(PER_WARP):
+                acc += np.outer(As[ar + rr * tm:ar + rr * tm + 4], Bs[br + rr * tn:br + rr * tn + 4])
+        acc = staged_chunks(chunks, load, store, fma)
+        zs = warp_order_sums(acc, tm * tn, lambda lr, lc, i, j: (4 * lr + i) * tn + 4 * lc + j)
+        for o, z in enumerate(zs):
             i, j = m0 + o // tn, n0 + o % tn
             if i < m and j < n:
                 C[i * n + j] = z
