@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# A session with a GPU machine (the `device` tool), in as few calls as its 30 minutes allow.
+# A session with a GPU machine (the `device` tool), in as few calls as its 15 minutes allow.
 # Here first:  ../shared/tools/device-deps.sh nlohmann-json3-dev libdeflate-dev libdeflate0
 #              mkdir -p .devdata && cp -r /usr/share/datasets/fashion-mnist .devdata/   (the GPU machine
 #              has no Fashion-MNIST; .devdata is ignored: add /.devdata/ to .git/info/exclude)
-# Then, as the device command (carry .devdeps and .devdata):  bash scripts/gpu_session.sh [STAGE ...]
+#              bash scripts/gpu_prebuild.sh   (the launch stage's programs, compiled here: .gpubin)
+# Then, as the device command (carry .devdeps, .devdata, .gpubin):  bash scripts/gpu_session.sh [STAGE ...]
+# The open decisions (issue 41's own launches, shared chains) take two calls:
+#   LAUNCH_DEADLINE=540 bash scripts/gpu_session.sh launch        (timeout_s 590)
+#   LAUNCH_DEADLINE=200 bash scripts/gpu_session.sh launch_more   (the warm machine, timeout_s 240)
+# then here `python3 scripts/launch_verdicts.py gpu-logs`. The other stages are the runs behind
+# docs/performance.md's earlier figures, kept so that each figure's command still runs.
 # Stages, in the order given (default: build pack tests ctest job):
 #   build  configure and build build-cuda/ against the machine's PyTorch LibTorch (2.x, CUDA),
 #          -DSGMCMC_CUDA=ON -DSGMCMC_BENCH=ON
 #   quick  instead of build, with little device time: builds test_fused and bench_update, runs the CUDA
 #          kernel checks and the update's bandwidth, then test_models and test_bpmf's CUDA kernel tests
-#   unpack instead of build: unpack .gpubin/bin.tgz.part-* (a `pack` brought back from an earlier call and
-#          carried as .gpubin) into build-cuda/, so a later call on a fresh machine skips the build
+#   unpack instead of build: the programs carried in .gpubin into build-cuda/: bin.tar.xz from
+#          scripts/gpu_prebuild.sh (compiled without a GPU; taken only if they match this machine's torch and
+#          this tree, see take_prebuilt), else bin.tgz.part-* (a `pack` brought back from an earlier call)
 #   tests  the CUDA tests (fused kernels vs the ATen reference, graph replay vs eager, CPU vs CUDA),
 #          c10d's one-rank NCCL group
 #   ctest  every test of the CUDA build (the CPU ones too, against LibTorch 2.x)
@@ -73,7 +80,8 @@
 #   trace  instead of build, one call (~250 s): bench_step --kernel-trace (CUPTI) over H.1 (defaults, the GEMM last
 #          launch, programmatic launches, blocks of 100 steps) and FNN-800: each kernel's time and the gaps
 #          inside the replayed graph
-#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata), in order of
+#   launch instead of build, one call (LAUNCH_DEADLINE=540, timeout 590; carry .devdeps .devdata, and .gpubin
+#          from scripts/gpu_prebuild.sh to skip the build's ~250 s), in order of
 #          what the defaults' decisions need: the tests of the last hidden layer and the head in one launch
 #          (kernels.cuda_mlp_forward: fused), the hidden layers' ∇W as tiled launches (kernels.cuda_mlp_wgrad:
 #          fused), the column blocks and the chains' shared minibatch in the pass; H.1 in full with the defaults
@@ -85,7 +93,8 @@
 #          traces (H.1, FNN-800, 100 chains), bench_epoch --kernel-trace and bench_launch.
 #   launch_more  a second call on the warm machine (LAUNCH_DEADLINE=200, timeout 240): launch's later parts.
 #          Flip kernels.cuda_mlp_forward's, cuda_mlp_wgrad's (and cuda_mlp_tail's, cuda_mlp's for shared
-#          chains) auto on what they measure.
+#          chains) auto on what they measure: here, `python3 scripts/launch_verdicts.py gpu-logs` (logs.tgz
+#          unpacked) sets each against the baseline over both rounds, with its GPU tests' results.
 #   timeline  after build: the Python module and bench/timeline.py over H.1 (the GPU's busy and idle time)
 #   defaults instead of build, one call (DEFAULTS_DEADLINE=360, timeout 390; carry .whl): the gather kernel's
 #          test, the graph and fused-pass tests, H.1 in full and the H.1 / FNN-800 steps with the defaults,
@@ -104,8 +113,10 @@
 #   dist   every test of test_distributed, with its output
 #   peers  bench/peers.sh --device cuda: BlackJAX / posteriors / torch.compile on the same GPU (PEERS-TABLE:cuda)
 # Logs go to /tmp/gpu-logs, tarred into $OUT/logs.tgz after every stage (the device tool brings $OUT back).
-# Spending a GPU session's 30 device minutes: the build takes 3-4 min and a
-# machine goes back 30 s after a call, so build once and pack; later calls unpack. For example
+# Spending a GPU session's 15 device minutes: the build there takes 3-4 min, so compile here first
+# (bash scripts/gpu_prebuild.sh: the launch stage's programs, ~20 min on 2 cores) and carry .gpubin; a stage
+# that builds takes them instead where they match (take_prebuilt). Without a prebuild: build once and pack;
+# later calls unpack. For example
 #   call 1: build pack tests ctest job         call 2 (carry .gpubin): unpack bench h1 bpmf floors profile
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -142,10 +153,12 @@ cutlass_flag() {
     python3 -m zipfile -e "$w" /tmp/cutlass > /dev/null 2>&1 || return 0
   echo "-DSGMCMC_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source/include"
 }
+# The Debian packages carried in .devdeps, into /tmp/devdeps (as device-build.sh does)
+unpack_devdeps() { mkdir -p /tmp/devdeps && for f in .devdeps/*.deb; do dpkg-deb -x "$f" /tmp/devdeps; done; }
 # Configure build-cuda/ as device-build.sh does (for the stages that build only some targets).
 configure_cuda() {
   local prefix=/tmp/devdeps tp
-  mkdir -p $prefix && for f in .devdeps/*.deb; do dpkg-deb -x "$f" $prefix; done
+  unpack_devdeps
   tp=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
   # shellcheck disable=SC2046
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSGMCMC_CUDA=ON \
@@ -153,8 +166,14 @@ configure_cuda() {
     > "$L/build.log" 2>&1 || { tail -20 "$L/build.log"; return 1; }
   grep -E "3xTF32" "$L/build.log" || true   # no CUTLASS carried: no line, not a failure
 }
-# Configure (configure_cuda) and build only these targets; the build log's errors on failure.
+# Configure (configure_cuda) and build only these targets; the build log's errors on failure. Programs
+# compiled by scripts/gpu_prebuild.sh are taken instead where they match and hold every target.
 build_targets() {
+  local t missing=0
+  if take_prebuilt; then
+    for t in "$@"; do [ -x "$B/${t/sgmcmc_main/sgmcmc-main}" ] || missing=1; done
+    [ $missing = 0 ] && { stamp "prebuilt: $*"; return 0; }
+  fi
   configure_cuda || return 1
   cmake --build $B -j"$(nproc)" --target "$@" >> "$L/build.log" 2>&1 || { grep -E "error" "$L/build.log" | head -20; return 1; }
   stamp "built $*"
@@ -191,8 +210,34 @@ stage_quick() {
   $B/test_bpmf --gtest_filter='Bpmf.Cuda*:Bpmf.OwnBackward*' 2>&1 | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |Failure" | head
 }
 stage_unpack() {
-  mkdir -p /tmp/devdeps && for f in .devdeps/*.deb; do dpkg-deb -x "$f" /tmp/devdeps; done
-  cat .gpubin/bin.tgz.part-* | tar xz
+  unpack_devdeps
+  if [ -f .gpubin/bin.tar.xz ]; then take_prebuilt; else cat .gpubin/bin.tgz.part-* | tar xz; fi
+}
+# The programs scripts/gpu_prebuild.sh compiled on a machine without a GPU (.gpubin/bin.tar.xz), taken only
+# when they link this machine's torch build (its git_version), were compiled from this tree's sources
+# (scripts/source_hash.sh) and find every library (ldd); otherwise nothing is taken and the caller builds.
+take_prebuilt() {
+  [ -f .gpubin/bin.tar.xz ] || return 1
+  local d=/tmp/prebuilt want have f pack
+  unpack_devdeps
+  pack=$(sha1sum < .gpubin/bin.tar.xz)
+  [ "$(cat $B/.prebuilt_pack 2>/dev/null)" = "$pack" ] && { stamp "prebuilt: taken already"; return 0; }  # launch_more
+  rm -rf $d && mkdir -p $d && tar -C $d -xJf .gpubin/bin.tar.xz || { stamp "prebuilt not taken: cannot unpack"; return 1; }
+  # their RUNPATH: /tmp/sgmcmc-prebuilt/{torch-lib,cuda-lib}, here this machine's LibTorch and CUDA libraries
+  mkdir -p /tmp/sgmcmc-prebuilt && python3 -c 'import glob, os, torch
+d = os.path.dirname(torch.__file__)
+os.symlink(os.path.join(d, "lib"), "/tmp/sgmcmc-prebuilt/torch-lib")
+os.symlink(sorted(glob.glob(os.path.join(os.path.dirname(d), "nvidia", "cu1*", "lib")))[-1], "/tmp/sgmcmc-prebuilt/cuda-lib")' 2>/dev/null ||
+    [ -e /tmp/sgmcmc-prebuilt/cuda-lib ] || { stamp "prebuilt not taken: no torch/lib or nvidia/cu1*/lib beside this machine's torch"; return 1; }
+  want=$(sed -n 's/^torch //p' $d/build-cuda/PREBUILT) have=$(python3 -c 'import torch; print(torch.version.git_version)')
+  [ "$want" = "$have" ] || { stamp "prebuilt not taken: torch $want, this machine's is $have"; return 1; }
+  want=$(sed -n 's/^sources //p' $d/build-cuda/PREBUILT) have=$(bash scripts/source_hash.sh)
+  [ "$want" = "$have" ] || { stamp "prebuilt not taken: other sources than this tree's ($(sed -n 's/^tree //p' $d/build-cuda/PREBUILT))"; return 1; }
+  for f in $d/build-cuda/*; do
+    [ -x "$f" ] || continue
+    ! ldd "$f" | grep "not found" || { stamp "prebuilt not taken: $(basename "$f") misses a library"; return 1; }
+  done
+  mkdir -p $B && cp -p $d/build-cuda/* $B/ && echo "$pack" > $B/.prebuilt_pack && stamp "prebuilt: took $(ls $d/build-cuda | tr '\n' ' ')(from $(sed -n 's/^tree //p' $d/build-cuda/PREBUILT))"
 }
 stage_tests() {
   for t in test_fused test_graph test_cuda_consistency; do
@@ -1021,9 +1066,11 @@ stage_trace() {
 # rounds, the other variants, the traces, bench_epoch and bench_launch as far as the deadline allows. Instead
 # of build. What the deadline cut, a second call on the warm machine runs (launch_more: nothing is rebuilt).
 launch_sg="--set sampler.name=sghmc --set sampler.lr=2.0e-6 --set sampler.alpha=0.01"
+# (scripts/gpu_prebuild.sh compiles these by default)
+launch_targets="sgmcmc sgmcmc_main bench_launch bench_step bench_epoch test_mlp_forward_head test_weight_grad test_mlp_tail test_mlp_fused test_graph"
 launch_build() {
-  NO_CUTLASS=1 build_targets sgmcmc bench_launch bench_step bench_epoch test_mlp_forward_head test_weight_grad \
-    test_mlp_tail test_mlp_fused test_graph
+  # shellcheck disable=SC2086
+  NO_CUTLASS=1 build_targets $launch_targets
 }
 # H.1 in full, graph-replayed, one run each of the variants named: defaults | own (forward and wgrad fused) |
 # columns (the column blocks' last launch) | own_pdl (own, as programmatic dependent launches)
