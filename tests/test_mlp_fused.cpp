@@ -1053,7 +1053,7 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
 // kernels.cuda_gemm_cache: a shape measured once is written to the file; after this process forgets its
 // choices (as a new process starts without them) the shape is taken from the file without measuring,
 // also when first met inside a CUDA-graph capture, and gives the measuring call's bits; the recorded
-// choice says it came from the cache. With the cache off the same shape is declined in a capture.
+// choice says it came from the cache, and only the measuring call adds to gemm_lt_measure_seconds. With the cache off the same shape is declined in a capture.
 TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
 #if defined(SGMCMC_WITH_CUDA)
   if (skip_without_cublaslt()) GTEST_SKIP() << "needs a GPU and a build with cuBLASLt (CUDA::cublasLt)";
@@ -1084,7 +1084,10 @@ TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
     const c10::cuda::CUDAStreamGuard guard(side);
     {
       ScopedKernelSettings scoped(k);
+      const double measuring_before = kernels::gemm_lt_measure_seconds();
       ASSERT_TRUE(kernels::gemm_lt(x, w.t(), measured, false));  // measured, and written
+      const double measuring_after = kernels::gemm_lt_measure_seconds();
+      EXPECT_GT(measuring_after, measuring_before);
       const auto first = find(shape);
       ASSERT_FALSE(first.kernel.empty());
       EXPECT_FALSE(first.cached);
@@ -1098,6 +1101,7 @@ TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
       graph.replay();
       const auto second = find(shape);
       EXPECT_TRUE(second.cached);
+      EXPECT_EQ(kernels::gemm_lt_measure_seconds(), measuring_after);  // taken from the file, not measured
       EXPECT_EQ(second.kernel, kernel);
     }
     KernelSettings off = k;

@@ -57,4 +57,9 @@ std::vector<GemmLtChoice> gemm_lt_choices();
 // Drops this process's choices (tests: a shape's next call goes to the cache, or measures again).
 void gemm_lt_forget_choices();
 
+// Wall-clock seconds this process has spent measuring candidates so far (each shape met without a cached
+// choice: a one-off cost per shape and machine, as a JIT compiler's). A run's summary reports its share as
+// gemm_lt_measure_seconds, so that a short run's phase times can be read without it.
+double gemm_lt_measure_seconds();
+
 }  // namespace sgmcmc::kernels

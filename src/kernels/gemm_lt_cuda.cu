@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -107,6 +108,7 @@ struct State {
   std::map<int, cublasLtHandle_t> handles;       // per device, never destroyed (process lifetime)
   std::map<cudaStream_t, torch::Tensor> workspaces;  // per stream
   std::map<Key, std::unique_ptr<Plan>> plans;
+  double measure_seconds = 0;  // gemm_lt_measure_seconds()
 };
 
 // Never destroyed: its tensors outlive LibTorch's allocator at exit otherwise.
@@ -398,7 +400,9 @@ bool gemm_lt(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, b
       const auto record = cache.find(cache_key_text);
       if (!(record && restore(*p, h, *record))) {
         if (capturing) return false;  // not remembered: the shape stays unplanned until an eager call
+        const auto t0 = std::chrono::steady_clock::now();
         measure(*p, h, a, b, c, accumulate, ws, stream);
+        s.measure_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (p->ok)
           cache.add(cache_key_text,
                     GemmLtRecord{std::vector<uint64_t>(std::begin(p->algo.data), std::end(p->algo.data)), p->workspace,
@@ -432,6 +436,12 @@ void gemm_lt_forget_choices() {
   s.plans.clear();
 }
 
+double gemm_lt_measure_seconds() {
+  State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  return s.measure_seconds;
+}
+
 #else
 
 bool gemm_lt_built() { return false; }
@@ -441,6 +451,8 @@ bool gemm_lt(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) {
 std::vector<GemmLtChoice> gemm_lt_choices() { return {}; }
 
 void gemm_lt_forget_choices() {}
+
+double gemm_lt_measure_seconds() { return 0; }
 
 #endif
 

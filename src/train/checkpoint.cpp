@@ -12,6 +12,7 @@
 #include "compat.h"
 #include "runtime/cpu.h"
 #include "core/atomic_file.h"
+#include "kernels/gemm_lt.h"
 #include "train/checkpoint_check.h"
 #include "train/model_io.h"
 #include "train/training_run.h"
@@ -136,6 +137,11 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   }
   for (const auto& [k, x] : phases) v[k] = x;
   for (const auto& [k, x] : s_.seconds) v[k] = x;  // time.launch and the setup's parts
+  // inside time.steps / time.eval: cuBLASLt's one-off measuring of each new shape (kernels.cuda_mlp_gemm:
+  // cublaslt without a cached choice), which a short run's per-step rate should be read without
+#if defined(SGMCMC_WITH_CUDA)
+  if (kernels::gemm_lt_built()) v["gemm_lt_measure_seconds"] = kernels::gemm_lt_measure_seconds() - gemm_lt_before_;
+#endif
   if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
     for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
   if (dist_.active()) {

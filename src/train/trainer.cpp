@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "kernels/gemm_lt.h"
 #include "metrics/reliability.h"
 #include "runtime/cpu.h"
 #include "train/lr_pilot.h"
@@ -133,6 +134,9 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       eval_graph_(s_.dm.device, sample_graph_.capture()),
       gibbs_graph_(s_.dm.device, resolve_graph_epoch(cfg_.train, s_.plan.graph) && !dist_.active(), s_.gen_dev),
       sample_count_(torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(s_.dm.device))) {
+#if defined(SGMCMC_WITH_CUDA)  // (a CPU build has no CUDA sources, gemm_lt's among them)
+  gemm_lt_before_ = kernels::gemm_lt_measure_seconds();
+#endif
   // the parts' construction (the step runner, the evaluator, the minibatch stream, the trivial
   // predictor's metrics, the per-epoch graphs' holders); the rest is the run directory's files
   s_.seconds["time.setup.trainer.members"] = seconds_since(s_.built_at);

@@ -115,6 +115,7 @@ class TrainingRun {
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
   int64_t save_every_ = 0;      // every how many samples one is written to samples/ (0: none)
   double wall_before_ = 0;
+  double gemm_lt_before_ = 0;   // the process's cuBLASLt measuring seconds when this run began
   Metrics last_;                // the latest evaluation row
   torch::Tensor current_test_;  // the current sample's test prediction, when computed at a sample
 
