@@ -137,8 +137,9 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   }
   for (const auto& [k, x] : phases) v[k] = x;
   for (const auto& [k, x] : s_.seconds) v[k] = x;  // time.launch and the setup's parts
-  // inside time.steps / time.eval: cuBLASLt's one-off measuring of each new shape (kernels.cuda_mlp_gemm:
-  // cublaslt without a cached choice), which a short run's per-step rate should be read without
+  // inside time.steps (the fused pass's products; predictions run ATen's): cuBLASLt's one-off measuring of
+  // each new shape (kernels.cuda_mlp_gemm: cublaslt without a cached choice), which a short run's per-step
+  // rate should be read without
 #if defined(SGMCMC_WITH_CUDA)
   if (kernels::gemm_lt_built()) v["gemm_lt_measure_seconds"] = kernels::gemm_lt_measure_seconds() - gemm_lt_before_;
 #endif
