@@ -91,7 +91,8 @@
 #          other step variants (PDL, the update fused, each own launch alone, k-parts, the update in the column
 #          blocks, the block's rows gathered 5 steps at a time, FNN-800 with kernels.cuda_act: fused), kernel
 #          traces (H.1, FNN-800, 100 chains), bench_epoch --kernel-trace and bench_launch.
-#   launch_more  a second call on the warm machine (LAUNCH_DEADLINE=200, timeout 240): launch's later parts.
+#   launch_more  a second call on the warm machine (LAUNCH_DEADLINE=200, timeout 240): launch's later parts
+#          that the first call's deadline cut (a part it finished is not run again).
 #          Flip kernels.cuda_mlp_forward's, cuda_mlp_wgrad's (and cuda_mlp_tail's, cuda_mlp's for shared
 #          chains) auto on what they measure: here, `python3 scripts/launch_verdicts.py gpu-logs` (logs.tgz
 #          unpacked) sets each against the baseline over both rounds, with its GPU tests' results.
@@ -1114,6 +1115,7 @@ launch_steps() {  # DEADLINE VARIANT ...
     # shellcheck disable=SC2086
     step_row fnn800 "fnn800_${v}_graph" $sets
   done
+  return 0
 }
 # 100 chains of H.1 with one shared minibatch: ATen's autograd (auto) against the pass (kernels.cuda_mlp: fused:
 # both large products one GEMM over the chains; the head's rows per block auto (1) and 8), float32 and TF32;
@@ -1150,6 +1152,7 @@ launch_other_steps() {  # DEADLINE
   done
   step_row h1 "mlp_h1_gemm_steps100_gather_l2quarter_graph" --graph-steps 100 --block-gather-bytes 12582912
   step_row fnn800 "fnn800_gemm_act_fused_graph" --set kernels.cuda_act=fused
+  return 0
 }
 # The replayed steps on the device's clock (CUPTI), own launches against the defaults' and the column blocks,
 # H.1 and FNN-800, and 100 chains sharing a minibatch through the pass
@@ -1176,28 +1179,36 @@ launch_traces() {  # DEADLINE
 # and what a kernel node costs inside a replayed graph (bench_launch: probe kernels by launch shape, shared
 # memory, parameter size and dependent loads; the column blocks at H.1's and FNN-800's shapes)
 launch_epoch_and_probes() {  # DEADLINE
-  local dl=$1
-  left "$dl" "bench_epoch" && {
+  local dl=$1 cut=0
+  if left "$dl" "bench_epoch"; then
     timeout 60 $B/bench_epoch configs/mnist_bnn_sghmc.yaml --set data.dir="$FMNIST" --set device=cuda --set train.epochs=20 \
       --set train.burn_in=5 --set output.dir=/tmp/bench_epoch --threads 16 --kernel-trace --json "$L/epoch_trace.json" \
       > "$L/epoch_trace.txt" 2>&1
     echo "bench_epoch --kernel-trace rc=$?"; sed -n '/^phase/,/^finish/p;/device timeline/,$p' "$L/epoch_trace.txt" | head -30
-  }
-  left "$dl" "bench_launch" && {
+  else cut=1; fi
+  if left "$dl" "bench_launch"; then
     timeout 90 $B/bench_launch --json "$L/launch.jsonl" > "$L/launch.txt" 2>&1
     echo "bench_launch rc=$?"; head -30 "$L/launch.txt"
-  }
+  else cut=1; fi
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
+  return $cut
+}
+# A part of launch_rest that ran to its end (the function returned 0: no deadline cut it) is not run again by
+# launch_more on the same warm machine, whose /tmp/gpu-logs keeps the marks; a cut part runs again whole.
+once() {  # NAME FUNCTION ARGS...
+  local name=$1; shift
+  [ -f "$L/.done_$name" ] && { stamp "ran already: $name"; return 0; }
+  "$@" && touch "$L/.done_$name"
 }
 launch_rest() {  # DEADLINE: what follows the first round and the chains
   local dl=$1
-  launch_h1 $((dl - 20)) 2 defaults own
-  launch_h1 $((dl - 20)) 1 columns own_pdl
-  launch_steps $((dl - 20)) gemm_own_pdl gemm_own_update gemm_forward gemm_wgrad columns_kparts4
-  launch_other_steps $((dl - 25))
+  once h1_round2 launch_h1 $((dl - 20)) 2 defaults own
+  once h1_more launch_h1 $((dl - 20)) 1 columns own_pdl
+  once steps_more launch_steps $((dl - 20)) gemm_own_pdl gemm_own_update gemm_forward gemm_wgrad columns_kparts4
+  once other_steps launch_other_steps $((dl - 25))
   [ -f "$L/launch_steps.jsonl" ] && step_table "$L/launch_steps.jsonl"
-  launch_traces $((dl - 15))
-  launch_epoch_and_probes $((dl - 40))
+  once traces launch_traces $((dl - 15))
+  once epoch_probes launch_epoch_and_probes $((dl - 40))
 }
 stage_launch() {
   local dl=${LAUNCH_DEADLINE:-540}
@@ -1218,9 +1229,9 @@ stage_launch() {
   tar czf "$OUT/logs.tgz" -C /tmp gpu-logs
   launch_rest "$dl"
 }
-# The launch stage's later parts in a second call on the warm machine (LAUNCH_DEADLINE as there; the build
-# is up to date, so only what the first call's deadline cut is worth running): H.1 in full's second round and
-# other variants, the other steps, the traces, bench_epoch, bench_launch.
+# The launch stage's later parts in a second call on the warm machine (LAUNCH_DEADLINE as there; nothing is
+# rebuilt, and the parts the first call finished are skipped): H.1 in full's second round and other
+# variants, the other steps, the traces, bench_epoch, bench_launch.
 stage_launch_more() {
   local dl=${LAUNCH_DEADLINE:-540}
   launch_build || return 1
