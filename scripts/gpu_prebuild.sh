@@ -24,7 +24,8 @@ nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 "$nvcc" --version | grep -q "release 13\." || { echo "gpu_prebuild: $nvcc is not CUDA 13 (the wheel's)" >&2; exit 1; }
 if ! grep -q "^__version__ = '$torch_version+cu13" "$prefix/torch/version.py" 2>/dev/null; then
   rm -rf "$prefix"
-  /usr/bin/python3 -m pip install -q --no-cache-dir --target "$prefix" "torch==$torch_version"
+  py=/usr/bin/python3; "$py" -m pip --version > /dev/null 2>&1 || py=python3   # Debian's python3-pip, else PATH's
+  "$py" -m pip install -q --no-cache-dir --target "$prefix" "torch==$torch_version"
 fi
 sp=$PWD/$prefix
 sources=$(bash scripts/source_hash.sh)   # before compiling: an edit during the build makes the pack not match
