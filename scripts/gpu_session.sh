@@ -219,24 +219,32 @@ stage_unpack() {
 # (scripts/source_hash.sh) and find every library (ldd); otherwise nothing is taken and the caller builds.
 take_prebuilt() {
   [ -f .gpubin/bin.tar.xz ] || return 1
-  local d=/tmp/prebuilt want have f pack
+  local d=/tmp/prebuilt want have f pack sources
+  # what a call on this warm machine took before goes too: no later stage may run programs that do not match
+  not_taken() {
+    stamp "prebuilt not taken: $1"
+    if [ -f $B/.prebuilt_pack ]; then (cd $B && rm -f .prebuilt_pack PREBUILT $(tar -tJf ../.gpubin/bin.tar.xz | sed -n 's|^build-cuda/\(.\)|\1|p')); fi
+    return 1
+  }
   unpack_devdeps
-  pack=$(sha1sum < .gpubin/bin.tar.xz)
-  [ "$(cat $B/.prebuilt_pack 2>/dev/null)" = "$pack" ] && { stamp "prebuilt: taken already"; return 0; }  # launch_more
-  rm -rf $d && mkdir -p $d && tar -C $d -xJf .gpubin/bin.tar.xz || { stamp "prebuilt not taken: cannot unpack"; return 1; }
+  pack=$(sha1sum < .gpubin/bin.tar.xz) sources=$(bash scripts/source_hash.sh)
+  # launch_more on the warm machine: taken by the first call, and the tree sent again is the same
+  [ "$(cat $B/.prebuilt_pack 2>/dev/null)" = "$pack" ] && [ "$(sed -n 's/^sources //p' $B/PREBUILT 2>/dev/null)" = "$sources" ] &&
+    { stamp "prebuilt: taken already"; return 0; }
+  rm -rf $d && mkdir -p $d && tar -C $d -xJf .gpubin/bin.tar.xz || { not_taken "cannot unpack"; return 1; }
   # their RUNPATH: /tmp/sgmcmc-prebuilt/{torch-lib,cuda-lib}, here this machine's LibTorch and CUDA libraries
   mkdir -p /tmp/sgmcmc-prebuilt && python3 -c 'import glob, os, torch
 d = os.path.dirname(torch.__file__)
 os.symlink(os.path.join(d, "lib"), "/tmp/sgmcmc-prebuilt/torch-lib")
 os.symlink(sorted(glob.glob(os.path.join(os.path.dirname(d), "nvidia", "cu1*", "lib")))[-1], "/tmp/sgmcmc-prebuilt/cuda-lib")' 2>/dev/null ||
-    [ -e /tmp/sgmcmc-prebuilt/cuda-lib ] || { stamp "prebuilt not taken: no torch/lib or nvidia/cu1*/lib beside this machine's torch"; return 1; }
+    [ -e /tmp/sgmcmc-prebuilt/cuda-lib ] || { not_taken "no torch/lib or nvidia/cu1*/lib beside this machine's torch"; return 1; }
   want=$(sed -n 's/^torch //p' $d/build-cuda/PREBUILT) have=$(python3 -c 'import torch; print(torch.version.git_version)')
-  [ "$want" = "$have" ] || { stamp "prebuilt not taken: torch $want, this machine's is $have"; return 1; }
-  want=$(sed -n 's/^sources //p' $d/build-cuda/PREBUILT) have=$(bash scripts/source_hash.sh)
-  [ "$want" = "$have" ] || { stamp "prebuilt not taken: other sources than this tree's ($(sed -n 's/^tree //p' $d/build-cuda/PREBUILT))"; return 1; }
+  [ "$want" = "$have" ] || { not_taken "torch $want, this machine's is $have"; return 1; }
+  want=$(sed -n 's/^sources //p' $d/build-cuda/PREBUILT)
+  [ "$want" = "$sources" ] || { not_taken "other sources than this tree's ($(sed -n 's/^tree //p' $d/build-cuda/PREBUILT))"; return 1; }
   for f in $d/build-cuda/*; do
     [ -x "$f" ] || continue
-    ! ldd "$f" | grep "not found" || { stamp "prebuilt not taken: $(basename "$f") misses a library"; return 1; }
+    ! ldd "$f" | grep "not found" || { not_taken "$(basename "$f") misses a library"; return 1; }
   done
   mkdir -p $B && cp -p $d/build-cuda/* $B/ && echo "$pack" > $B/.prebuilt_pack && stamp "prebuilt: took $(ls $d/build-cuda | tr '\n' ' ')(from $(sed -n 's/^tree //p' $d/build-cuda/PREBUILT))"
 }
