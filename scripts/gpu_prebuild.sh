@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU session's programs, compiled here (no GPU needed) so that a device call spends none of its
-# minutes compiling: the build of the launch stage's nine targets takes ~250 s of a 900 s budget there.
+# minutes compiling: the build of the launch stage's ten programs takes ~250 s of a 900 s budget there.
 # Built against the LibTorch the GPU machine has (torch 2.11.0+cu130 in its python3): PyTorch 2.11's CUDA 13
 # wheel from PyPI (the same libraries, installed with pip --target into build-gpubin/torch-cu13) and this
 # machine's CUDA 13 toolkit (nvcc, cuBLASLt, CUPTI), for sm_90 (H100 / H200). The programs are stripped and
@@ -9,8 +9,8 @@
 # loads against the machine's LibTorch.
 #   bash scripts/gpu_prebuild.sh [TARGET ...]      default: the launch stage's targets
 # Also runs the packed tests here on the CPU (their GPU tests skip), against the wheel's libraries: a program
-# that does not load or link here does not go to the device. About 20 min on 2 cores from scratch; the pip step
-# (4.6 GB, ~1 min) and the build tree are kept in build-gpubin/ for later runs (ignored by git, as /build*/).
+# that does not load or link here does not go to the device. 14 min on 2 cores from scratch, ~2 min after a
+# change; the pip step (4.6 GB, under a minute) and the build tree are kept in build-gpubin/ for later runs (ignored by git, as /build*/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")

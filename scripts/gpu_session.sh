@@ -155,7 +155,11 @@ cutlass_flag() {
   echo "-DSGMCMC_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source/include"
 }
 # The Debian packages carried in .devdeps, into /tmp/devdeps (as device-build.sh does)
-unpack_devdeps() { mkdir -p /tmp/devdeps && for f in .devdeps/*.deb; do dpkg-deb -x "$f" /tmp/devdeps; done; }
+# (once a call: take_prebuilt, configure_cuda and unpack each need them)
+unpack_devdeps() {
+  [ -f /tmp/devdeps/.unpacked ] && return 0
+  mkdir -p /tmp/devdeps && for f in .devdeps/*.deb; do dpkg-deb -x "$f" /tmp/devdeps; done && touch /tmp/devdeps/.unpacked
+}
 # Configure build-cuda/ as device-build.sh does (for the stages that build only some targets).
 configure_cuda() {
   local prefix=/tmp/devdeps tp
@@ -211,8 +215,7 @@ stage_quick() {
   $B/test_bpmf --gtest_filter='Bpmf.Cuda*:Bpmf.OwnBackward*' 2>&1 | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |Failure" | head
 }
 stage_unpack() {
-  unpack_devdeps
-  if [ -f .gpubin/bin.tar.xz ]; then take_prebuilt; else cat .gpubin/bin.tgz.part-* | tar xz; fi
+  if [ -f .gpubin/bin.tar.xz ]; then take_prebuilt; else unpack_devdeps; cat .gpubin/bin.tgz.part-* | tar xz; fi
 }
 # The programs scripts/gpu_prebuild.sh compiled on a machine without a GPU (.gpubin/bin.tar.xz), taken only
 # when they link this machine's torch build (its git_version), were compiled from this tree's sources

@@ -1053,7 +1053,8 @@ TEST(GemmLt, CudaWithinItsBoundAndCapturable) {
 // kernels.cuda_gemm_cache: a shape measured once is written to the file; after this process forgets its
 // choices (as a new process starts without them) the shape is taken from the file without measuring,
 // also when first met inside a CUDA-graph capture, and gives the measuring call's bits; the recorded
-// choice says it came from the cache, and only the measuring call adds to gemm_lt_measure_seconds. With the cache off the same shape is declined in a capture.
+// choice says it came from the cache, and only the measuring call adds to gemm_lt_measure_seconds. With the
+// cache off the same shape is declined in a capture.
 TEST(GemmLt, CudaCacheKeepsChoicesAcrossProcesses) {
 #if defined(SGMCMC_WITH_CUDA)
   if (skip_without_cublaslt()) GTEST_SKIP() << "needs a GPU and a build with cuBLASLt (CUDA::cublasLt)";
