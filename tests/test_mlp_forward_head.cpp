@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "cuda_graph_util.h"
+#include "kernel_cases.h"
 #include "kernels/mlp_forward_head.h"
 
 using namespace sgmcmc;
@@ -21,59 +22,12 @@ using kernels::MlpForwardHeadShape;
 // (a named namespace: the CUDA branches' compile check puts this file in one unit with the other tests)
 namespace mlp_forward_head_test {
 
-struct Case {
-  std::string name;
-  int64_t n, k, hdim, outs;
-  Activation act;
-};
-
-// App. H.1 (784-100-10 sigmoid, batch 500: 32 row groups, the last of 4 rows, 4 unit slices, the last of 4
-// units, k in 6 chunks and 16 columns), FNN-800's last hidden layer (800 wide, batch 100, ReLU), an odd shape
-// (k below one warp's share of a chunk, fewer rows than a group, 33 units: 2 slices) and tanh.
-std::vector<Case> cases() {
-  return {{"H.1", 500, 784, 100, 10, Activation::kSigmoid},
-          {"FNN-800", 100, 800, 800, 10, Activation::kRelu},
-          {"odd", 5, 3, 33, 2, Activation::kTanh},
-          {"identity", 70, 300, 45, 7, Activation::kNone}};
-}
-
-MlpForwardHeadArgs make(const Case& c, torch::Dtype dt, uint64_t seed) {
-  torch::manual_seed(seed);
-  const auto o = torch::TensorOptions().dtype(dt);
-  MlpForwardHeadArgs t;
-  t.a = torch::rand({c.n, c.k}, o);
-  t.weight = torch::randn({c.hdim, c.k}, o) / std::sqrt(static_cast<double>(c.k));
-  t.bias = torch::randn({c.hdim}, o);
-  t.out_weight = torch::randn({c.outs, c.hdim}, o) / std::sqrt(static_cast<double>(c.hdim));
-  t.out_bias = torch::randn({c.outs}, o);
-  t.targets = torch::randint(0, c.outs, {c.n}, torch::kInt64);
-  t.act = c.act;
-  t.scale = 120.0;
-  t.h_out = torch::full({c.n, c.hdim}, 7.0, o);
-  t.g_out = torch::full({c.n, c.outs}, 7.0, o);
-  t.g_hidden = torch::full({c.n, c.hdim}, 7.0, o);
-  t.row_nll = torch::full({c.n}, 7.0, o);
-  t.counters = torch::zeros({(c.n + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows}, torch::kInt32);
-  return t;
-}
-
-MlpForwardHeadArgs copy_to(const MlpForwardHeadArgs& t, const torch::Device& d) {
-  MlpForwardHeadArgs c = t;
-  for (auto* x : {&c.a, &c.weight, &c.bias, &c.out_weight, &c.out_bias, &c.targets, &c.h_out, &c.g_out, &c.g_hidden,
-                  &c.row_nll, &c.counters})
-    *x = x->to(d).clone();
-  return c;
-}
-
-std::vector<torch::Tensor> outputs(const MlpForwardHeadArgs& t) { return {t.h_out, t.g_out, t.g_hidden, t.row_nll}; }
-
-// The same layer alone (a middle hidden layer): no head, h only.
-MlpForwardHeadArgs without_head(MlpForwardHeadArgs t) {
-  for (auto* x : {&t.out_weight, &t.out_bias, &t.targets, &t.g_out, &t.g_hidden, &t.row_nll, &t.counters})
-    *x = torch::Tensor();
-  t.h_out = t.h_out.clone();
-  return t;
-}
+using forward_head_cases::Case;
+using forward_head_cases::cases;
+using forward_head_cases::copy_to;
+using forward_head_cases::make;
+using forward_head_cases::outputs;
+using forward_head_cases::without_head;
 
 torch::Tensor act_of(Activation act, const torch::Tensor& z) {
   switch (act) {

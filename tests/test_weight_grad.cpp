@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "cuda_graph_util.h"
+#include "kernel_cases.h"
 #include "kernels/weight_grad.h"
 
 using namespace sgmcmc;
@@ -18,58 +19,11 @@ using namespace sgmcmc;
 // (a named namespace: the CUDA branches' compile check puts this file in one unit with the other tests)
 namespace weight_grad_test {
 
-struct Case {
-  std::string name;
-  int64_t r, m, n;
-};
-
-// App. H.1's ∇W_0 (500 rows, 100 × 784: 4 chunks, the last of 116 rows; 7 × 25 tiles, the last ones
-// partial), FNN-800's ∇W_1 (100 rows, 800 × 800: one chunk, warps past row 100 reading zeros), and odd
-// shapes (fewer rows than a warp's share, a chunk and one row).
-std::vector<Case> cases() {
-  return {{"H.1", 500, 100, 784}, {"FNN-800", 100, 800, 800}, {"odd", 5, 3, 7}, {"129 rows", 129, 17, 33}};
-}
-
-// App. H.1's backward launch: ∇W_0 = g_1ᵀ x with ∇b_0 (500 rows, 100 × 784) and the output layer's g_2ᵀ h_1
-// with ∇b_1 (10 × 100), the prior's λ or not (then accumulating onto random gradients), and the nll's sum
-// with the trainer's loss sum.
-kernels::WeightGradLaunch launch(torch::Dtype dt, bool prior, bool nll, uint64_t seed) {
-  torch::manual_seed(seed);
-  const auto o = torch::TensorOptions().dtype(dt);
-  kernels::WeightGradLaunch t;
-  t.accumulate = !prior;
-  for (auto [m, n] : {std::pair<int64_t, int64_t>{100, 784}, {10, 100}}) {
-    kernels::WeightGradProblem q;
-    q.a = torch::randn({500, m}, o), q.b = torch::rand({500, n}, o);
-    q.c = torch::randn({m, n}, o), q.bias_grad = torch::randn({m}, o);
-    if (prior)
-      q.weight = torch::randn({m, n}, o), q.weight_lambda = torch::rand({}, o) * 3, q.bias = torch::randn({m}, o),
-      q.bias_lambda = torch::rand({}, o) * 3;
-    t.problems.push_back(q);
-  }
-  if (nll) {
-    t.row_nll = torch::rand({500}, o) * 3, t.nll = torch::zeros({}, o);
-    t.loss_sum = torch::full({}, 1.5, torch::kFloat64), t.loss_weight = 0.25;
-  }
-  return t;
-}
-
-kernels::WeightGradLaunch copy_to(const kernels::WeightGradLaunch& t, const torch::Device& d) {
-  kernels::WeightGradLaunch c = t;
-  for (auto& q : c.problems)
-    for (auto* x : {&q.a, &q.b, &q.c, &q.bias_grad, &q.weight, &q.weight_lambda, &q.bias, &q.bias_lambda})
-      if (x->defined()) *x = x->to(d).clone();
-  for (auto* x : {&c.row_nll, &c.nll, &c.loss_sum})
-    if (x->defined()) *x = x->to(d).clone();
-  return c;
-}
-
-std::vector<torch::Tensor> outputs(const kernels::WeightGradLaunch& t) {
-  std::vector<torch::Tensor> out;
-  for (const auto& q : t.problems) out.push_back(q.c), out.push_back(q.bias_grad);
-  out.push_back(t.nll), out.push_back(t.loss_sum);
-  return out;
-}
+using weight_grad_cases::Case;
+using weight_grad_cases::cases;
+using weight_grad_cases::copy_to;
+using weight_grad_cases::launch;
+using weight_grad_cases::outputs;
 
 }  // namespace weight_grad_test
 

@@ -45,7 +45,7 @@ struct Args {
 template <typename T>
 __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_constant__ Args<T> p) {
   pdl_enter();
-  extern __shared__ __align__(16) unsigned char forward_head_smem[];
+  SGMCMC_DYNAMIC_SMEM(forward_head_smem);
   T* const sm = reinterpret_cast<T*>(forward_head_smem);  // rows [0, kRows) of a, then kUnits rows of W
   __shared__ int is_last;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, lr = lane / 8, lc = lane % 8;

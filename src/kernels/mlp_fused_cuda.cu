@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(kHeadThreads)
   g += chain * n * outs, row_nll += chain * n;
   if (d != nullptr) d += chain * hid_cs;
   if (pre_bias != nullptr) pre_bias += chain * hdim, h_out += chain * hid_cs;
-  extern __shared__ __align__(16) unsigned char head_smem[];
+  SGMCMC_DYNAMIC_SMEM(head_smem);
   const int r0 = blockIdx.x * rows_per_block;
   head_rows<T, kHeadThreads>(h, w, bias, y, r0, min(rows_per_block, n - r0), hdim, rs, outs, scale, act, g, d,
                              row_nll, pre_bias, h_out, parts, part_stride, reinterpret_cast<T*>(head_smem));

@@ -11,6 +11,7 @@
 #include "kernels/mlp_tail.h"
 #include "kernels/pass_update_cuda.h"
 #include "kernels/pdl_cuda.h"
+#include "kernels/smem_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -280,7 +281,7 @@ __device__ void nll_block(const Args<T>& args, T* part) {
 
 template <typename T>
 __global__ void __launch_bounds__(S::kThreads) tail_kernel(const __grid_constant__ Args<T> args) {
-  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  SGMCMC_DYNAMIC_SMEM(smem_bytes);
   T* smem = reinterpret_cast<T*>(smem_bytes);
   pdl_enter();
   const int block = blockIdx.x;

@@ -9,6 +9,12 @@
 #include <set>
 #include <utility>
 
+// A kernel's dynamic shared memory as `unsigned char name[]`, 16-byte aligned. A macro, so that the CPU
+// emulator of tests/cuda_emu, which runs the kernels from these sources, can give it the launch's buffer.
+#ifndef SGMCMC_DYNAMIC_SMEM
+#define SGMCMC_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 namespace sgmcmc::kernels {
 
 // Raises `kernel`'s dynamic shared memory limit to `bytes` on the current device, which is `device`: once

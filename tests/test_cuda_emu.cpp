@@ -1,0 +1,351 @@
+// The pass's CUDA kernels run from their own .cu sources on the CPU, through the emulator of
+// tests/cuda_emu/cuda_emu.h (a fiber per CUDA thread, __syncthreads and warp collectives as scheduling
+// points), against their CPU references bit for bit: on every machine, not only where a GPU is lent. Each
+// kernel runs with its threads and blocks in forward, reverse and shuffled order, so a missing barrier or an
+// unordered read of another block's writes changes its results. The emulator's own checks come first: that
+// it tells a missing barrier and a divergent warp collective from correct code, and enforces the launch limits.
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_emu.h"
+#include "kernel_cases.h"
+// every header the .cu files include, before the launch code's device check is redirected below
+#include "core/kernel_settings.h"
+#include "kernels/activation_hd.h"
+#include "kernels/block_sum_cuda.h"
+#include "kernels/mlp_forward_head.h"
+#include "kernels/mlp_head_cuda.h"
+#include "kernels/pass_update_cuda.h"
+#include "kernels/pdl_cuda.h"
+#include "kernels/smem_cuda.h"
+#include "kernels/weight_grad.h"
+#include "kernels/weight_grad_cuda.h"
+
+// The launch code takes only CUDA tensors; the emulator's device memory is the CPU's.
+#define is_cuda is_cpu
+#include "kernels/mlp_forward_head_cuda.cu"
+#include "kernels/weight_grad_cuda.cu"
+#undef is_cuda
+
+using namespace sgmcmc;
+using cuda_emu::Order;
+
+namespace cuda_emu_test {
+
+// The three orders every kernel runs in: threads and blocks forward, both reversed, both shuffled.
+std::vector<std::pair<std::string, cuda_emu::Settings>> orders() {
+  return {{"forward", {Order::kForward, Order::kForward, 1}},
+          {"reverse", {Order::kReverse, Order::kReverse, 1}},
+          {"shuffled", {Order::kShuffled, Order::kShuffled, 7}}};
+}
+
+template <typename... P, typename... A>
+void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+  cudaLaunchConfig_t cfg;
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+}
+
+// Thread t writes s[t], then reads its neighbour's s[(t + 1) % n]: correct only with the barrier between.
+template <bool kBarrier>
+__global__ void neighbour_kernel(int* out) {
+  __shared__ int s[128];
+  const int t = threadIdx.x, n = blockDim.x;
+  s[t] = 1000 * static_cast<int>(blockIdx.x) + t;
+  if (kBarrier) __syncthreads();
+  out[blockIdx.x * n + t] = s[(t + 1) % n];
+  __syncthreads();  // the next block's writes wait for this block's reads
+}
+
+// A warp's butterfly sum (every lane gets Σ lanes), a shift down by 3, and a ballot of the odd lanes.
+__global__ void warp_kernel(int* out) {
+  const int lane = threadIdx.x % 32;
+  int s = lane;
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  out[threadIdx.x] = s;
+  out[64 + threadIdx.x] = __shfl_down_sync(0xffffffffu, lane * 10, 3);
+  out[128 + threadIdx.x] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 2) == 0xaaaaaaaau);
+}
+
+// Lanes 0 … 15 shuffle with a mask naming all 32; lanes 16 … 31 have left.
+__global__ void divergent_kernel(float* out) {
+  if (threadIdx.x % 32 >= 16) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+// Lanes 0 … 15 wait at __syncthreads while lanes 16 … 31 wait in a collective that names them all.
+__global__ void mixed_wait_kernel(float* out) {
+  if (threadIdx.x < 16) __syncthreads();
+  else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+__global__ void smem_kernel(float* out) {
+  SGMCMC_DYNAMIC_SMEM(bytes);
+  float* s = reinterpret_cast<float*>(bytes);
+  s[threadIdx.x] = 2.0f * threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
+}
+
+double worst(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+// The sampler's update over a whole flat buffer, element by element with the element function and the
+// noise the CUDA kernels use (fused_element, philox_normal4): what the sampler's own CUDA kernel computes
+// after the backward launch. (The CPU's fused_update_from draws the same stream through philox_fill, whose
+// vectorised transcendentals can differ from philox_normal4 in a normal's last bit.)
+template <typename T>
+void update_after(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* state, const torch::Tensor& grad,
+                  const torch::Tensor& step_params) {
+  kernels::StepParams<T> p;
+  std::memcpy(&p, step_params.data_ptr(), sizeof p);
+  T* th = theta.data_ptr<T>();
+  T* s0 = state != nullptr ? state->data_ptr<T>() : nullptr;
+  const T* gr = grad.data_ptr<T>();
+  for (int64_t i = 0; i < theta.numel(); ++i) {
+    const kernels::Normal4 z = kernels::philox_normal4(p.noise.key, p.noise.offset, static_cast<uint64_t>(i / 4));
+    const float zf = i % 4 == 0 ? z.a : i % 4 == 1 ? z.b : i % 4 == 2 ? z.c : z.d;
+    using R = kernels::FusedRule;
+    switch (rule) {
+      case R::kSgld: kernels::fused_element<R::kSgld, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k); break;
+      case R::kPsgld: kernels::fused_element<R::kPsgld, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k); break;
+      case R::kSghmcEuler:
+        kernels::fused_element<R::kSghmcEuler, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k);
+        break;
+      case R::kSghmcSsi: kernels::fused_element<R::kSghmcSsi, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k); break;
+      default: throw std::invalid_argument("update_after: a rule the pass's epilogue does not take");
+    }
+  }
+}
+
+}  // namespace cuda_emu_test
+
+namespace cet = cuda_emu_test;
+namespace fhc = forward_head_cases;
+namespace wgc = weight_grad_cases;
+
+// A missing __syncthreads shows as results that depend on the threads' order; with the barrier every order
+// gives the same, correct values.
+TEST(CudaEmu, MissingBarrierChangesResultsWithTheOrder) {
+  const int n = 128, blocks = 3;
+  std::vector<std::vector<int>> with, without;
+  for (const auto& [name, s] : cet::orders()) {
+    cuda_emu::ScopedSettings scope(s);
+    std::vector<int> a(n * blocks, -1), b(n * blocks, -1);
+    cet::launch(cet::neighbour_kernel<true>, dim3(blocks), dim3(n), 0, a.data());
+    cet::launch(cet::neighbour_kernel<false>, dim3(blocks), dim3(n), 0, b.data());
+    for (int blk = 0; blk < blocks; ++blk)
+      for (int t = 0; t < n; ++t) ASSERT_EQ(a[blk * n + t], 1000 * blk + (t + 1) % n) << name;
+    with.push_back(a), without.push_back(b);
+  }
+  EXPECT_EQ(with[0], with[1]);
+  EXPECT_EQ(with[0], with[2]);
+  EXPECT_NE(without[0], without[1]) << "forward and reverse order agree without the barrier";
+}
+
+TEST(CudaEmu, WarpCollectives) {
+  std::vector<int> out(192, -1);
+  cet::launch(cet::warp_kernel, dim3(1), dim3(64), 0, out.data());
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32;
+    EXPECT_EQ(out[t], 496) << t;
+    EXPECT_EQ(out[64 + t], lane + 3 < 32 ? (lane + 3) * 10 : lane * 10) << t;  // past the end: its own
+    EXPECT_EQ(out[128 + t], 1) << t;
+  }
+}
+
+// What hangs or is undefined on the GPU is an error here, with the block named.
+TEST(CudaEmu, DivergentCollectivesAreErrors) {
+  std::vector<float> out(64, 0.0f);
+  try {
+    cet::launch(cet::divergent_kernel, dim3(2), dim3(64), 0, out.data());
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("has left the kernel"), std::string::npos) << e.what();
+  }
+  try {
+    cet::launch(cet::mixed_wait_kernel, dim3(1), dim3(32), 0, out.data());
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot complete"), std::string::npos) << e.what();
+  }
+}
+
+// Dynamic shared memory: up to 48 KB as given, more only after cudaFuncSetAttribute raised the kernel's
+// limit, never past the device's opt-in maximum; the launch's own buffer, NaN bytes until written.
+TEST(CudaEmu, DynamicSharedMemoryLimits) {
+  std::vector<float> out(256, 0.0f);
+  cet::launch(cet::smem_kernel, dim3(1), dim3(256), 48 * 1024, out.data());
+  for (int t = 0; t < 256; ++t) ASSERT_EQ(out[t], 2.0f * (255 - t));
+  EXPECT_THROW(cet::launch(cet::smem_kernel, dim3(1), dim3(256), 64 * 1024, out.data()), std::runtime_error);
+  EXPECT_NE(cudaFuncSetAttribute(cet::smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 300 * 1024), cudaSuccess);
+  ASSERT_EQ(cudaFuncSetAttribute(cet::smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024), cudaSuccess);
+  cet::launch(cet::smem_kernel, dim3(1), dim3(256), 64 * 1024, out.data());
+  EXPECT_THROW(cet::launch(cet::smem_kernel, dim3(1), dim3(2048), 0, out.data()), std::runtime_error);
+  EXPECT_TRUE(std::isnan(cuda_emu::from_bits<float>(0xffffffffu)));
+}
+
+// kernels.cuda_mlp_forward: fused: the kernel (tiles, the warps' partial tiles in warp order, the last
+// slice block of a row group running the head) against mlp_forward_head_reference bit for bit, every case,
+// dtype and order; the counts back at 0; the layer alone (no head) the same h.
+TEST(CudaEmu, ForwardHeadEqualsReferenceBitForBit) {
+  for (auto dt : {torch::kFloat32, torch::kFloat64})
+    for (const auto& c : fhc::cases()) {
+      if (c.name == "FNN-800" && dt == torch::kFloat64) continue;  // its head's 169 KB: declined
+      const auto start = fhc::make(c, dt, 21);
+      auto want = fhc::copy_to(start, torch::kCPU);
+      kernels::mlp_forward_head_reference(want);
+      for (const auto& [order, s] : cet::orders()) {
+        SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + order);
+        cuda_emu::ScopedSettings scope(s);
+        auto got = fhc::copy_to(start, torch::kCPU);
+        ASSERT_TRUE(kernels::mlp_forward_head_cuda(got));
+        const auto w = fhc::outputs(want), g = fhc::outputs(got);
+        for (size_t i = 0; i < w.size(); ++i)
+          EXPECT_TRUE(torch::equal(g[i], w[i])) << "output " << i << ", worst " << cet::worst(g[i], w[i]);
+        EXPECT_EQ(got.counters.abs().sum().item<int64_t>(), 0);
+        auto alone = fhc::without_head(fhc::copy_to(start, torch::kCPU));
+        ASSERT_TRUE(kernels::mlp_forward_head_cuda(alone));
+        EXPECT_TRUE(torch::equal(alone.h_out, w[0])) << "without the head";
+      }
+    }
+  auto wide = fhc::make(fhc::Case{"wide", 20, 8, 4000, 200, kernels::Activation::kRelu}, torch::kFloat32, 2);
+  const int64_t launches = cuda_emu::emu().counts.launches;
+  EXPECT_FALSE(kernels::mlp_forward_head_cuda(wide));
+  EXPECT_EQ(cuda_emu::emu().counts.launches, launches) << "a declined launch ran";
+}
+
+// kernels.cuda_mlp_wgrad: fused: one product (overwriting and accumulating) at H.1's, FNN-800's and odd
+// shapes, and the whole backward launch (both layers, their biases, the prior or accumulating, the nll block
+// and the loss sum), against weight_grad_reference bit for bit in every order.
+TEST(CudaEmu, WeightGradEqualsReferenceBitForBit) {
+  for (auto dt : {torch::kFloat32, torch::kFloat64}) {
+    for (const auto& c : wgc::cases())
+      for (bool accumulate : {false, true}) {
+        torch::manual_seed(9);
+        const auto o = torch::TensorOptions().dtype(dt);
+        const auto a = torch::randn({c.r, c.m}, o), b = torch::rand({c.r, c.n}, o);
+        const auto start = torch::randn({c.m, c.n}, o);
+        auto want = start.clone();
+        kernels::weight_grad_reference(kernels::weight_grad_of(a, b, want, accumulate));
+        for (const auto& [order, s] : cet::orders()) {
+          if (c.name == "FNN-800" && order != "shuffled") continue;  // 625 blocks: one order is enough
+          SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + order +
+                       (accumulate ? ", accumulating" : ""));
+          cuda_emu::ScopedSettings scope(s);
+          auto got = start.clone();
+          ASSERT_TRUE(kernels::weight_grad_cuda(kernels::weight_grad_of(a, b, got, accumulate)));
+          EXPECT_TRUE(torch::equal(got, want)) << "worst " << cet::worst(got, want);
+        }
+      }
+    for (bool prior : {true, false}) {
+      const auto start = wgc::launch(dt, prior, true, 13);
+      auto want = wgc::copy_to(start, torch::kCPU);
+      kernels::weight_grad_reference(want);
+      for (const auto& [order, s] : cet::orders()) {
+        SCOPED_TRACE(std::string(dt == torch::kFloat64 ? "backward, float64, " : "backward, float32, ") + order +
+                     (prior ? ", prior" : ""));
+        cuda_emu::ScopedSettings scope(s);
+        auto got = wgc::copy_to(start, torch::kCPU);
+        ASSERT_TRUE(kernels::weight_grad_cuda(got));
+        const auto w = wgc::outputs(want), g = wgc::outputs(got);
+        for (size_t i = 0; i < w.size(); ++i)
+          EXPECT_TRUE(torch::equal(g[i], w[i])) << "output " << i << ", worst " << cet::worst(g[i], w[i]);
+      }
+    }
+  }
+}
+
+// kernels.cuda_mlp_update: fused on the backward launch (weight_grad_cuda_with_update): App. H.1's backward
+// with the prior, θ and the gradients as views of flat buffers, and each element's update applied by the
+// thread that finishes its gradient. Against the reference backward, then the sampler's graph-safe update
+// over the whole buffer (fused_update_from, the same step parameters and noise stream), bit for bit, for
+// every rule the epilogue takes, in every order.
+TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
+  using kernels::FusedRule;
+  for (auto dt : {torch::kFloat32, torch::kFloat64})
+    for (FusedRule rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi}) {
+      torch::manual_seed(17);
+      const auto o = torch::TensorOptions().dtype(dt);
+      const std::vector<std::pair<int64_t, int64_t>> shapes = {{100, 784}, {10, 100}};  // W_0 [100, 784], W_1 [10, 100]
+      int64_t numel = 0;
+      for (auto [m, n] : shapes) numel += m * n + m;
+      const auto theta0 = torch::randn({numel}, o) * 0.1, state0 = torch::rand({numel}, o) * 0.01;
+      const auto grad0 = torch::full({numel}, 7.0, o);
+      const auto a0 = torch::randn({500, 100}, o), x = torch::rand({500, 784}, o);
+      const auto a1 = torch::randn({500, 10}, o), h1 = torch::rand({500, 100}, o);
+      const auto lambdas = torch::rand({4}, o) * 3;
+      kernels::FusedScalars sc;
+      sc.lr = 1e-3, sc.temperature = 1.0, sc.alpha = rule == FusedRule::kPsgld ? 0.99 : 0.1, sc.eps = 1e-5;
+      auto step_params = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
+      kernels::write_step_params(rule, sc, kernels::NoiseStream{0x5eed, 12}, dt, step_params.data_ptr());
+      // the launch and the layers over buffers (θ, state, ∇Ũ) of their own
+      struct Buffers {
+        torch::Tensor theta, state, grad;
+        kernels::WeightGradLaunch launch;
+        std::vector<kernels::MlpLayerTensors> layers;
+      };
+      const auto make = [&] {
+        Buffers b{theta0.clone(), state0.clone(), grad0.clone(), {}, {}};
+        int64_t at = 0;
+        for (size_t l = 0; l < shapes.size(); ++l) {
+          const auto [m, n] = shapes[l];
+          kernels::MlpLayerTensors L;
+          L.weight = b.theta.narrow(0, at, m * n).view({m, n}), L.weight_grad = b.grad.narrow(0, at, m * n).view({m, n});
+          at += m * n;
+          L.bias = b.theta.narrow(0, at, m), L.bias_grad = b.grad.narrow(0, at, m);
+          at += m;
+          L.weight_lambda = lambdas[2 * l], L.bias_lambda = lambdas[2 * l + 1];
+          kernels::WeightGradProblem q;
+          q.a = l == 0 ? a0 : a1, q.b = l == 0 ? x : h1, q.c = L.weight_grad, q.bias_grad = L.bias_grad;
+          q.weight = L.weight, q.weight_lambda = L.weight_lambda, q.bias = L.bias, q.bias_lambda = L.bias_lambda;
+          b.launch.problems.push_back(q);
+          b.layers.push_back(L);
+        }
+        return b;
+      };
+      const bool stateful = rule != FusedRule::kSgld;
+      Buffers want = make();
+      kernels::weight_grad_reference(want.launch);
+      // the sampler's own CPU update after the same backward: the same update but for a normal's last bit
+      Buffers cpu = make();
+      kernels::weight_grad_reference(cpu.launch);
+      std::vector<torch::Tensor> cpu_state;
+      if (stateful) cpu_state.push_back(cpu.state);
+      kernels::fused_update_from(rule, cpu.theta, cpu_state, cpu.grad, step_params);
+      if (dt == torch::kFloat64) cet::update_after<double>(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
+      else cet::update_after<float>(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
+      // |Δθ| ≤ (noise's scale ≤ 0.2 here) · 2 ulps of |ξ| ≤ 6.8 (float: 9.5e-7) + θ's rounding: 1e-6
+      EXPECT_LE(cet::worst(want.theta, cpu.theta), 1e-6) << "the reference update against fused_update_from";
+      for (const auto& [order, s] : cet::orders()) {
+        SCOPED_TRACE(std::string(dt == torch::kFloat64 ? "float64, rule " : "float32, rule ") +
+                     std::to_string(static_cast<int>(rule)) + ", " + order);
+        cuda_emu::ScopedSettings scope(s);
+        Buffers got = make();
+        kernels::FusedUpdateArgs u;
+        u.rule = rule, u.theta = got.theta, u.grad = got.grad, u.step_params = step_params;
+        if (stateful) u.state.push_back(got.state);
+        const auto up = dt == torch::kFloat64 ? -1 : kernels::pass_update_of<float>(&u, got.layers).rule;
+        if (dt == torch::kFloat64) {
+          const auto upd = kernels::pass_update_of<double>(&u, got.layers);
+          ASSERT_EQ(upd.rule, static_cast<int>(rule)) << "the epilogue declined the update";
+          ASSERT_TRUE(kernels::weight_grad_cuda_with_update<double>(got.launch, upd));
+        } else {
+          ASSERT_EQ(up, static_cast<int>(rule)) << "the epilogue declined the update";
+          ASSERT_TRUE(kernels::weight_grad_cuda_with_update<float>(got.launch, kernels::pass_update_of<float>(&u, got.layers)));
+        }
+        EXPECT_TRUE(torch::equal(got.grad, want.grad)) << "∇Ũ, worst " << cet::worst(got.grad, want.grad);
+        EXPECT_TRUE(torch::equal(got.theta, want.theta)) << "θ, worst " << cet::worst(got.theta, want.theta);
+        if (stateful) EXPECT_TRUE(torch::equal(got.state, want.state)) << "state, worst " << cet::worst(got.state, want.state);
+        EXPECT_FALSE(torch::equal(got.theta, theta0)) << "θ did not move";
+      }
+    }
+}
