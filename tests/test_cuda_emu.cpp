@@ -18,6 +18,7 @@
 #include "kernel_cases.h"
 // every header the .cu files include, before the launch code's device check is redirected below
 #include "core/kernel_settings.h"
+#include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
 #include "kernels/block_sum_cuda.h"
 #include "kernels/mlp_forward_head.h"
@@ -31,8 +32,32 @@
 // The launch code takes only CUDA tensors; the emulator's device memory is the CPU's.
 #define is_cuda is_cpu
 #include "kernels/mlp_forward_head_cuda.cu"
+#include "kernels/mlp_fused_cuda.cu"
+#include "kernels/mlp_tail_cuda.cu"
 #include "kernels/weight_grad_cuda.cu"
 #undef is_cuda
+
+// The products the pass hands to cuBLASLt, CUTLASS and thread-block clusters are not emulated: they decline,
+// and the pass takes its other routes, as it does where a build lacks them.
+namespace sgmcmc::kernels {
+bool gemm_lt(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
+bool gemm_lt_built() { return false; }
+std::vector<GemmLtChoice> gemm_lt_choices() { return {}; }
+void gemm_lt_forget_choices() {}
+double gemm_lt_measure_seconds() { return 0; }
+bool gemm_tf32x3(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool, int) { return false; }
+bool gemm_tf32x3_batched(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
+bool gemm_tf32x3_built() { return false; }
+bool gemm_cluster(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
+// kernels.cuda_act's kernels (launched with <<<…>>>, which a C++ compiler does not parse): ATen's ops instead
+bool activation_cuda_enabled() { return false; }
+void bias_activation_cuda(torch::Tensor&, const torch::Tensor&, Activation) {
+  throw std::logic_error("cuda_emu: bias_activation_cuda is not emulated");
+}
+void activation_backward_cuda(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, Activation, const torch::Tensor&) {
+  throw std::logic_error("cuda_emu: activation_backward_cuda is not emulated");
+}
+}  // namespace sgmcmc::kernels
 
 using namespace sgmcmc;
 using cuda_emu::Order;
@@ -348,4 +373,186 @@ TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
         EXPECT_FALSE(torch::equal(got.theta, theta0)) << "θ did not move";
       }
     }
+}
+
+namespace cuda_emu_test {
+
+// An MLP's layers as plain tensors: C chains stacked ([C, out, in], [C, out]) or one ([out, in], [out]),
+// random parameters and random gradients (what accumulating adds to).
+std::vector<kernels::MlpLayerTensors> mlp_layers(const std::vector<int64_t>& widths, int64_t chains, torch::Dtype dt) {
+  const auto o = torch::TensorOptions().dtype(dt);
+  std::vector<kernels::MlpLayerTensors> layers;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    const int64_t in = widths[l], out = widths[l + 1];
+    std::vector<int64_t> w{out, in}, b{out};
+    if (chains > 1) w.insert(w.begin(), chains), b.insert(b.begin(), chains);
+    kernels::MlpLayerTensors L;
+    L.weight = torch::randn(w, o) / std::sqrt(static_cast<double>(in)), L.bias = torch::randn(b, o) * 0.1;
+    L.weight_grad = torch::randn(w, o), L.bias_grad = torch::randn(b, o);
+    layers.push_back(L);
+  }
+  return layers;
+}
+
+std::vector<kernels::MlpLayerTensors> clone_grads(const std::vector<kernels::MlpLayerTensors>& layers) {
+  auto c = layers;
+  for (auto& L : c) L.weight_grad = L.weight_grad.clone(), L.bias_grad = L.bias_grad.clone();
+  return c;
+}
+
+// The largest difference over the largest magnitude (at least 1).
+double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto w = want.to(torch::kFloat64), g = got.to(torch::kFloat64);
+  return (g - w).abs().max().item<double>() / std::max(1.0, w.abs().max().item<double>());
+}
+
+}  // namespace cuda_emu_test
+
+// The whole fused pass (mlp_backward_fused_cuda: its kernels, the products the cuBLAS route gives ATen, the
+// launches' wiring and scratch) against mlp_backward_reference, overwriting and accumulating, twice the same
+// bits: one chain with the pass's own launches for the forward half, the backward half, both, and both with
+// the last launch as column blocks (kernels.cuda_mlp_forward / _wgrad: fused, kernels.cuda_mlp_tail:
+// columns), on App. H.1's widths and a deeper ReLU net; chains sharing one minibatch on the cuBLAS route
+// (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
+// products run on the CPU in another order than the reference's sums: float32 within 2e-5, float64 1e-12 of
+// the largest magnitude (tests/test_mlp_fused.cpp's bound).
+TEST(CudaEmu, FusedPassEqualsReference) {
+  using Gemm = KernelSettings::MlpGemm;
+  using Launch = KernelSettings::MlpLaunch;
+  struct Variant {
+    std::string name;
+    std::vector<int64_t> widths;
+    kernels::Activation act;
+    int64_t rows, chains;
+    bool shared;
+    Gemm gemm;
+    bool forward, wgrad, columns;
+  };
+  const std::vector<int64_t> h1 = {784, 100, 10}, deep = {60, 40, 33, 7};
+  const auto sig = kernels::Activation::kSigmoid, relu = kernels::Activation::kRelu;
+  const std::vector<Variant> variants = {
+      {"H.1, cuBLAS route", h1, sig, 100, 1, false, Gemm::kCublas, false, false, false},
+      {"H.1, forward fused", h1, sig, 100, 1, false, Gemm::kCublas, true, false, false},
+      {"H.1, wgrad fused", h1, sig, 100, 1, false, Gemm::kCublas, false, true, false},
+      {"H.1, own launches", h1, sig, 100, 1, false, Gemm::kCublas, true, true, false},
+      {"H.1, own launches, column blocks", h1, sig, 100, 1, false, Gemm::kCublas, true, true, true},
+      {"deep ReLU, own launches", deep, relu, 37, 1, false, Gemm::kCublas, true, true, false},
+      {"H.1, 3 chains shared", h1, sig, 40, 3, true, Gemm::kCublas, false, false, false},
+      {"deep ReLU, 2 chains own, tiled", deep, relu, 37, 2, false, Gemm::kTiled, false, false, false}};
+  for (const auto& v : variants)
+    for (auto dt : {torch::kFloat32, torch::kFloat64})
+      for (bool overwrite : {true, false}) {
+        SCOPED_TRACE(v.name + (dt == torch::kFloat64 ? ", float64" : ", float32") + (overwrite ? ", overwriting" : ", accumulating"));
+        torch::manual_seed(31);
+        KernelSettings k;
+        k.cuda_mlp = KernelSettings::Choice::kFused;
+        k.cuda_mlp_gemm = v.gemm;
+        k.cuda_mlp_forward = v.forward ? Launch::kFused : Launch::kAuto;
+        k.cuda_mlp_wgrad = v.wgrad ? Launch::kFused : Launch::kAuto;
+        k.cuda_mlp_tail = v.columns ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
+        ScopedKernelSettings scoped(k);
+        const int64_t n = v.shared ? v.rows : v.rows * v.chains;
+        const auto x = torch::rand({n, v.widths.front()}, torch::TensorOptions().dtype(dt));
+        const auto y = torch::randint(0, v.widths.back(), {n}, torch::kInt64);
+        const auto start = cet::mlp_layers(v.widths, v.chains, dt);
+        auto want = cet::clone_grads(start);
+        const auto want_nll = kernels::mlp_backward_reference(x, y, want, v.act, 7.0, overwrite, v.chains, v.shared);
+        kernels::MlpFusedScratch scratch;
+        auto got = cet::clone_grads(start);
+        const auto got_nll =
+            kernels::mlp_backward_fused_cuda(x, y, got, v.act, 7.0, overwrite, scratch, v.chains, v.shared);
+        ASSERT_TRUE(got_nll.defined()) << "the pass declined";
+        const int hidden = static_cast<int>(v.widths.size()) - 2;
+        EXPECT_EQ(scratch.forward_applied, v.forward ? hidden : 0);
+        EXPECT_EQ(scratch.wgrad_applied, v.wgrad ? hidden : 0);
+        const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-5;
+        EXPECT_LE(cet::max_rel(got_nll, want_nll), tol) << "nll";
+        for (size_t l = 0; l < got.size(); ++l) {
+          EXPECT_LE(cet::max_rel(got[l].weight_grad, want[l].weight_grad), tol) << "∇W of layer " << l;
+          EXPECT_LE(cet::max_rel(got[l].bias_grad, want[l].bias_grad), tol) << "∇b of layer " << l;
+        }
+        if (!overwrite) continue;
+        auto again = cet::clone_grads(start);
+        const auto again_nll =
+            kernels::mlp_backward_fused_cuda(x, y, again, v.act, 7.0, true, scratch, v.chains, v.shared);
+        EXPECT_TRUE(torch::equal(again_nll, got_nll));
+        for (size_t l = 0; l < got.size(); ++l)
+          EXPECT_TRUE(torch::equal(again[l].weight_grad, got[l].weight_grad) && torch::equal(again[l].bias_grad, got[l].bias_grad))
+              << "a second call, layer " << l;
+      }
+}
+
+// kernels.cuda_mlp_update: fused through the whole pass (MlpFusedScratch::update): the sampler's update in
+// the epilogue of the launch that finishes each gradient (the GEMM last launch, the column blocks, or with
+// the pass's own launches the backward launch), against the same pass without it followed by the update
+// over the buffer: the same gradients and nll bit for bit, and θ and the state those gradients' update
+// (cet::update_after) bit for bit; with the prior's precisions (overwriting) and accumulating.
+TEST(CudaEmu, FusedPassWithUpdateEqualsPassThenUpdate) {
+  using kernels::FusedRule;
+  using Tail = KernelSettings::MlpTail;
+  const std::vector<int64_t> widths = {784, 100, 10};
+  kernels::FusedScalars sc;
+  sc.lr = 1e-3, sc.temperature = 1, sc.alpha = 0.1, sc.eps = 1e-5;
+  for (int tail : {0, 1, 2})
+    for (auto dt : {torch::kFloat32, torch::kFloat64})
+      for (auto rule : {FusedRule::kPsgld, FusedRule::kSghmcSsi})
+        for (bool prior : {true, false}) {
+          SCOPED_TRACE(std::string(tail == 0 ? "last launch" : tail == 1 ? "column blocks" : "own launches") +
+                       (dt == torch::kFloat64 ? ", float64, rule " : ", float32, rule ") +
+                       std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulating"));
+          KernelSettings k;
+          k.cuda_mlp = KernelSettings::Choice::kFused;
+          k.cuda_mlp_gemm = KernelSettings::MlpGemm::kCublas;
+          k.cuda_mlp_tail = tail == 1 ? Tail::kColumns : Tail::kGemm;
+          if (tail == 2) k.cuda_mlp_forward = k.cuda_mlp_wgrad = KernelSettings::MlpLaunch::kFused;
+          ScopedKernelSettings scoped(k);
+          torch::manual_seed(41);
+          const auto o = torch::TensorOptions().dtype(dt);
+          int64_t numel = 0;
+          for (size_t l = 0; l + 1 < widths.size(); ++l) numel += widths[l + 1] * (widths[l] + 1);
+          const auto theta0 = torch::randn({numel}, o) * 0.1, state0 = torch::rand({numel}, o) * 0.01;
+          const auto grad0 = torch::randn({numel}, o), lambdas = torch::rand({4}, o) * 3;
+          const auto x = torch::rand({100, widths.front()}, o);
+          const auto y = torch::randint(0, widths.back(), {100}, torch::kInt64);
+          auto sp = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
+          kernels::write_step_params(rule, sc, kernels::NoiseStream{0x5eed1234abcdull, 8}, dt, sp.data_ptr());
+          struct Flat {
+            torch::Tensor theta, state, grad;
+            std::vector<kernels::MlpLayerTensors> layers;
+          };
+          const auto flat = [&] {
+            Flat f{theta0.clone(), state0.clone(), grad0.clone(), {}};
+            int64_t at = 0;
+            for (size_t l = 0; l + 1 < widths.size(); ++l) {
+              const int64_t in = widths[l], out = widths[l + 1];
+              kernels::MlpLayerTensors L;
+              L.weight = f.theta.narrow(0, at, out * in).view({out, in});
+              L.weight_grad = f.grad.narrow(0, at, out * in).view({out, in});
+              at += out * in;
+              L.bias = f.theta.narrow(0, at, out), L.bias_grad = f.grad.narrow(0, at, out);
+              at += out;
+              if (prior) L.weight_lambda = lambdas[2 * l], L.bias_lambda = lambdas[2 * l + 1];
+              f.layers.push_back(L);
+            }
+            return f;
+          };
+          Flat a = flat(), b = flat();
+          kernels::FusedUpdateArgs up{rule, a.theta, a.grad, sp, {a.state}};
+          kernels::MlpFusedScratch sa, sb;
+          sa.update = &up;
+          const auto act = kernels::Activation::kSigmoid;
+          const auto nll_a = kernels::mlp_backward_fused_cuda(x, y, a.layers, act, 7.0, prior, sa);
+          const auto nll_b = kernels::mlp_backward_fused_cuda(x, y, b.layers, act, 7.0, prior, sb);
+          ASSERT_TRUE(nll_a.defined() && nll_b.defined());
+          ASSERT_TRUE(sa.update_applied) << "the pass declined the update";
+          EXPECT_FALSE(sb.update_applied);
+          EXPECT_EQ(sa.wgrad_applied, tail == 2 ? 1 : 0);
+          if (dt == torch::kFloat64) cet::update_after<double>(rule, b.theta, &b.state, b.grad, sp);
+          else cet::update_after<float>(rule, b.theta, &b.state, b.grad, sp);
+          EXPECT_TRUE(torch::equal(nll_a, nll_b));
+          EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "∇Ũ, worst " << cet::worst(a.grad, b.grad);
+          EXPECT_TRUE(torch::equal(a.theta, b.theta)) << "θ, worst " << cet::worst(a.theta, b.theta);
+          EXPECT_TRUE(torch::equal(a.state, b.state)) << "state, worst " << cet::worst(a.state, b.state);
+          EXPECT_GT((a.theta - theta0).abs().max().item<double>(), 1e-5) << "θ did not move";
+        }
 }
