@@ -134,4 +134,18 @@ inline std::vector<torch::Tensor> outputs(const kernels::WeightGradLaunch& t) {
   return out;
 }
 
+// One product of case c: A [r, m], B [r, n], C's start [m, n], and the reference's C (overwriting or
+// accumulating onto the start).
+struct Product {
+  torch::Tensor a, b, start, want;
+};
+inline Product product(const Case& c, torch::Dtype dt, bool accumulate) {
+  torch::manual_seed(9);
+  const auto o = torch::TensorOptions().dtype(dt);
+  Product p{torch::randn({c.r, c.m}, o), torch::rand({c.r, c.n}, o), torch::randn({c.m, c.n}, o), {}};
+  p.want = p.start.clone();
+  kernels::weight_grad_reference(kernels::weight_grad_of(p.a, p.b, p.want, accumulate));
+  return p;
+}
+
 }  // namespace weight_grad_cases

@@ -255,12 +255,7 @@ TEST(CudaEmu, WeightGradEqualsReferenceBitForBit) {
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
     for (const auto& c : wgc::cases())
       for (bool accumulate : {false, true}) {
-        torch::manual_seed(9);
-        const auto o = torch::TensorOptions().dtype(dt);
-        const auto a = torch::randn({c.r, c.m}, o), b = torch::rand({c.r, c.n}, o);
-        const auto start = torch::randn({c.m, c.n}, o);
-        auto want = start.clone();
-        kernels::weight_grad_reference(kernels::weight_grad_of(a, b, want, accumulate));
+        const auto [a, b, start, want] = wgc::product(c, dt, accumulate);
         for (const auto& [order, s] : cet::orders()) {
           if (c.name == "FNN-800" && order != "shuffled") continue;  // 625 blocks: one order is enough
           SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + order +

@@ -145,12 +145,7 @@ TEST(WeightGrad, CudaEqualsReferenceBitForBit) {
     for (const auto& c : wgt::cases())
       for (bool accumulate : {false, true}) {
         SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64" : " float32") + (accumulate ? ", accumulating" : ""));
-        torch::manual_seed(9);
-        const auto o = torch::TensorOptions().dtype(dt);
-        const auto a = torch::randn({c.r, c.m}, o), b = torch::rand({c.r, c.n}, o);
-        const auto start = torch::randn({c.m, c.n}, o);
-        auto want = start.clone();
-        kernels::weight_grad_reference(kernels::weight_grad_of(a, b, want, accumulate));
+        const auto [a, b, start, want] = weight_grad_cases::product(c, dt, accumulate);
         const auto ag = a.to(dev), bg = b.to(dev);
         auto got = start.to(dev);
         ASSERT_TRUE(kernels::weight_grad_cuda(kernels::weight_grad_of(ag, bg, got, accumulate)));
