@@ -7,6 +7,11 @@
 
 #include "data/tensors.h"
 
+#if defined(SGMCMC_WITH_CUDA)
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 namespace sgmcmc {
 
 void save_model(torch::serialize::OutputArchive& ar, Model& model, const std::string& prefix) {
@@ -29,14 +34,61 @@ void load_model(torch::serialize::InputArchive& ar, Model& model, const std::str
   }
 }
 
-void save_parameter_file(const std::string& path, Model& model, const std::map<std::string, double>& scalars) {
+struct ParameterSnapshot::Event {
+#if defined(SGMCMC_WITH_CUDA)
+  at::cuda::CUDAEvent event;
+#endif
+};
+
+ParameterSnapshot::ParameterSnapshot(Model& model, std::map<std::string, double> scalars) : scalars_(std::move(scalars)) {
+  bool queued = false;
+  const auto take = [&](const std::string& name, const torch::Tensor& t) {
+    const auto v = t.detach();
+#if defined(SGMCMC_WITH_CUDA)
+    if (v.is_cuda()) {
+      auto host = torch::empty(v.sizes(), v.options().device(torch::kCPU).pinned_memory(true));
+      host.copy_(v, /*non_blocking=*/true);
+      tensors_.emplace_back(name, host);
+      queued = true;
+      return;
+    }
+#endif
+    tensors_.emplace_back(name, v.to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
+  };
+  for (const auto& item : model.named_parameters()) take(item.key(), item.value());
+  for (const auto& item : model.named_buffers()) take(item.key(), item.value());
+#if defined(SGMCMC_WITH_CUDA)
+  if (queued) {
+    copied_ = std::make_unique<Event>();
+    copied_->event.record(c10::cuda::getCurrentCUDAStream());
+  }
+#else
+  (void)queued;
+#endif
+}
+
+ParameterSnapshot::~ParameterSnapshot() = default;
+ParameterSnapshot::ParameterSnapshot(ParameterSnapshot&&) noexcept = default;
+ParameterSnapshot& ParameterSnapshot::operator=(ParameterSnapshot&&) noexcept = default;
+
+c10::IValue ParameterSnapshot::dict() const {
+#if defined(SGMCMC_WITH_CUDA)
+  if (copied_) copied_->event.synchronize();
+#endif
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-  for (const auto& item : model.named_parameters()) dict.insert(item.key(), item.value().detach().cpu());
-  for (const auto& item : model.named_buffers()) dict.insert(item.key(), item.value().detach().cpu());
-  for (const auto& [key, x] : scalars)
+  for (const auto& [name, t] : tensors_) dict.insert(name, t);
+  for (const auto& [key, x] : scalars_)
     if (!dict.contains(key))
       dict.insert(key, key == "step" ? c10::IValue(static_cast<int64_t>(x)) : c10::IValue(x));
-  write_pickle_file(path, c10::IValue(dict));
+  return c10::IValue(dict);
+}
+
+void write_parameter_file(const std::string& path, const ParameterSnapshot& snapshot) {
+  write_pickle_file(path, snapshot.dict());
+}
+
+void save_parameter_file(const std::string& path, Model& model, const std::map<std::string, double>& scalars) {
+  write_parameter_file(path, ParameterSnapshot(model, scalars));
 }
 
 void load_parameter_file(const std::string& path, Model& model, const torch::Device& device) {

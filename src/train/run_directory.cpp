@@ -78,11 +78,13 @@ void RunDirectory::commit(const std::string& config_yaml, const std::map<std::st
 }
 
 void RunDirectory::write_summary(const nlohmann::ordered_json& summary) const {
+  flush_samples();
   if (!writes_run_files()) return;
   write_json_file(file("summary.json").string(), summary);
 }
 
 void RunDirectory::write_checkpoint(const std::function<void(const std::string&)>& write) const {
+  flush_samples();  // a resume from this checkpoint numbers its samples after the ones on disk
   if (world_ > 1 && fs::exists(checkpoint_path())) fs::rename(checkpoint_path(), previous_checkpoint_path());
   replace_file_atomic(checkpoint_path().string(), write);
 }
@@ -91,11 +93,14 @@ void RunDirectory::save_sample(Model& model, int64_t index, const std::map<std::
   fs::create_directories(dir_ / "samples");
   char name[64];
   std::snprintf(name, sizeof name, "sample_%06lld%s.pt", static_cast<long long>(index), rank_suffix().c_str());
-  save_parameter_file((dir_ / "samples" / name).string(), model, scalars);
+  samples_->write((dir_ / "samples" / name).string(), ParameterSnapshot(model, scalars));
 }
 
 void RunDirectory::save_final(Model& model, const std::map<std::string, double>& scalars) const {
+  flush_samples();
   save_parameter_file(file("final" + rank_suffix() + ".pt").string(), model, scalars);
 }
+
+void RunDirectory::flush_samples() const { samples_->flush(); }
 
 }  // namespace sgmcmc

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/model.h"
+#include "train/parameter_file_writer.h"
 
 namespace sgmcmc {
 
@@ -58,14 +59,20 @@ class RunDirectory {
   // `write(tmp_path)` writes the checkpoint, which then replaces checkpoint.pt.
   void write_checkpoint(const std::function<void(const std::string&)>& write) const;
   // samples/sample_<index>.pt and final.pt, as dicts Python's torch.load opens (train/model_io.h);
-  // `scalars`: "step", the prior precisions "lambda.<group>", ...
+  // `scalars`: "step", the prior precisions "lambda.<group>", ... A sample is the model as it is now
+  // (on a GPU, as the steps queued so far leave it), written on the directory's writer thread
+  // (train/parameter_file_writer.h); the checkpoint, final.pt and summary.json are written after every
+  // sample queued before them, and a sample's failed write is thrown by the next of these calls.
   void save_sample(Model& model, int64_t index, const std::map<std::string, double>& scalars) const;
   void save_final(Model& model, const std::map<std::string, double>& scalars) const;
+  // Waits for the queued samples to be written; throws the first failed write's error.
+  void flush_samples() const;
 
  private:
   std::filesystem::path dir_;
   bool replace_ = false;
   std::shared_ptr<DirLock> lock_;
+  std::shared_ptr<ParameterFileWriter> samples_ = std::make_shared<ParameterFileWriter>();
   int rank_ = 0, world_ = 1;
   std::string rank_suffix() const { return rank_ > 0 ? ".rank-" + std::to_string(rank_) : ""; }
 };
