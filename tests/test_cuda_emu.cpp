@@ -21,8 +21,13 @@
 #include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
 #include "kernels/block_sum_cuda.h"
+#include "kernels/gemm_cluster.h"
+#include "kernels/gemm_lt.h"
+#include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_forward_head.h"
+#include "kernels/mlp_fused.h"
 #include "kernels/mlp_head_cuda.h"
+#include "kernels/mlp_tail.h"
 #include "kernels/pass_update_cuda.h"
 #include "kernels/pdl_cuda.h"
 #include "kernels/smem_cuda.h"
@@ -89,7 +94,8 @@ __global__ void neighbour_kernel(int* out) {
   __syncthreads();  // the next block's writes wait for this block's reads
 }
 
-// A warp's butterfly sum (every lane gets Σ lanes), a shift down by 3, and a ballot of the odd lanes.
+// A warp's butterfly sum (every lane gets Σ lanes), a shift down by 3 and up by 5, a rotation by 7 through
+// __shfl_sync, and a ballot of the odd lanes.
 __global__ void warp_kernel(int* out) {
   const int lane = threadIdx.x % 32;
   int s = lane;
@@ -97,12 +103,27 @@ __global__ void warp_kernel(int* out) {
   out[threadIdx.x] = s;
   out[64 + threadIdx.x] = __shfl_down_sync(0xffffffffu, lane * 10, 3);
   out[128 + threadIdx.x] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 2) == 0xaaaaaaaau);
+  out[192 + threadIdx.x] = __shfl_up_sync(0xffffffffu, lane * 10, 5);
+  out[256 + threadIdx.x] = __shfl_sync(0xffffffffu, lane * 10, lane + 7);
 }
 
-// Lanes 0 … 15 shuffle with a mask naming all 32; lanes 16 … 31 have left.
-__global__ void divergent_kernel(float* out) {
+// Lanes 0 … 15 exchange among themselves with a mask naming all 32, after lanes 16 … 31 have left: valid
+// (a collective waits for the lanes of its mask that have not exited).
+__global__ void half_warp_kernel(float* out) {
   if (threadIdx.x % 32 >= 16) return;
-  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, static_cast<float>(threadIdx.x), 1);
+}
+
+// Lanes 0 … 15 read lanes 16 … 31, which have left: undefined on the GPU, an error here.
+__global__ void read_gone_kernel(float* out) {
+  if (threadIdx.x % 32 >= 16) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 16);
+}
+
+// Half the lanes at __syncwarp, half in a shuffle, one mask: different collectives.
+__global__ void mixed_ops_kernel(float* out) {
+  if (threadIdx.x < 16) __syncwarp();
+  else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
 
 // Lanes 0 … 15 wait at __syncthreads while lanes 16 … 31 wait in a collective that names them all.
@@ -111,12 +132,26 @@ __global__ void mixed_wait_kernel(float* out) {
   else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
 
+// Reads dynamic shared memory no thread wrote.
+__global__ void unwritten_smem_kernel(float* out) {
+  SGMCMC_DYNAMIC_SMEM(bytes);
+  out[threadIdx.x] = reinterpret_cast<const float*>(bytes)[threadIdx.x];
+}
+
 __global__ void smem_kernel(float* out) {
   SGMCMC_DYNAMIC_SMEM(bytes);
   float* s = reinterpret_cast<float*>(bytes);
   s[threadIdx.x] = 2.0f * threadIdx.x;
   __syncthreads();
   out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
+}
+
+// How many times `kernel` has been launched.
+template <typename... P>
+int64_t launches_of(void (*kernel)(P...)) {
+  const auto& m = cuda_emu::emu().counts.by_kernel;
+  const auto it = m.find(reinterpret_cast<const void*>(kernel));
+  return it == m.end() ? 0 : it->second;
 }
 
 double worst(const torch::Tensor& a, const torch::Tensor& b) {
@@ -177,31 +212,42 @@ TEST(CudaEmu, MissingBarrierChangesResultsWithTheOrder) {
 }
 
 TEST(CudaEmu, WarpCollectives) {
-  std::vector<int> out(192, -1);
-  cet::launch(cet::warp_kernel, dim3(1), dim3(64), 0, out.data());
-  for (int t = 0; t < 64; ++t) {
-    const int lane = t % 32;
-    EXPECT_EQ(out[t], 496) << t;
-    EXPECT_EQ(out[64 + t], lane + 3 < 32 ? (lane + 3) * 10 : lane * 10) << t;  // past the end: its own
-    EXPECT_EQ(out[128 + t], 1) << t;
+  for (const auto& [name, settings] : cet::orders()) {
+    SCOPED_TRACE(name);
+    cuda_emu::ScopedSettings scope(settings);
+    std::vector<int> out(320, -1);
+    cet::launch(cet::warp_kernel, dim3(1), dim3(64), 0, out.data());
+    for (int t = 0; t < 64; ++t) {
+      const int lane = t % 32;
+      EXPECT_EQ(out[t], 496) << t;
+      EXPECT_EQ(out[64 + t], lane + 3 < 32 ? (lane + 3) * 10 : lane * 10) << t;  // past the end: its own
+      EXPECT_EQ(out[128 + t], 1) << t;
+      EXPECT_EQ(out[192 + t], lane >= 5 ? (lane - 5) * 10 : lane * 10) << t;
+      EXPECT_EQ(out[256 + t], (lane + 7) % 32 * 10) << t;
+    }
+    std::vector<float> half(64, -1.0f);
+    cet::launch(cet::half_warp_kernel, dim3(1), dim3(64), 0, half.data());
+    for (int t = 0; t < 64; ++t) EXPECT_EQ(half[t], t % 32 < 16 ? static_cast<float>(t ^ 1) : -1.0f) << t;
   }
 }
 
-// What hangs or is undefined on the GPU is an error here, with the block named.
+// What is undefined or hangs on the GPU is an error here, with the block named.
 TEST(CudaEmu, DivergentCollectivesAreErrors) {
-  std::vector<float> out(64, 0.0f);
-  try {
-    cet::launch(cet::divergent_kernel, dim3(2), dim3(64), 0, out.data());
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("has left the kernel"), std::string::npos) << e.what();
-  }
-  try {
-    cet::launch(cet::mixed_wait_kernel, dim3(1), dim3(32), 0, out.data());
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot complete"), std::string::npos) << e.what();
-  }
+  const auto expect_error = [](void (*kernel)(float*), unsigned threads, const std::string& words) {
+    for (const auto& [name, settings] : cet::orders()) {
+      cuda_emu::ScopedSettings scope(settings);
+      std::vector<float> out(64, 0.0f);
+      try {
+        cet::launch(kernel, dim3(2), dim3(threads), 0, out.data());
+        ADD_FAILURE() << name << ": no error (" << words << ")";
+      } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << name << ": " << e.what();
+      }
+    }
+  };
+  expect_error(cet::read_gone_kernel, 64, "has left the kernel");
+  expect_error(cet::mixed_ops_kernel, 32, "different warp collectives");
+  expect_error(cet::mixed_wait_kernel, 32, "cannot complete");
 }
 
 // Dynamic shared memory: up to 48 KB as given, more only after cudaFuncSetAttribute raised the kernel's
@@ -215,7 +261,8 @@ TEST(CudaEmu, DynamicSharedMemoryLimits) {
   ASSERT_EQ(cudaFuncSetAttribute(cet::smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024), cudaSuccess);
   cet::launch(cet::smem_kernel, dim3(1), dim3(256), 64 * 1024, out.data());
   EXPECT_THROW(cet::launch(cet::smem_kernel, dim3(1), dim3(2048), 0, out.data()), std::runtime_error);
-  EXPECT_TRUE(std::isnan(cuda_emu::from_bits<float>(0xffffffffu)));
+  cet::launch(cet::unwritten_smem_kernel, dim3(1), dim3(32), 32 * sizeof(float), out.data());
+  for (int t = 0; t < 32; ++t) EXPECT_TRUE(std::isnan(out[t])) << t;
 }
 
 // kernels.cuda_mlp_forward: fused: the kernel (tiles, the warps' partial tiles in warp order, the last
@@ -405,9 +452,9 @@ double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
 
 // The whole fused pass (mlp_backward_fused_cuda: its kernels, the products the cuBLAS route gives ATen, the
 // launches' wiring and scratch) against mlp_backward_reference, overwriting and accumulating, twice the same
-// bits: one chain with the pass's own launches for the forward half, the backward half, both, and both with
-// the last launch as column blocks (kernels.cuda_mlp_forward / _wgrad: fused, kernels.cuda_mlp_tail:
-// columns), on App. H.1's widths and a deeper ReLU net; chains sharing one minibatch on the cuBLAS route
+// bits: one chain with the pass's own launches for the forward half, the backward half, both (kernels.
+// cuda_mlp_forward / _wgrad: fused), and the forward's with the last launch as column blocks (kernels.
+// cuda_mlp_tail: columns; the backward launch, where it runs, finishes what they would), on App. H.1's widths and a deeper ReLU net; chains sharing one minibatch on the cuBLAS route
 // (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
 // products run on the CPU in another order than the reference's sums: float32 within 2e-5, float64 1e-12 of
 // the largest magnitude (tests/test_mlp_fused.cpp's bound).
@@ -430,7 +477,7 @@ TEST(CudaEmu, FusedPassEqualsReference) {
       {"H.1, forward fused", h1, sig, 100, 1, false, Gemm::kCublas, true, false, false},
       {"H.1, wgrad fused", h1, sig, 100, 1, false, Gemm::kCublas, false, true, false},
       {"H.1, own launches", h1, sig, 100, 1, false, Gemm::kCublas, true, true, false},
-      {"H.1, own launches, column blocks", h1, sig, 100, 1, false, Gemm::kCublas, true, true, true},
+      {"H.1, forward fused, column blocks", h1, sig, 100, 1, false, Gemm::kCublas, true, false, true},
       {"deep ReLU, own launches", deep, relu, 37, 1, false, Gemm::kCublas, true, true, false},
       {"H.1, 3 chains shared", h1, sig, 40, 3, true, Gemm::kCublas, false, false, false},
       {"deep ReLU, 2 chains own, tiled", deep, relu, 37, 2, false, Gemm::kTiled, false, false, false}};
@@ -454,9 +501,15 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         const auto want_nll = kernels::mlp_backward_reference(x, y, want, v.act, 7.0, overwrite, v.chains, v.shared);
         kernels::MlpFusedScratch scratch;
         auto got = cet::clone_grads(start);
+        const auto fp = dt == torch::kFloat64;
+        const auto tails = fp ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
+                              : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
         const auto got_nll =
             kernels::mlp_backward_fused_cuda(x, y, got, v.act, 7.0, overwrite, scratch, v.chains, v.shared);
         ASSERT_TRUE(got_nll.defined()) << "the pass declined";
+        const auto tails_now = fp ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
+                                  : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
+        EXPECT_EQ(tails_now - tails, v.columns ? 1 : 0) << "the column blocks' launches";
         const int hidden = static_cast<int>(v.widths.size()) - 2;
         EXPECT_EQ(scratch.forward_applied, v.forward ? hidden : 0);
         EXPECT_EQ(scratch.wgrad_applied, v.wgrad ? hidden : 0);
@@ -536,7 +589,12 @@ TEST(CudaEmu, FusedPassWithUpdateEqualsPassThenUpdate) {
           kernels::MlpFusedScratch sa, sb;
           sa.update = &up;
           const auto act = kernels::Activation::kSigmoid;
+          const auto tails = dt == torch::kFloat64 ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
+                                                   : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
           const auto nll_a = kernels::mlp_backward_fused_cuda(x, y, a.layers, act, 7.0, prior, sa);
+          const auto tails_now = dt == torch::kFloat64 ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
+                                                       : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
+          EXPECT_EQ(tails_now - tails, tail == 1 ? 1 : 0) << "the column blocks' launches";
           const auto nll_b = kernels::mlp_backward_fused_cuda(x, y, b.layers, act, 7.0, prior, sb);
           ASSERT_TRUE(nll_a.defined() && nll_b.defined());
           ASSERT_TRUE(sa.update_applied) << "the pass declined the update";

@@ -2,6 +2,7 @@
 
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 
@@ -36,20 +37,24 @@ void load_model(torch::serialize::InputArchive& ar, Model& model, const std::str
 
 struct ParameterSnapshot::Event {
 #if defined(SGMCMC_WITH_CUDA)
-  at::cuda::CUDAEvent event;
+  // one a device the copies came from; blocking: the writer thread sleeps rather than spins while it waits
+  std::vector<at::cuda::CUDAEvent> events;
 #endif
 };
 
 ParameterSnapshot::ParameterSnapshot(Model& model, std::map<std::string, double> scalars) : scalars_(std::move(scalars)) {
-  bool queued = false;
+  std::vector<c10::DeviceIndex> devices;  // the CUDA devices copied from
   const auto take = [&](const std::string& name, const torch::Tensor& t) {
     const auto v = t.detach();
 #if defined(SGMCMC_WITH_CUDA)
     if (v.is_cuda()) {
+      // queued on the current stream of v's device (not of the current device: a run on cuda:1), behind
+      // the steps queued there
       auto host = torch::empty(v.sizes(), v.options().device(torch::kCPU).pinned_memory(true));
       host.copy_(v, /*non_blocking=*/true);
       tensors_.emplace_back(name, host);
-      queued = true;
+      if (std::find(devices.begin(), devices.end(), v.device().index()) == devices.end())
+        devices.push_back(v.device().index());
       return;
     }
 #endif
@@ -58,12 +63,13 @@ ParameterSnapshot::ParameterSnapshot(Model& model, std::map<std::string, double>
   for (const auto& item : model.named_parameters()) take(item.key(), item.value());
   for (const auto& item : model.named_buffers()) take(item.key(), item.value());
 #if defined(SGMCMC_WITH_CUDA)
-  if (queued) {
+  if (!devices.empty()) {
     copied_ = std::make_unique<Event>();
-    copied_->event.record(c10::cuda::getCurrentCUDAStream());
+    for (const auto d : devices) {
+      copied_->events.emplace_back(cudaEventBlockingSync | cudaEventDisableTiming);
+      copied_->events.back().record(c10::cuda::getCurrentCUDAStream(d));
+    }
   }
-#else
-  (void)queued;
 #endif
 }
 
@@ -73,7 +79,8 @@ ParameterSnapshot& ParameterSnapshot::operator=(ParameterSnapshot&&) noexcept = 
 
 c10::IValue ParameterSnapshot::dict() const {
 #if defined(SGMCMC_WITH_CUDA)
-  if (copied_) copied_->event.synchronize();
+  if (copied_)
+    for (const auto& e : copied_->events) e.synchronize();
 #endif
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
   for (const auto& [name, t] : tensors_) dict.insert(name, t);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <stdexcept>
 
 #include "train/model_io.h"
@@ -78,9 +79,16 @@ void RunDirectory::commit(const std::string& config_yaml, const std::map<std::st
 }
 
 void RunDirectory::write_summary(const nlohmann::ordered_json& summary) const {
-  flush_samples();
-  if (!writes_run_files()) return;
-  write_json_file(file("summary.json").string(), summary);
+  // summary.json is written whatever became of the samples (a divergence's or an interrupt's summary
+  // among them); a failed sample write is thrown after it
+  std::exception_ptr samples_failed;
+  try {
+    flush_samples();
+  } catch (...) {
+    samples_failed = std::current_exception();
+  }
+  if (writes_run_files()) write_json_file(file("summary.json").string(), summary);
+  if (samples_failed) std::rethrow_exception(samples_failed);
 }
 
 void RunDirectory::write_checkpoint(const std::function<void(const std::string&)>& write) const {

@@ -7,15 +7,22 @@
 // - the order of threads between two barriers is a setting (forward, reverse, shuffled) and so is the order
 //   of blocks: a missing __syncthreads, or a block that reads what another block of the same launch writes
 //   without the atomics that order them, gives different results in different orders;
-// - a warp collective whose mask names a lane that has left or waits at __syncthreads, and a __syncthreads
-//   that not every living thread reaches while others wait in a collective, are errors (a deadlock on the GPU);
+// - a warp collective completes when every lane of its mask that has not left the kernel is in it (the
+//   same op, the same mask); a lane that reads a lane outside the mask, past the block's threads or gone,
+//   a collective whose lanes wait at __syncthreads, and a __syncthreads that not every living thread
+//   reaches while others wait in a collective, are errors (undefined or a deadlock on the GPU); widths
+//   other than 32 are refused;
 // - the launch's limits: 1,024 threads a block, 48 KB of dynamic shared memory unless
 //   cudaFuncSetAttribute raised the kernel's limit, the device's opt-in maximum; dynamic shared memory
 //   starts as NaN bytes (0xff), so a read of what no thread wrote shows up in the results.
 //
-// It does not model timing, the memory model beyond these orders, or device-side libm: the kernels' host
+// It does not model timing, the memory model beyond these orders (__threadfence is a no-op), asynchronous
+// copies (cp.async takes the kernels' synchronous branch, so a wrong wait_group count goes unseen), the
+// size of static shared memory in the limits, static shared memory's contents at a block's start (a
+// function static: the previous block's values, not garbage), or device-side libm: the kernels' host
 // branches (std::exp, std::fma) run, which the CPU references use too, so the results are the reference's
-// bit for bit where the orders of summation agree.
+// bit for bit where the orders of summation agree. Under AddressSanitizer the fiber switches are announced
+// to it (__sanitizer_*_switch_fiber).
 //
 // Include it first (it stands in for <cuda_runtime.h>; tests/cuda_emu/include holds the headers the
 // kernels include), then the .cu files.
@@ -23,6 +30,10 @@
 
 #include <math.h>
 #include <ucontext.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <algorithm>
 #include <cstddef>
@@ -114,11 +125,12 @@ struct Settings {
   uint64_t seed = 1;  // kShuffled's permutations
 };
 
-// What the emulator did since reset_counts(): launches, blocks, fiber switches, PDL launches, the largest
-// dynamic shared memory a launch asked for.
+// What the emulator has done: launches (in all and of each kernel), blocks, fiber switches into threads,
+// PDL launches, the largest dynamic shared memory a launch asked for.
 struct Counts {
   int64_t launches = 0, blocks = 0, switches = 0, pdl_launches = 0;
   size_t max_dynamic_smem = 0;
+  std::map<const void*, int64_t> by_kernel;  // launches of each kernel (its function's address)
 };
 
 class Emulator {
@@ -146,9 +158,11 @@ class Emulator {
   unsigned char* dynamic_smem() { return smem_.data(); }
 
   void sync_block();
-  // A warp collective: this lane offers `value` and takes lane `src`'s (within its width-wide segment;
-  // src < 0: its own). Returns the value and the warp's ballot of `predicate` over `mask`.
-  uint64_t warp_exchange(unsigned mask, uint64_t value, int src, bool predicate, unsigned* ballot);
+  // A warp collective `op` (shfl, ballot, syncwarp: lanes must meet at the same one): this lane offers
+  // `value` and takes lane `src`'s (0 … 31; src < 0: reads none, its own back). Returns the value and
+  // the warp's ballot of `predicate` over the lanes taking part.
+  enum class WarpOp { kShfl, kBallot, kSyncwarp };
+  uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int src, bool predicate, unsigned* ballot);
 
  private:
   enum class State { kRunnable, kAtBlockBarrier, kAtWarpOp, kDone };
@@ -159,6 +173,8 @@ class Emulator {
     int warp = 0, lane = 0;
     State state = State::kDone;
     unsigned mask = 0;       // at a warp op
+    WarpOp op = WarpOp::kShfl;  // at a warp op
+    void* fake_stack = nullptr;  // AddressSanitizer's, while switched out
     uint64_t offered = 0;    // at a warp op
     int src = -1;            // at a warp op
     bool predicate = false;  // at a warp op
@@ -171,12 +187,19 @@ class Emulator {
   void run_block(const std::function<void()>& body, std::mt19937_64& rng);
   void yield_to_scheduler();
   void try_release_warp(int warp, unsigned mask);
+  void release_warps_waiting_on(int warp);
+  // AddressSanitizer's fiber switches (no-ops without it)
+  static void asan_start(void** fake, const void* bottom, size_t size);
+  static void asan_finish(void* fake, const void** bottom, size_t* size);
   [[noreturn]] void deadlock(const std::string& what);
 
   std::vector<Fiber> fibers_;
   size_t current_ = 0;
   int threads_ = 0;
   ucontext_t scheduler_{};
+  void* scheduler_fake_ = nullptr;
+  const void* scheduler_bottom_ = nullptr;
+  size_t scheduler_size_ = 0;
   const std::function<void()>* body_ = nullptr;
   std::exception_ptr failure_;
   uint3 block_idx_{};
@@ -200,20 +223,40 @@ class ScopedSettings {
   Settings old_;
 };
 
+inline void Emulator::asan_start(void** fake, const void* bottom, size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+
+inline void Emulator::asan_finish(void* fake, const void** bottom, size_t* size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+
 inline void Emulator::entry() {
   Emulator& e = get();
+  asan_finish(nullptr, &e.scheduler_bottom_, &e.scheduler_size_);
   try {
     (*e.body_)();
   } catch (...) {
     if (!e.failure_) e.failure_ = std::current_exception();
   }
   e.fibers_[e.current_].state = State::kDone;
+  asan_start(nullptr, e.scheduler_bottom_, e.scheduler_size_);  // this stack is done with
   // uc_link returns to the scheduler
 }
 
 inline void Emulator::yield_to_scheduler() {
-  ++counts.switches;
-  swapcontext(&fibers_[current_].ctx, &scheduler_);
+  Fiber& f = fibers_[current_];
+  asan_start(&f.fake_stack, scheduler_bottom_, scheduler_size_);
+  swapcontext(&f.ctx, &scheduler_);
+  asan_finish(fibers_[current_].fake_stack, &scheduler_bottom_, &scheduler_size_);
 }
 
 inline void Emulator::sync_block() {
@@ -221,39 +264,60 @@ inline void Emulator::sync_block() {
   yield_to_scheduler();
 }
 
-inline uint64_t Emulator::warp_exchange(unsigned mask, uint64_t value, int src, bool predicate, unsigned* ballot) {
+inline uint64_t Emulator::warp_exchange(WarpOp op, unsigned mask, uint64_t value, int src, bool predicate,
+                                        unsigned* ballot) {
   Fiber& f = fibers_[current_];
   if ((mask >> f.lane & 1u) == 0) deadlock("a warp collective whose mask leaves out the calling lane");
   f.state = State::kAtWarpOp;
-  f.mask = mask, f.offered = value, f.src = src, f.predicate = predicate;
+  f.op = op, f.mask = mask, f.offered = value, f.src = src, f.predicate = predicate;
   try_release_warp(f.warp, mask);
-  if (f.state != State::kRunnable) yield_to_scheduler();
+  if (fibers_[current_].state != State::kRunnable) yield_to_scheduler();
   if (ballot != nullptr) *ballot = fibers_[current_].ballot;
   return fibers_[current_].result;
 }
 
-// Releases the lanes of `mask` in warp `warp` once every one of them waits at a warp op with that mask.
+// Releases the lanes of `mask` in warp `warp` once every one of them that exists and has not left waits
+// at the same warp op with that mask. A lane reading one that does not take part is an error.
 inline void Emulator::try_release_warp(int warp, unsigned mask) {
   const int first = warp * 32, last = std::min(threads_, first + 32);
+  const auto taking_part = [&](int l) {
+    return (mask >> l & 1u) != 0 && first + l < last && fibers_[first + l].state != State::kDone;
+  };
+  WarpOp op = WarpOp::kShfl;
+  bool any = false;
   unsigned ballot = 0;
   for (int l = 0; l < 32; ++l) {
-    if ((mask >> l & 1u) == 0) continue;
-    const int t = first + l;
-    if (t >= last) deadlock("a warp collective's mask names lane " + std::to_string(l) + ", past the block's threads");
-    const Fiber& g = fibers_[t];
-    if (g.state == State::kDone)
-      deadlock("a warp collective's mask names lane " + std::to_string(l) + ", which has left the kernel");
+    if (!taking_part(l)) continue;
+    const Fiber& g = fibers_[first + l];
     if (g.state != State::kAtWarpOp || g.mask != mask) return;  // not there yet
+    if (any && g.op != op) deadlock("lanes of one mask meet at different warp collectives");
+    op = g.op, any = true;
     if (g.predicate) ballot |= 1u << l;
   }
   for (int l = 0; l < 32; ++l) {
-    if ((mask >> l & 1u) == 0) continue;
+    if (!taking_part(l)) continue;
     Fiber& g = fibers_[first + l];
-    const int s = g.src < 0 ? l : g.src;
-    g.result = s < 32 && (mask >> s & 1u) ? fibers_[first + s].offered : g.offered;
+    if (g.src >= 0 && !taking_part(g.src))
+      deadlock("lane " + std::to_string(l) + " of warp " + std::to_string(warp) + " reads lane " +
+               std::to_string(g.src) + ", which " +
+               ((mask >> g.src & 1u) == 0 ? std::string("is not in the mask")
+                : first + g.src >= last ? std::string("is past the block's threads")
+                                        : std::string("has left the kernel")));
+  }
+  for (int l = 0; l < 32; ++l) {
+    if (!taking_part(l)) continue;
+    Fiber& g = fibers_[first + l];
+    g.result = g.src < 0 ? g.offered : fibers_[first + g.src].offered;
     g.ballot = ballot;
     g.state = State::kRunnable;
   }
+}
+
+// After a lane of `warp` has left: the collectives its other lanes wait in may now be complete.
+inline void Emulator::release_warps_waiting_on(int warp) {
+  const int first = warp * 32, last = std::min(threads_, first + 32);
+  for (int t = first; t < last; ++t)
+    if (fibers_[t].state == State::kAtWarpOp) try_release_warp(warp, fibers_[t].mask);
 }
 
 [[noreturn]] inline void Emulator::deadlock(const std::string& what) {
@@ -288,12 +352,15 @@ inline void Emulator::run_block(const std::function<void()>& body, std::mt19937_
       current_ = static_cast<size_t>(t);
       ::threadIdx = fibers_[t].tid;
       ++counts.switches;
+      asan_start(&scheduler_fake_, fibers_[t].stack.get(), kStack);
       swapcontext(&scheduler_, &fibers_[t].ctx);
+      asan_finish(scheduler_fake_, nullptr, nullptr);
       if (failure_) {
         const auto f = failure_;
         failure_ = nullptr;
         std::rethrow_exception(f);
       }
+      if (fibers_[t].state == State::kDone) release_warps_waiting_on(fibers_[t].warp);
     }
     if (ran) continue;  // a round ran: warps released within it run in the next
     int living = 0, at_barrier = 0, at_warp = 0;
@@ -308,14 +375,6 @@ inline void Emulator::run_block(const std::function<void()>& body, std::mt19937_
         if (fibers_[t].state == State::kAtBlockBarrier) fibers_[t].state = State::kRunnable;
       continue;
     }
-    for (int t = 0; t < threads_; ++t) {  // the likeliest cause first: a lane the collective names has left
-      const Fiber& f = fibers_[t];
-      if (f.state != State::kAtWarpOp) continue;
-      for (int l = 0; l < 32; ++l)
-        if ((f.mask >> l & 1u) != 0 && f.warp * 32 + l < threads_ && fibers_[f.warp * 32 + l].state == State::kDone)
-          deadlock("thread " + std::to_string(t) + " waits in a warp collective whose mask names lane " +
-                   std::to_string(l) + ", which has left the kernel");
-    }
     deadlock(std::to_string(at_barrier) + " threads wait at __syncthreads and " + std::to_string(at_warp) +
              " in a warp collective that cannot complete");
   }
@@ -323,10 +382,10 @@ inline void Emulator::run_block(const std::function<void()>& body, std::mt19937_
 
 inline void Emulator::launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body,
                              bool pdl) {
-  const int64_t threads = int64_t{block.x} * block.y * block.z;
+  const int64_t threads = block.x > 1024 || block.y > 1024 ? 0 : int64_t{block.x} * block.y * block.z;
   if (threads < 1 || threads > prop.maxThreadsPerBlock || block.z > 64)
     throw std::runtime_error("cuda_emu: " + std::to_string(threads) + " threads a block (1 … 1024)");
-  if (grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.y > 65535 || grid.z > 65535)
+  if (grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
     throw std::runtime_error("cuda_emu: a grid of " + std::to_string(grid.x) + " × " + std::to_string(grid.y) + " × " +
                              std::to_string(grid.z) + " blocks");
   const auto limit = smem_limit_.find(kernel);
@@ -336,6 +395,7 @@ inline void Emulator::launch(const void* kernel, dim3 grid, dim3 block, size_t s
                              std::to_string(std::min(allowed, prop.sharedMemPerBlockOptin)) +
                              " (cudaFuncSetAttribute raises it up to the device's opt-in maximum)");
   ++counts.launches;
+  ++counts.by_kernel[kernel];
   counts.pdl_launches += pdl;
   counts.max_dynamic_smem = std::max(counts.max_dynamic_smem, smem);
   block_dim_ = block, grid_dim_ = grid;
@@ -371,11 +431,6 @@ T from_bits(uint64_t b) {
   std::memcpy(&v, &b, sizeof(T));
   return v;
 }
-// lane l's source within its width-wide segment, or −1 (its own value) where the source is outside it
-inline int segment_src(int lane, int src, int width) {
-  const int base = lane / width * width;
-  return src < base || src >= base + width ? -1 : src;
-}
 inline int lane_id() { return emu().lane(); }
 
 }  // namespace cuda_emu
@@ -388,36 +443,43 @@ using std::max;
 using std::min;
 
 inline void __syncthreads() { ::cuda_emu::emu().sync_block(); }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { (void)::cuda_emu::emu().warp_exchange(mask, 0, -1, false, nullptr); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  using Op = ::cuda_emu::Emulator::WarpOp;
+  (void)::cuda_emu::emu().warp_exchange(Op::kSyncwarp, mask, 0, -1, false, nullptr);
+}
 inline void __threadfence() {}
 inline void __threadfence_block() {}
+
+namespace cuda_emu {
+// lane `src` of this lane's warp offered its value (widths other than 32 are not emulated)
+template <typename T>
+T shuffle(unsigned mask, T v, int src, int width) {
+  if (width != 32) throw std::runtime_error("cuda_emu: a warp shuffle of width " + std::to_string(width) + " (only 32)");
+  return from_bits<T>(emu().warp_exchange(Emulator::WarpOp::kShfl, mask, to_bits(v), src, false, nullptr));
+}
+}  // namespace cuda_emu
+
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
-  const int l = ::cuda_emu::lane_id();
-  return ::cuda_emu::from_bits<T>(::cuda_emu::emu().warp_exchange(
-      mask, ::cuda_emu::to_bits(v), ::cuda_emu::segment_src(l, l ^ lane_mask, width), false, nullptr));
+  return ::cuda_emu::shuffle(mask, v, (::cuda_emu::lane_id() ^ lane_mask) & 31, width);
 }
 template <typename T>
 T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  const int l = ::cuda_emu::lane_id();
-  return ::cuda_emu::from_bits<T>(::cuda_emu::emu().warp_exchange(
-      mask, ::cuda_emu::to_bits(v), ::cuda_emu::segment_src(l, l + static_cast<int>(delta), width), false, nullptr));
+  const int l = ::cuda_emu::lane_id() + static_cast<int>(delta);
+  return ::cuda_emu::shuffle(mask, v, l < 32 ? l : -1, width);  // past the warp's end: its own value
 }
 template <typename T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
-  const int l = ::cuda_emu::lane_id();
-  return ::cuda_emu::from_bits<T>(::cuda_emu::emu().warp_exchange(
-      mask, ::cuda_emu::to_bits(v), ::cuda_emu::segment_src(l, l - static_cast<int>(delta), width), false, nullptr));
+  const int l = ::cuda_emu::lane_id() - static_cast<int>(delta);
+  return ::cuda_emu::shuffle(mask, v, l >= 0 ? l : -1, width);  // before its start: its own value
 }
 template <typename T>
 T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
-  const int l = ::cuda_emu::lane_id();
-  return ::cuda_emu::from_bits<T>(::cuda_emu::emu().warp_exchange(
-      mask, ::cuda_emu::to_bits(v), ::cuda_emu::segment_src(l, l / width * width + src % width, width), false, nullptr));
+  return ::cuda_emu::shuffle(mask, v, ((src % 32) + 32) % 32, width);
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
   unsigned b = 0;
-  (void)::cuda_emu::emu().warp_exchange(mask, 0, -1, predicate != 0, &b);
+  (void)::cuda_emu::emu().warp_exchange(::cuda_emu::Emulator::WarpOp::kBallot, mask, 0, -1, predicate != 0, &b);
   return b;
 }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
