@@ -159,31 +159,35 @@ double worst(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 // The sampler's update over a whole flat buffer, element by element with the element function and the
-// noise the CUDA kernels use (fused_element, philox_normal4): what the sampler's own CUDA kernel computes
-// after the backward launch. (The CPU's fused_update_from draws the same stream through philox_fill, whose
-// vectorised transcendentals can differ from philox_normal4 in a normal's last bit.)
+// noise the CUDA kernels use (update_element: fused_element with philox_normal4), on the host after the
+// backward: what the sampler's own CUDA kernel computes. (The CPU's fused_update_from draws the same stream
+// through philox_fill, whose vectorised transcendentals can differ from philox_normal4 in a normal's last bit.)
 template <typename T>
-void update_after(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* state, const torch::Tensor& grad,
-                  const torch::Tensor& step_params) {
+void update_after_as(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* state, const torch::Tensor& grad,
+                     const torch::Tensor& step_params) {
   kernels::StepParams<T> p;
   std::memcpy(&p, step_params.data_ptr(), sizeof p);
-  T* th = theta.data_ptr<T>();
-  T* s0 = state != nullptr ? state->data_ptr<T>() : nullptr;
-  const T* gr = grad.data_ptr<T>();
-  for (int64_t i = 0; i < theta.numel(); ++i) {
-    const kernels::Normal4 z = kernels::philox_normal4(p.noise.key, p.noise.offset, static_cast<uint64_t>(i / 4));
-    const float zf = i % 4 == 0 ? z.a : i % 4 == 1 ? z.b : i % 4 == 2 ? z.c : z.d;
-    using R = kernels::FusedRule;
-    switch (rule) {
-      case R::kSgld: kernels::fused_element<R::kSgld, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k); break;
-      case R::kPsgld: kernels::fused_element<R::kPsgld, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k); break;
-      case R::kSghmcEuler:
-        kernels::fused_element<R::kSghmcEuler, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k);
-        break;
-      case R::kSghmcSsi: kernels::fused_element<R::kSghmcSsi, T>(th, s0, nullptr, nullptr, nullptr, gr, i, zf, p.k); break;
-      default: throw std::invalid_argument("update_after: a rule the pass's epilogue does not take");
-    }
-  }
+  kernels::PassUpdate<T> u;
+  u.rule = static_cast<int>(rule), u.th = theta.data_ptr<T>(), u.gr = grad.data_ptr<T>(), u.params = &p;
+  u.s0 = state != nullptr ? state->data_ptr<T>() : nullptr;
+  for (int64_t i = 0; i < theta.numel(); ++i) kernels::update_element(u, p.k, p.noise.key, p.noise.offset, i);
+}
+void update_after(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* state, const torch::Tensor& grad,
+                  const torch::Tensor& step_params) {
+  if (theta.scalar_type() == torch::kFloat64) update_after_as<double>(rule, theta, state, grad, step_params);
+  else update_after_as<float>(rule, theta, state, grad, step_params);
+}
+
+// The launches of the pass's column blocks (kernels.cuda_mlp_tail: columns) so far, of dtype dt.
+int64_t column_block_launches(torch::Dtype dt) {
+  return dt == torch::kFloat64 ? launches_of(kernels::tail_columns::tail_kernel<double>)
+                               : launches_of(kernels::tail_columns::tail_kernel<float>);
+}
+
+// Every output the same bits as its reference.
+void expect_same_bits(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want) {
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(torch::equal(got[i], want[i])) << "output " << i << ", worst " << worst(got[i], want[i]);
 }
 
 }  // namespace cuda_emu_test
@@ -280,9 +284,8 @@ TEST(CudaEmu, ForwardHeadEqualsReferenceBitForBit) {
         cuda_emu::ScopedSettings scope(s);
         auto got = fhc::copy_to(start, torch::kCPU);
         ASSERT_TRUE(kernels::mlp_forward_head_cuda(got));
-        const auto w = fhc::outputs(want), g = fhc::outputs(got);
-        for (size_t i = 0; i < w.size(); ++i)
-          EXPECT_TRUE(torch::equal(g[i], w[i])) << "output " << i << ", worst " << cet::worst(g[i], w[i]);
+        const auto w = fhc::outputs(want);
+        cet::expect_same_bits(fhc::outputs(got), w);
         EXPECT_EQ(got.counters.abs().sum().item<int64_t>(), 0);
         auto alone = fhc::without_head(fhc::copy_to(start, torch::kCPU));
         ASSERT_TRUE(kernels::mlp_forward_head_cuda(alone));
@@ -323,9 +326,7 @@ TEST(CudaEmu, WeightGradEqualsReferenceBitForBit) {
         cuda_emu::ScopedSettings scope(s);
         auto got = wgc::copy_to(start, torch::kCPU);
         ASSERT_TRUE(kernels::weight_grad_cuda(got));
-        const auto w = wgc::outputs(want), g = wgc::outputs(got);
-        for (size_t i = 0; i < w.size(); ++i)
-          EXPECT_TRUE(torch::equal(g[i], w[i])) << "output " << i << ", worst " << cet::worst(g[i], w[i]);
+        cet::expect_same_bits(wgc::outputs(got), wgc::outputs(want));
       }
     }
   }
@@ -388,8 +389,7 @@ TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
       std::vector<torch::Tensor> cpu_state;
       if (stateful) cpu_state.push_back(cpu.state);
       kernels::fused_update_from(rule, cpu.theta, cpu_state, cpu.grad, step_params);
-      if (dt == torch::kFloat64) cet::update_after<double>(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
-      else cet::update_after<float>(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
+      cet::update_after(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
       // |Δθ| ≤ (noise's scale ≤ 0.2 here) · 2 ulps of |ξ| ≤ 6.8 (float: 9.5e-7) + θ's rounding: 1e-6
       EXPECT_LE(cet::worst(want.theta, cpu.theta), 1e-6) << "the reference update against fused_update_from";
       for (const auto& [order, s] : cet::orders()) {
@@ -400,15 +400,15 @@ TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
         kernels::FusedUpdateArgs u;
         u.rule = rule, u.theta = got.theta, u.grad = got.grad, u.step_params = step_params;
         if (stateful) u.state.push_back(got.state);
-        const auto up = dt == torch::kFloat64 ? -1 : kernels::pass_update_of<float>(&u, got.layers).rule;
-        if (dt == torch::kFloat64) {
-          const auto upd = kernels::pass_update_of<double>(&u, got.layers);
-          ASSERT_EQ(upd.rule, static_cast<int>(rule)) << "the epilogue declined the update";
-          ASSERT_TRUE(kernels::weight_grad_cuda_with_update<double>(got.launch, upd));
-        } else {
-          ASSERT_EQ(up, static_cast<int>(rule)) << "the epilogue declined the update";
-          ASSERT_TRUE(kernels::weight_grad_cuda_with_update<float>(got.launch, kernels::pass_update_of<float>(&u, got.layers)));
-        }
+        const auto launch = [&](auto zero) {  // T = decltype(zero): θ's dtype
+          using T = decltype(zero);
+          const auto up = kernels::pass_update_of<T>(&u, got.layers);
+          ASSERT_EQ(up.rule, static_cast<int>(rule)) << "the epilogue declined the update";
+          ASSERT_TRUE(kernels::weight_grad_cuda_with_update<T>(got.launch, up));
+        };
+        if (dt == torch::kFloat64) launch(0.0);
+        else launch(0.0f);
+        if (HasFatalFailure()) return;
         EXPECT_TRUE(torch::equal(got.grad, want.grad)) << "∇Ũ, worst " << cet::worst(got.grad, want.grad);
         EXPECT_TRUE(torch::equal(got.theta, want.theta)) << "θ, worst " << cet::worst(got.theta, want.theta);
         if (stateful) EXPECT_TRUE(torch::equal(got.state, want.state)) << "state, worst " << cet::worst(got.state, want.state);
@@ -501,15 +501,11 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         const auto want_nll = kernels::mlp_backward_reference(x, y, want, v.act, 7.0, overwrite, v.chains, v.shared);
         kernels::MlpFusedScratch scratch;
         auto got = cet::clone_grads(start);
-        const auto fp = dt == torch::kFloat64;
-        const auto tails = fp ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
-                              : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
+        const auto tails = cet::column_block_launches(dt);
         const auto got_nll =
             kernels::mlp_backward_fused_cuda(x, y, got, v.act, 7.0, overwrite, scratch, v.chains, v.shared);
         ASSERT_TRUE(got_nll.defined()) << "the pass declined";
-        const auto tails_now = fp ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
-                                  : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
-        EXPECT_EQ(tails_now - tails, v.columns ? 1 : 0) << "the column blocks' launches";
+        EXPECT_EQ(cet::column_block_launches(dt) - tails, v.columns ? 1 : 0) << "the column blocks' launches";
         const int hidden = static_cast<int>(v.widths.size()) - 2;
         EXPECT_EQ(scratch.forward_applied, v.forward ? hidden : 0);
         EXPECT_EQ(scratch.wgrad_applied, v.wgrad ? hidden : 0);
@@ -589,19 +585,15 @@ TEST(CudaEmu, FusedPassWithUpdateEqualsPassThenUpdate) {
           kernels::MlpFusedScratch sa, sb;
           sa.update = &up;
           const auto act = kernels::Activation::kSigmoid;
-          const auto tails = dt == torch::kFloat64 ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
-                                                   : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
+          const auto tails = cet::column_block_launches(dt);
           const auto nll_a = kernels::mlp_backward_fused_cuda(x, y, a.layers, act, 7.0, prior, sa);
-          const auto tails_now = dt == torch::kFloat64 ? cet::launches_of(kernels::tail_columns::tail_kernel<double>)
-                                                       : cet::launches_of(kernels::tail_columns::tail_kernel<float>);
-          EXPECT_EQ(tails_now - tails, tail == 1 ? 1 : 0) << "the column blocks' launches";
+          EXPECT_EQ(cet::column_block_launches(dt) - tails, tail == 1 ? 1 : 0) << "the column blocks' launches";
           const auto nll_b = kernels::mlp_backward_fused_cuda(x, y, b.layers, act, 7.0, prior, sb);
           ASSERT_TRUE(nll_a.defined() && nll_b.defined());
           ASSERT_TRUE(sa.update_applied) << "the pass declined the update";
           EXPECT_FALSE(sb.update_applied);
           EXPECT_EQ(sa.wgrad_applied, tail == 2 ? 1 : 0);
-          if (dt == torch::kFloat64) cet::update_after<double>(rule, b.theta, &b.state, b.grad, sp);
-          else cet::update_after<float>(rule, b.theta, &b.state, b.grad, sp);
+          cet::update_after(rule, b.theta, &b.state, b.grad, sp);
           EXPECT_TRUE(torch::equal(nll_a, nll_b));
           EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "∇Ũ, worst " << cet::worst(a.grad, b.grad);
           EXPECT_TRUE(torch::equal(a.theta, b.theta)) << "θ, worst " << cet::worst(a.theta, b.theta);
