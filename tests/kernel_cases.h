@@ -1,5 +1,5 @@
 // The kernels' test cases shared by their CPU-reference tests, their GPU tests and the CPU emulator's
-// (tests/test_cuda_emu.cpp): the shapes the pass launches them at and random inputs for them.
+// (tests/test_cuda_emu*.cpp): the shapes the pass launches them at and random inputs for them.
 #pragma once
 
 #include <torch/torch.h>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/fused_update.h"
 #include "kernels/mlp_forward_head.h"
 #include "kernels/weight_grad.h"
 
@@ -149,3 +150,51 @@ inline Product product(const Case& c, torch::Dtype dt, bool accumulate) {
 }
 
 }  // namespace weight_grad_cases
+
+// The fused updates (kernels/fused_update.h): every rule with the state it keeps, the step's scalars and
+// states in each rule's valid range.
+namespace fused_cases {
+
+using sgmcmc::kernels::FusedRule;
+using sgmcmc::kernels::FusedScalars;
+
+struct Case {
+  FusedRule rule;
+  const char* name;
+  int state;  // number of state tensors
+};
+
+inline std::vector<Case> cases() {
+  return {{FusedRule::kSgld, "sgld", 0},          {FusedRule::kPsgld, "psgld", 1},
+          {FusedRule::kSghmcEuler, "sghmc_euler", 1}, {FusedRule::kSghmcSsi, "sghmc_ssi", 1},
+          {FusedRule::kMsgnhtEuler, "msgnht_euler", 2}, {FusedRule::kMsgnhtSsi, "msgnht_ssi", 2},
+          {FusedRule::kSantaEuler, "santa_euler", 4}, {FusedRule::kSantaSsi, "santa_ssi", 4}};
+}
+
+// The step's scalars the per-rule comparisons use (pSGLD's decay near 1, the others' friction 0.1).
+inline FusedScalars test_scalars(FusedRule rule) {
+  FusedScalars s;
+  s.lr = 1e-3;
+  s.alpha = rule == FusedRule::kPsgld ? 0.99 : 0.1;
+  s.diffusion = 0.3;
+  s.eps = 1e-3;
+  s.sigma = 0.99;
+  s.data_size = 50;
+  s.beta = 2.0;
+  return s;
+}
+
+// State tensors in a valid range for each rule (positive preconditioners, small thermostats).
+inline std::vector<torch::Tensor> make_state(FusedRule rule, int count, int64_t n, torch::Dtype dt) {
+  std::vector<torch::Tensor> st;
+  for (int j = 0; j < count; ++j) st.push_back(torch::randn({n}, dt) * 0.1);
+  if (rule == FusedRule::kPsgld) st[0] = st[0].abs() + 1e-3;
+  if (rule == FusedRule::kSantaEuler || rule == FusedRule::kSantaSsi) {
+    st[1] = st[1].abs() * 0.5;           // α ≥ 0
+    st[2] = st[2].abs() * 1e-3;          // v ≥ 0
+    st[3] = torch::rand({n}, dt) + 0.5;  // g_prev > 0
+  }
+  return st;
+}
+
+}  // namespace fused_cases

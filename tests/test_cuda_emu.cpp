@@ -40,6 +40,7 @@
 #include "kernels/mlp_fused_cuda.cu"
 #include "kernels/mlp_tail_cuda.cu"
 #include "kernels/weight_grad_cuda.cu"
+#include "kernels/activation_cuda.cu"  // the copy with its <<<…>>> launches rewritten (tests/cuda_emu/rewrite_launches.cmake)
 #undef is_cuda
 
 // The products the pass hands to cuBLASLt, CUTLASS and thread-block clusters are not emulated: they decline,
@@ -54,14 +55,6 @@ bool gemm_tf32x3(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, boo
 bool gemm_tf32x3_batched(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
 bool gemm_tf32x3_built() { return false; }
 bool gemm_cluster(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
-// kernels.cuda_act's kernels (launched with <<<…>>>, which a C++ compiler does not parse): ATen's ops instead
-bool activation_cuda_enabled() { return false; }
-void bias_activation_cuda(torch::Tensor&, const torch::Tensor&, Activation) {
-  throw std::logic_error("cuda_emu: bias_activation_cuda is not emulated");
-}
-void activation_backward_cuda(torch::Tensor&, const torch::Tensor&, const torch::Tensor&, Activation, const torch::Tensor&) {
-  throw std::logic_error("cuda_emu: activation_backward_cuda is not emulated");
-}
 }  // namespace sgmcmc::kernels
 
 using namespace sgmcmc;
@@ -182,6 +175,12 @@ void update_after(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* 
 int64_t column_block_launches(torch::Dtype dt) {
   return dt == torch::kFloat64 ? launches_of(kernels::tail_columns::tail_kernel<double>)
                                : launches_of(kernels::tail_columns::tail_kernel<float>);
+}
+
+// The launches of kernels.cuda_act's bias-and-activation kernel so far, of dtype dt.
+int64_t activation_launches(torch::Dtype dt) {
+  return dt == torch::kFloat64 ? launches_of(kernels::bias_activation_kernel<double>)
+                               : launches_of(kernels::bias_activation_kernel<float>);
 }
 
 // Every output the same bits as its reference.
@@ -454,8 +453,9 @@ double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
 // launches' wiring and scratch) against mlp_backward_reference, overwriting and accumulating, twice the same
 // bits: one chain with the pass's own launches for the forward half, the backward half, both (kernels.
 // cuda_mlp_forward / _wgrad: fused), and the forward's with the last launch as column blocks (kernels.
-// cuda_mlp_tail: columns; the backward launch, where it runs, finishes what they would), on App. H.1's widths and a deeper ReLU net; chains sharing one minibatch on the cuBLAS route
-// (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
+// cuda_mlp_tail: columns; the backward launch, where it runs, finishes what they would), on App. H.1's widths
+// and a deeper ReLU net; the deeper net's first hidden layer by kernels.cuda_act's kernel (H.1's one hidden
+// layer goes to the head); chains sharing one minibatch on the cuBLAS route (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
 // products run on the CPU in another order than the reference's sums: float32 within 2e-5, float64 1e-12 of
 // the largest magnitude (tests/test_mlp_fused.cpp's bound).
 TEST(CudaEmu, FusedPassEqualsReference) {
@@ -469,11 +469,13 @@ TEST(CudaEmu, FusedPassEqualsReference) {
     bool shared;
     Gemm gemm;
     bool forward, wgrad, columns;
+    bool act_kernel = false;  // kernels.cuda_act: fused (a hidden layer's bias and activation in one kernel)
   };
   const std::vector<int64_t> h1 = {784, 100, 10}, deep = {60, 40, 33, 7};
   const auto sig = kernels::Activation::kSigmoid, relu = kernels::Activation::kRelu;
   const std::vector<Variant> variants = {
       {"H.1, cuBLAS route", h1, sig, 100, 1, false, Gemm::kCublas, false, false, false},
+      {"deep ReLU, cuBLAS route, activation kernel", deep, relu, 37, 1, false, Gemm::kCublas, false, false, false, true},
       {"H.1, forward fused", h1, sig, 100, 1, false, Gemm::kCublas, true, false, false},
       {"H.1, wgrad fused", h1, sig, 100, 1, false, Gemm::kCublas, false, true, false},
       {"H.1, own launches", h1, sig, 100, 1, false, Gemm::kCublas, true, true, false},
@@ -492,7 +494,9 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         k.cuda_mlp_forward = v.forward ? Launch::kFused : Launch::kAuto;
         k.cuda_mlp_wgrad = v.wgrad ? Launch::kFused : Launch::kAuto;
         k.cuda_mlp_tail = v.columns ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
+        k.cuda_act_fused = v.act_kernel;
         ScopedKernelSettings scoped(k);
+        const int64_t acts = cet::activation_launches(dt);
         const int64_t n = v.shared ? v.rows : v.rows * v.chains;
         const auto x = torch::rand({n, v.widths.front()}, torch::TensorOptions().dtype(dt));
         const auto y = torch::randint(0, v.widths.back(), {n}, torch::kInt64);
@@ -507,6 +511,8 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         ASSERT_TRUE(got_nll.defined()) << "the pass declined";
         EXPECT_EQ(cet::column_block_launches(dt) - tails, v.columns ? 1 : 0) << "the column blocks' launches";
         const int hidden = static_cast<int>(v.widths.size()) - 2;
+        // the hidden layers but the last, whose pre-activation goes to the head
+        EXPECT_EQ(cet::activation_launches(dt) - acts, v.act_kernel ? hidden - 1 : 0) << "the activation kernel's launches";
         EXPECT_EQ(scratch.forward_applied, v.forward ? hidden : 0);
         EXPECT_EQ(scratch.wgrad_applied, v.wgrad ? hidden : 0);
         const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-5;

@@ -20,12 +20,17 @@
 #include "kernels/update_rules.h"
 #include "samplers/flat_params.h"
 #include "samplers/registry.h"
+#include "kernel_cases.h"
 #include "sampler_test_util.h"
 
 using namespace sgmcmc;
 using kernels::FusedRule;
 using kernels::FusedScalars;
 using kernels::NoiseStream;
+using fused_cases::Case;
+using fused_cases::cases;
+using fused_cases::make_state;
+using fused_cases::test_scalars;
 
 namespace {
 
@@ -157,18 +162,6 @@ TEST(PhiloxFill, Avx512EqualsPortable) {
 // kernels vs our loop), i.e. by one rounding of the operands: |Δ| ≤ a few ε·|terms|. We allow
 // 1e-5 relative + 1e-6 absolute for float32 (ε = 6e-8, ~100 ulps) and 1e-12 / 1e-13 for float64.
 
-struct Case {
-  FusedRule rule;
-  const char* name;
-  int state;  // number of state tensors
-};
-
-std::vector<Case> cases() {
-  return {{FusedRule::kSgld, "sgld", 0},          {FusedRule::kPsgld, "psgld", 1},
-          {FusedRule::kSghmcEuler, "sghmc_euler", 1}, {FusedRule::kSghmcSsi, "sghmc_ssi", 1},
-          {FusedRule::kMsgnhtEuler, "msgnht_euler", 2}, {FusedRule::kMsgnhtSsi, "msgnht_ssi", 2},
-          {FusedRule::kSantaEuler, "santa_euler", 4}, {FusedRule::kSantaSsi, "santa_ssi", 4}};
-}
 
 void reference(FusedRule rule, torch::Tensor& th, std::vector<torch::Tensor>& st, const torch::Tensor& g,
                const torch::Tensor& z, const FusedScalars& s) {
@@ -212,31 +205,6 @@ void reference(FusedRule rule, torch::Tensor& th, std::vector<torch::Tensor>& st
   }
 }
 
-// State tensors in a valid range for each rule (positive preconditioners, small thermostats).
-// The step's scalars the per-rule comparisons use (pSGLD's decay near 1, the others' friction 0.1).
-FusedScalars test_scalars(FusedRule rule) {
-  FusedScalars s;
-  s.lr = 1e-3;
-  s.alpha = rule == FusedRule::kPsgld ? 0.99 : 0.1;
-  s.diffusion = 0.3;
-  s.eps = 1e-3;
-  s.sigma = 0.99;
-  s.data_size = 50;
-  s.beta = 2.0;
-  return s;
-}
-
-std::vector<torch::Tensor> make_state(FusedRule rule, int count, int64_t n, torch::Dtype dt) {
-  std::vector<torch::Tensor> st;
-  for (int j = 0; j < count; ++j) st.push_back(torch::randn({n}, dt) * 0.1);
-  if (rule == FusedRule::kPsgld) st[0] = st[0].abs() + 1e-3;
-  if (rule == FusedRule::kSantaEuler || rule == FusedRule::kSantaSsi) {
-    st[1] = st[1].abs() * 0.5;        // α ≥ 0
-    st[2] = st[2].abs() * 1e-3;       // v ≥ 0
-    st[3] = torch::rand({n}, dt) + 0.5;  // g_prev > 0
-  }
-  return st;
-}
 
 TEST(Fused, EqualsReferenceWithSameNoise) {
   torch::manual_seed(3);

@@ -10,6 +10,7 @@
 
 #include "compat.h"
 #include "data/byte_rows.h"
+#include "cuda_kernel_checks.h"
 #include "kernels/gather_rows.h"
 
 using sgmcmc::kernels::gather_rows_out;
@@ -156,52 +157,17 @@ TEST(ByteRows, WidenedTensorsAreTakenUntilWritten) {
   EXPECT_THROW(sgmcmc::ByteRows::widen(raw, 0.0f), std::invalid_argument);
 }
 
-// On a GPU: the images' and labels' gather in one kernel equals index_select bit for bit, reuses its
-// outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words; rows that are
-// not whole aligned 16-byte vectors (copied word by word) too.
+// On a GPU: the images' and labels' gather in one kernel equals index_select (tests/cuda_kernel_checks.h),
+// with more rows than one grid holds; tensors off the GPU are declined.
 TEST(GatherRows, CudaPairEqualsIndexSelect) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!sgmcmc::compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   const torch::Device dev(torch::kCUDA);
-  auto x = torch::rand({1000, 1, 28, 28}, torch::TensorOptions().device(dev));
-  auto y = torch::randint(0, 10, {1000}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
-  for (int64_t n : {500, 1, 0}) {
-    auto idx = torch::randint(0, 1000, {n}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
-    torch::Tensor xo, yo;
-    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x, yo, y, idx));
-    EXPECT_TRUE(torch::equal(xo, x.index_select(0, idx))) << n;
-    EXPECT_TRUE(torch::equal(yo, y.index_select(0, idx))) << n;
-    const void* kept = xo.data_ptr();
-    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x, yo, y, idx));
-    EXPECT_EQ(xo.data_ptr(), kept);
-  }
-  // the word-by-word copy: rows of 5 words (not whole 16-byte vectors), and rows of 4 words at an address
-  // 4 bytes past a 16-byte boundary; narrow rows share a block
-  const auto f32 = torch::TensorOptions().device(dev);
-  const auto odd = torch::rand({1000, 5}, f32);
-  const auto shifted = torch::rand({4001}, f32).narrow(0, 1, 4000).view({1000, 4});
-  ASSERT_NE(reinterpret_cast<uintptr_t>(shifted.data_ptr()) % 16, 0u);
-  for (const auto& a : {odd, shifted}) {
-    auto idx = torch::randint(0, 1000, {300}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
-    torch::Tensor ao, yo;
-    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(ao, a, yo, y, idx));
-    EXPECT_TRUE(torch::equal(ao, a.index_select(0, idx))) << a.sizes();
-    EXPECT_TRUE(torch::equal(yo, y.index_select(0, idx))) << a.sizes();
-  }
-  // labels wider than the images' vectors (the b loop the longer one), and more rows than one grid holds
-  {
-    const auto wide = torch::randint(0, 1000, {1000, 300}, torch::TensorOptions().dtype(torch::kInt32).device(dev));
-    auto idx = torch::randint(0, 1000, {70000}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
-    torch::Tensor ao, bo;
-    ASSERT_TRUE(sgmcmc::kernels::gather_rows_pair_cuda(ao, odd, bo, wide, idx));
-    EXPECT_TRUE(torch::equal(ao, odd.index_select(0, idx)));
-    EXPECT_TRUE(torch::equal(bo, wide.index_select(0, idx)));
-  }
-  torch::Tensor xo, yo;
-  auto bytes = torch::zeros({1000, 3}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));
+  cuda_kernel_checks::gather_pair_equals_index_select(dev, 70000);
+  auto x = torch::rand({10, 4}), y = torch::zeros({10}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
   auto idx = torch::zeros({5}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
-  EXPECT_FALSE(sgmcmc::kernels::gather_rows_pair_cuda(xo, bytes, yo, y, idx));
-  EXPECT_FALSE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x.cpu(), yo, y, idx));
+  torch::Tensor xo, yo;
+  EXPECT_FALSE(sgmcmc::kernels::gather_rows_pair_cuda(xo, x, yo, y, idx));
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

@@ -17,6 +17,7 @@
 #if defined(SGMCMC_WITH_CUDA)
 #include "kernels/activation_cuda.h"
 #include "kernels/softmax_xent_cuda.h"
+#include "cuda_kernel_checks.h"
 #endif
 
 using namespace sgmcmc;
@@ -227,91 +228,23 @@ TEST(Models, SoftmaxXentRowEqualsAutograd) {
 TEST(Models, SoftmaxXentCudaKernelEqualsAten) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  torch::manual_seed(6);
-  const torch::Device dev(torch::kCUDA);
-  const int64_t n = 5000, k = 10;
-  const double scale = 12.5;
-  auto f = (torch::randn({n, k}, torch::kFloat64) * 4).to(dev);
-  auto y = torch::randint(0, k, {n}, torch::kInt64).to(dev);
-  auto fr = f.clone().requires_grad_(true);
-  auto nll_ref = torch::nll_loss(torch::log_softmax(fr, 1), y, {}, at::Reduction::Sum);
-  (nll_ref * scale).backward();
-  auto g_ref = fr.grad();
-  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
-    const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-6;
-    auto b0 = torch::randn({k}, torch::TensorOptions().dtype(dt).device(dev));
-    auto b = b0.clone();
-    auto g = torch::full({n, k}, std::nan(""), torch::TensorOptions().dtype(dt).device(dev));
-    auto nll = kernels::softmax_xent_backward_cuda(f.to(dt), y, scale, g, b);
-    EXPECT_NEAR(nll.item<double>(), nll_ref.item<double>(), tol * nll_ref.item<double>() * 10);
-    EXPECT_LT((g.to(torch::kFloat64) - g_ref).abs().max().item<double>(), tol * scale);
-    EXPECT_LT((b.to(torch::kFloat64) - (b0.to(torch::kFloat64) + g_ref.sum(0))).abs().max().item<double>(),
-              tol * scale * n / 100);
-  }
+  cuda_kernel_checks::softmax_xent_equals_aten(torch::Device(torch::kCUDA), 5000);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif
 }
 
-// The MLP's elementwise CUDA kernels (kernels/activation_cuda.h; on a GPU only) against ATen's ops on
-// the same tensors, every activation, both float types, shapes with partial 32-column blocks and
-// row counts that are not multiples of the 8 row strides. The elementwise results use ATen's formulas
-// (expected equal but for contraction: tolerance a few ulps); the column sums another order than
-// ATen's (float32: 2e-4 of the largest sum over up to 1,000 rows; float64: 1e-10).
+// The MLP's elementwise CUDA kernels (kernels/activation_cuda.h; on a GPU only) against ATen's ops
+// (tests/cuda_kernel_checks.h): shapes with partial 32-column blocks and row counts that are not multiples
+// of the 8 row strides, and FNN-800's 1,000 × 800.
 TEST(Models, ActivationCudaKernelsEqualAten) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  using kernels::Activation;
-  torch::manual_seed(9);
-  const torch::Device dev(torch::kCUDA);
-  const auto max_abs = [](const torch::Tensor& a, const torch::Tensor& b) {
-    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-  };
-  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
-    const auto o = torch::TensorOptions().dtype(dt).device(dev);
-    const double ulp = dt == torch::kFloat64 ? 1e-15 : 1e-6, sum_tol = dt == torch::kFloat64 ? 1e-10 : 2e-4;
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{500, 100}, {500, 10}, {1, 33}, {1000, 800}, {7, 1}}) {
-      for (auto act : {Activation::kNone, Activation::kSigmoid, Activation::kRelu, Activation::kTanh}) {
-        SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(k) + " act " + std::to_string(static_cast<int>(act)) +
-                     (dt == torch::kFloat64 ? " float64" : " float32"));
-        // forward: act(z + b)
-        auto z = torch::randn({n, k}, o) * 3, bias = torch::randn({k}, o);
-        auto want = z + bias;
-        if (act == Activation::kSigmoid) want = torch::sigmoid(want);
-        if (act == Activation::kRelu) want = torch::relu(want);
-        if (act == Activation::kTanh) want = torch::tanh(want);
-        auto got = z.clone();
-        kernels::bias_activation_cuda(got, bias, act);
-        EXPECT_LE(max_abs(got, want), 4 * ulp * std::max(1.0, want.abs().max().item<double>()));
-        auto no_bias = z.clone();
-        kernels::bias_activation_cuda(no_bias, torch::Tensor(), Activation::kNone);
-        EXPECT_EQ(max_abs(no_bias, z), 0.0);
-        // backward: g ⊙ act'(y) and b_grad += Σ_rows
-        auto g = torch::randn({n, k}, o), y = want;
-        torch::Tensor d_want = g.clone();
-        if (act == Activation::kSigmoid) d_want = at::sigmoid_backward(g, y);
-        if (act == Activation::kRelu) d_want = at::threshold_backward(g, y, 0);
-        if (act == Activation::kTanh) d_want = at::tanh_backward(g, y);
-        auto b0 = torch::randn({k}, o);
-        auto b_want = b0 + d_want.sum(0);
-        auto out = torch::full({n, k}, std::nan(""), o), b = b0.clone();
-        kernels::activation_backward_cuda(out, g, y, act, b);
-        EXPECT_LE(max_abs(out, d_want), 4 * ulp * std::max(1.0, d_want.abs().max().item<double>()));
-        EXPECT_LE(max_abs(b, b_want), sum_tol * std::max(1.0, b_want.abs().max().item<double>()));
-        // in place (out is g), and without a bias gradient
-        auto gi = g.clone();
-        kernels::activation_backward_cuda(gi, gi, y, act, torch::Tensor());
-        EXPECT_LE(max_abs(gi, d_want), 4 * ulp * std::max(1.0, d_want.abs().max().item<double>()));
-      }
-    }
-    // the softmax + cross-entropy kernel's bias gradient by the column-sum kernel: b += Σ_rows g, g unchanged
-    auto g = torch::randn({500, 10}, o), g0 = g.clone(), b0 = torch::randn({10}, o), b = b0.clone();
-    kernels::activation_backward_cuda(g, g, torch::Tensor(), Activation::kNone, b);
-    EXPECT_EQ(max_abs(g, g0), 0.0);
-    EXPECT_LE(max_abs(b, b0 + g0.sum(0)), sum_tol * 30);
-  }
+  cuda_kernel_checks::activation_kernels_equal_aten(torch::Device(torch::kCUDA),
+                                                    {{500, 100}, {500, 10}, {1, 33}, {1000, 800}, {7, 1}});
   auto cpu = torch::zeros({4, 4});
-  EXPECT_THROW(kernels::bias_activation_cuda(cpu, torch::Tensor(), Activation::kSigmoid), std::invalid_argument);
+  EXPECT_THROW(kernels::bias_activation_cuda(cpu, torch::Tensor(), kernels::Activation::kSigmoid),
+               std::invalid_argument);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

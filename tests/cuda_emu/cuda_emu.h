@@ -24,12 +24,20 @@
 // bit for bit where the orders of summation agree. Under AddressSanitizer the fiber switches are announced
 // to it (__sanitizer_*_switch_fiber).
 //
+// A kernel's device assertion (CUDA_KERNEL_ASSERT) throws std::runtime_error naming the condition, where a
+// GPU would stop the context. Launches written `kernel<<<grid, block, smem, stream>>>(args…)`, which a C++
+// compiler does not parse, run from a copy of their .cu file with the brackets rewritten by
+// tests/cuda_emu/rewrite_launches.cmake into `kernel | cuda_emu::launch_dims(grid, block, smem,
+// stream).call(args…)`: the same launch as cudaLaunchKernelEx's below.
+//
 // Include it first (it stands in for <cuda_runtime.h>; tests/cuda_emu/include holds the headers the
 // kernels include), then the .cu files.
 #pragma once
 
 #include <math.h>
 #include <ucontext.h>
+
+#include <c10/macros/Macros.h>  // CUDA_KERNEL_ASSERT, redefined below
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -71,6 +79,9 @@ struct alignas(16) double2 {
 struct alignas(16) int4 {
   int x, y, z, w;
 };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
 
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;
@@ -109,6 +120,11 @@ struct cudaDeviceProp {
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static
 #define SGMCMC_DYNAMIC_SMEM(name) unsigned char* const name = ::cuda_emu::dynamic_smem()
+#undef CUDA_KERNEL_ASSERT
+#define CUDA_KERNEL_ASSERT(cond)                                                                         \
+  if (!(cond))                                                                                           \
+    throw std::runtime_error(std::string("cuda_emu: device assertion `" #cond "` failed at ") + __FILE__ + \
+                             ":" + std::to_string(__LINE__));
 
 // The built-in variables: the scheduler sets them before it resumes a fiber (one runs at a time).
 inline uint3 threadIdx, blockIdx;
@@ -539,3 +555,31 @@ cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* cfg, void (*kernel)(Par
                            [&] { std::apply(kernel, params); }, pdl);
   return cudaSuccess;
 }
+
+// ---- kernel<<<grid, block, smem, stream>>>(args…), as rewritten by rewrite_launches.cmake -----------------
+namespace cuda_emu {
+// The launch's arguments, held until `kernel | …` names the kernel.
+template <typename... Args>
+struct BoundLaunch {
+  cudaLaunchConfig_t cfg;
+  std::tuple<Args...> args;
+};
+struct LaunchDims {
+  cudaLaunchConfig_t cfg;
+  template <typename... Args>
+  BoundLaunch<std::decay_t<Args>...> call(Args&&... args) const {
+    return {cfg, std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)};
+  }
+};
+inline LaunchDims launch_dims(dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = nullptr) {
+  LaunchDims d{};
+  d.cfg.gridDim = grid, d.cfg.blockDim = block, d.cfg.dynamicSmemBytes = smem, d.cfg.stream = stream;
+  return d;
+}
+// `kernel | launch` with the kernel a function or a template's specialization (found by the argument's
+// namespace); the launch's errors are thrown, as cudaLaunchKernelEx's.
+template <typename... Params, typename... Args>
+void operator|(void (*kernel)(Params...), BoundLaunch<Args...>&& launch) {
+  std::apply([&](Args&... a) { (void)cudaLaunchKernelEx(&launch.cfg, kernel, a...); }, launch.args);
+}
+}  // namespace cuda_emu
