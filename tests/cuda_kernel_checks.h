@@ -106,8 +106,9 @@ inline void activation_kernels_equal_aten(const torch::Device& dev,
 
 // The images' and labels' gather in one kernel (kernels/gather_rows.h) equals index_select bit for bit,
 // reuses its outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words;
-// rows that are not whole aligned 16-byte vectors (copied word by word) too; `many` rows gathered from
-// labels wider than the images' vectors (more than one grid holds when many > 65,535 · 8).
+// rows that are not whole aligned 16-byte vectors (copied word by word) too; `many` rows gathered with
+// labels wider than the images' vectors (256 threads a row, a row a block: more than one grid holds when
+// many > 65,535).
 inline void gather_pair_equals_index_select(const torch::Device& dev, int64_t many) {
   using sgmcmc::kernels::gather_rows_pair_cuda;
   torch::manual_seed(4);

@@ -12,9 +12,9 @@
 // deterministic, but it is not ATen's summation order.
 //
 // Compile-checked (nvcc sm_90) and run on the CPU emulator (tests/test_cuda_emu_kernels.cpp: against ATen's
-// ops in three thread and block orders; tests/test_cuda_emu.cpp: inside the fused pass), but not on a GPU,
-// so off by default until Models.ActivationCudaKernelsEqualAten passes on one and a step measures faster:
-// kernels.cuda_act: fused turns it on.
+// ops in three thread and block orders; tests/test_cuda_emu.cpp: the forward kernel inside the fused pass),
+// but not on a GPU, so off by default until Models.ActivationCudaKernelsEqualAten passes on one and a step
+// measures faster: kernels.cuda_act: fused turns it on.
 #pragma once
 
 #include <torch/torch.h>

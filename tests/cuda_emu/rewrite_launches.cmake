@@ -16,5 +16,5 @@ if(NOT left EQUAL -1)
   message(FATAL_ERROR "${IN}: a `>>>` not followed by `(`: a launch the rewrite does not understand")
 endif()
 file(WRITE "${OUT}.tmp" "#line 1 \"${IN}\"\n${text}")
-file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+configure_file("${OUT}.tmp" "${OUT}" COPYONLY)  # rewrites the copy only when it changes
 file(REMOVE "${OUT}.tmp")
