@@ -7,7 +7,9 @@
 // ones (roughly the kernels an accelerator launches), and the host reads: `.item()` (one
 // aten::_local_scalar_dense) and metrics/host_reads.h's batched copies (sgmcmc::host_read). A part
 // of a phase in an "sgmcmc::part.NAME" scope (the gradient-noise probe) is counted apart, as
-// "phase/NAME", and not in its phase's row. On a
+// "phase/NAME", and not in its phase's row. "outside/entry" counts the top-level ops outside a phase
+// graph's body (train/phase_graph.h): with train.graph_epoch on a GPU the body is one replay, and these
+// are what the host still issues per entry (`--ops` lists them apart). On a
 // GPU each host read waits for the device's queue to drain, and each op costs a launch; the counts
 // are the same on the CPU, which is why this runs anywhere: the per-epoch work's cost on a GPU is
 // launches and waits, and this bench counts them.
@@ -41,6 +43,7 @@
 #include "config/experiment_config.h"
 #include "kernel_trace.h"  // bench/
 #include "runtime/cpu.h"
+#include "train/phase_graph.h"
 #include "train/trainer.h"
 
 using namespace sgmcmc;
@@ -49,6 +52,7 @@ namespace {
 
 struct Counts {
   int64_t entries = 0, top_ops = 0, all_ops = 0, item_reads = 0, batched_reads = 0;
+  int64_t outside_ops = 0;  // top-level ops outside a phase graph's body: what a replayed phase still issues
 };
 
 // The observer's state: main thread only (the callback is thread-local).
@@ -58,6 +62,8 @@ bool g_nested = false;  // --nested: g_names counts every op, not only the top-l
 std::string g_phase = "setup";
 std::vector<std::string> g_outer;  // the phases around the open "sgmcmc::part." scopes
 int g_depth = 0;
+int g_body = 0;  // open phase-graph bodies (train/phase_graph.h's kBodyScope)
+std::map<std::string, std::map<std::string, int64_t>> g_outside_names;  // phase -> top-level op outside bodies -> calls
 
 constexpr const char* kPhasePrefix = "sgmcmc::phase.";
 constexpr const char* kPartPrefix = "sgmcmc::part.";  // a part of a phase counted apart: "eval/noise_probe"
@@ -74,12 +80,18 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       ++g_counts[g_phase].entries;
     } else if (std::strcmp(name, "sgmcmc::host_read") == 0) {
       ++g_counts[g_phase].batched_reads;
+    } else if (std::strcmp(name, sgmcmc::kBodyScope) == 0) {
+      ++g_body;
     }
     return nullptr;
   }
   Counts& c = g_counts[g_phase];
   if (g_depth == 0) ++c.top_ops;
   if (g_depth == 0 || g_nested) ++g_names[g_phase][name];
+  if (g_depth == 0 && g_body == 0) {
+    ++c.outside_ops;
+    ++g_outside_names[g_phase][name];
+  }
   ++c.all_ops;
   if (std::strcmp(name, "aten::_local_scalar_dense") == 0) ++c.item_reads;
   ++g_depth;
@@ -89,6 +101,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (fn.scope() != at::RecordScope::USER_SCOPE) {
     --g_depth;
+  } else if (std::strcmp(fn.name(), sgmcmc::kBodyScope) == 0) {
+    --g_body;
   } else if (std::strncmp(fn.name(), kPartPrefix, std::strlen(kPartPrefix)) == 0 && !g_outer.empty()) {
     g_phase = g_outer.back();
     g_outer.pop_back();
@@ -139,7 +153,7 @@ int main(int argc, char** argv) {
   std::cout << cfg.name << " on " << cfg.device << ": " << steps << " steps, " << summary.run_dir << "\n";
   std::cout << std::left << std::setw(11) << "phase" << std::right << std::setw(8) << "entries" << std::setw(12)
             << "top ops" << std::setw(12) << "all ops" << std::setw(10) << "reads" << std::setw(14) << "top ops/entry"
-            << std::setw(14) << "reads/entry" << std::setw(12) << "seconds" << "\n";
+            << std::setw(14) << "reads/entry" << std::setw(16) << "outside/entry" << std::setw(12) << "seconds" << "\n";
   nlohmann::ordered_json out = {{"config", cfg.name}, {"device", cfg.device}, {"steps", steps}};
   std::vector<std::string> phases = {"setup", "steps", "gibbs", "samples", "eval", "checkpoint", "finish"};
   for (const auto& [name, c] : g_counts)
@@ -151,11 +165,12 @@ int main(int argc, char** argv) {
     const double seconds = value("time." + phase);  // 0 for a part
     std::cout << std::left << std::setw(11) << phase << std::right << std::setw(8) << c.entries << std::setw(12)
               << c.top_ops << std::setw(12) << c.all_ops << std::setw(10) << reads << std::setw(14) << std::fixed
-              << std::setprecision(1) << c.top_ops / per << std::setw(14) << reads / per << std::setw(12)
-              << std::setprecision(3) << seconds << "\n";
+              << std::setprecision(1) << c.top_ops / per << std::setw(14) << reads / per << std::setw(16)
+              << c.outside_ops / per << std::setw(12) << std::setprecision(3) << seconds << "\n";
     out["phases"][phase] = {{"entries", c.entries},      {"top_ops", c.top_ops},
                             {"all_ops", c.all_ops},      {"item_reads", c.item_reads},
-                            {"batched_reads", c.batched_reads}, {"seconds", seconds}};
+                            {"batched_reads", c.batched_reads}, {"outside_ops", c.outside_ops},
+                            {"seconds", seconds}};
   }
   for (const auto& phase : r["ops"].as<std::vector<std::string>>()) {
     if (phase.empty()) continue;
@@ -163,6 +178,11 @@ int main(int argc, char** argv) {
     for (const auto& [name, calls] : g_names[phase]) by_calls.emplace_back(calls, name);
     std::sort(by_calls.rbegin(), by_calls.rend());
     std::cout << "\n" << phase << (g_nested ? ": ops" : ": top-level ops") << " by calls (" << g_counts[phase].entries << " entries)\n";
+    for (const auto& [calls, name] : by_calls) std::cout << std::setw(8) << calls << "  " << name << "\n";
+    by_calls.clear();
+    for (const auto& [name, calls] : g_outside_names[phase]) by_calls.emplace_back(calls, name);
+    std::sort(by_calls.rbegin(), by_calls.rend());
+    std::cout << phase << ": top-level ops outside a phase graph's body (a replay leaves them to the host)\n";
     for (const auto& [calls, name] : by_calls) std::cout << std::setw(8) << calls << "  " << name << "\n";
   }
   if (trace) {
