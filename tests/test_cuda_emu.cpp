@@ -183,6 +183,16 @@ int64_t activation_launches(torch::Dtype dt) {
                                : launches_of(kernels::bias_activation_kernel<float>);
 }
 
+// The launches of the pass's pipelined GEMM kernel so far, of dtype dt (the tiled one also runs the cuBLAS
+// route's last launch).
+template <typename T>
+int64_t pipelined_launches_as() {
+  return launches_of(kernels::gemm_pipelined_kernel<T, false>) + launches_of(kernels::gemm_pipelined_kernel<T, true>);
+}
+int64_t pipelined_launches(torch::Dtype dt) {
+  return dt == torch::kFloat64 ? pipelined_launches_as<double>() : pipelined_launches_as<float>();
+}
+
 // Every output the same bits as its reference.
 void expect_same_bits(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want) {
   for (size_t i = 0; i < want.size(); ++i)
@@ -455,7 +465,10 @@ double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
 // cuda_mlp_forward / _wgrad: fused), and the forward's with the last launch as column blocks (kernels.
 // cuda_mlp_tail: columns; the backward launch, where it runs, finishes what they would), on App. H.1's widths
 // and a deeper ReLU net; the deeper net's first hidden layer by kernels.cuda_act's kernel (H.1's one hidden
-// layer goes to the head); chains sharing one minibatch on the cuBLAS route (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
+// layer goes to the head); the route's second stream (kernels.cuda_mlp_streams: 2; its launches here in the
+// order they are issued); the pass's own GEMM kernels for one chain (pipelined: kernels.cuda_mlp_gemm: auto
+// beyond 4 layers, with cp.async's synchronous branch; tiled); chains sharing one minibatch on the cuBLAS
+// route (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
 // products run on the CPU in another order than the reference's sums: float32 within 2e-5, float64 1e-12 of
 // the largest magnitude (tests/test_mlp_fused.cpp's bound).
 TEST(CudaEmu, FusedPassEqualsReference) {
@@ -470,12 +483,17 @@ TEST(CudaEmu, FusedPassEqualsReference) {
     Gemm gemm;
     bool forward, wgrad, columns;
     bool act_kernel = false;  // kernels.cuda_act: fused (a hidden layer's bias and activation in one kernel)
+    int streams = 1;          // kernels.cuda_mlp_streams (the emulator's streams run in launch order)
   };
   const std::vector<int64_t> h1 = {784, 100, 10}, deep = {60, 40, 33, 7};
   const auto sig = kernels::Activation::kSigmoid, relu = kernels::Activation::kRelu;
   const std::vector<Variant> variants = {
       {"H.1, cuBLAS route", h1, sig, 100, 1, false, Gemm::kCublas, false, false, false},
       {"deep ReLU, cuBLAS route, activation kernel", deep, relu, 37, 1, false, Gemm::kCublas, false, false, false, true},
+      {"H.1, cuBLAS route, two streams", h1, sig, 100, 1, false, Gemm::kCublas, false, false, false, false, 2},
+      {"H.1, pipelined kernel", h1, sig, 100, 1, false, Gemm::kPipelined, false, false, false},
+      {"deep ReLU, pipelined kernel", deep, relu, 37, 1, false, Gemm::kPipelined, false, false, false},
+      {"H.1, tiled kernel, one chain", h1, sig, 100, 1, false, Gemm::kTiled, false, false, false},
       {"H.1, forward fused", h1, sig, 100, 1, false, Gemm::kCublas, true, false, false},
       {"H.1, wgrad fused", h1, sig, 100, 1, false, Gemm::kCublas, false, true, false},
       {"H.1, own launches", h1, sig, 100, 1, false, Gemm::kCublas, true, true, false},
@@ -495,8 +513,10 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         k.cuda_mlp_wgrad = v.wgrad ? Launch::kFused : Launch::kAuto;
         k.cuda_mlp_tail = v.columns ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
         k.cuda_act_fused = v.act_kernel;
+        k.cuda_mlp_streams = v.streams;
         ScopedKernelSettings scoped(k);
         const int64_t acts = cet::activation_launches(dt);
+        const int64_t pipelined = cet::pipelined_launches(dt);
         const int64_t n = v.shared ? v.rows : v.rows * v.chains;
         const auto x = torch::rand({n, v.widths.front()}, torch::TensorOptions().dtype(dt));
         const auto y = torch::randint(0, v.widths.back(), {n}, torch::kInt64);
@@ -513,6 +533,8 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         const int hidden = static_cast<int>(v.widths.size()) - 2;
         // the hidden layers but the last, whose pre-activation goes to the head
         EXPECT_EQ(cet::activation_launches(dt) - acts, v.act_kernel ? hidden - 1 : 0) << "the activation kernel's launches";
+        EXPECT_EQ(cet::pipelined_launches(dt) > pipelined, v.gemm == Gemm::kPipelined) << "the pipelined kernel ran";
+        EXPECT_EQ(scratch.side != nullptr, v.streams == 2) << "the second stream";
         EXPECT_EQ(scratch.forward_applied, v.forward ? hidden : 0);
         EXPECT_EQ(scratch.wgrad_applied, v.wgrad ? hidden : 0);
         const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-5;
