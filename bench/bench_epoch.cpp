@@ -172,18 +172,19 @@ int main(int argc, char** argv) {
                             {"batched_reads", c.batched_reads}, {"outside_ops", c.outside_ops},
                             {"seconds", seconds}};
   }
+  // ops by calls, most called first
+  const auto print_by_calls = [](const std::map<std::string, int64_t>& names) {
+    std::vector<std::pair<int64_t, std::string>> by_calls;
+    for (const auto& [name, calls] : names) by_calls.emplace_back(calls, name);
+    std::sort(by_calls.rbegin(), by_calls.rend());
+    for (const auto& [calls, name] : by_calls) std::cout << std::setw(8) << calls << "  " << name << "\n";
+  };
   for (const auto& phase : r["ops"].as<std::vector<std::string>>()) {
     if (phase.empty()) continue;
-    std::vector<std::pair<int64_t, std::string>> by_calls;
-    for (const auto& [name, calls] : g_names[phase]) by_calls.emplace_back(calls, name);
-    std::sort(by_calls.rbegin(), by_calls.rend());
     std::cout << "\n" << phase << (g_nested ? ": ops" : ": top-level ops") << " by calls (" << g_counts[phase].entries << " entries)\n";
-    for (const auto& [calls, name] : by_calls) std::cout << std::setw(8) << calls << "  " << name << "\n";
-    by_calls.clear();
-    for (const auto& [name, calls] : g_outside_names[phase]) by_calls.emplace_back(calls, name);
-    std::sort(by_calls.rbegin(), by_calls.rend());
+    print_by_calls(g_names[phase]);
     std::cout << phase << ": top-level ops outside a phase graph's body (a replay leaves them to the host)\n";
-    for (const auto& [calls, name] : by_calls) std::cout << std::setw(8) << calls << "  " << name << "\n";
+    print_by_calls(g_outside_names[phase]);
   }
   if (trace) {
     if (torch::cuda::is_available()) torch::cuda::synchronize();

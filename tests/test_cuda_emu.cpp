@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda_emu.h"
+#include "cuda_kernel_checks.h"
 #include "kernel_cases.h"
 // every header the .cu files include, before the launch code's device check is redirected below
 #include "core/kernel_settings.h"
@@ -58,16 +59,10 @@ bool gemm_cluster(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bo
 }  // namespace sgmcmc::kernels
 
 using namespace sgmcmc;
-using cuda_emu::Order;
+using cuda_kernel_checks::max_abs;
+using cuda_emu::launches_of;
 
 namespace cuda_emu_test {
-
-// The three orders every kernel runs in: threads and blocks forward, both reversed, both shuffled.
-std::vector<std::pair<std::string, cuda_emu::Settings>> orders() {
-  return {{"forward", {Order::kForward, Order::kForward, 1}},
-          {"reverse", {Order::kReverse, Order::kReverse, 1}},
-          {"shuffled", {Order::kShuffled, Order::kShuffled, 7}}};
-}
 
 template <typename... P, typename... A>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
@@ -139,18 +134,6 @@ __global__ void smem_kernel(float* out) {
   out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
 }
 
-// How many times `kernel` has been launched.
-template <typename... P>
-int64_t launches_of(void (*kernel)(P...)) {
-  const auto& m = cuda_emu::emu().counts.by_kernel;
-  const auto it = m.find(reinterpret_cast<const void*>(kernel));
-  return it == m.end() ? 0 : it->second;
-}
-
-double worst(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
 // The sampler's update over a whole flat buffer, element by element with the element function and the
 // noise the CUDA kernels use (update_element: fused_element with philox_normal4), on the host after the
 // backward: what the sampler's own CUDA kernel computes. (The CPU's fused_update_from draws the same stream
@@ -196,7 +179,7 @@ int64_t pipelined_launches(torch::Dtype dt) {
 // Every output the same bits as its reference.
 void expect_same_bits(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want) {
   for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_TRUE(torch::equal(got[i], want[i])) << "output " << i << ", worst " << worst(got[i], want[i]);
+    EXPECT_TRUE(torch::equal(got[i], want[i])) << "output " << i << ", worst " << max_abs(got[i], want[i]);
 }
 
 }  // namespace cuda_emu_test
@@ -210,7 +193,7 @@ namespace wgc = weight_grad_cases;
 TEST(CudaEmu, MissingBarrierChangesResultsWithTheOrder) {
   const int n = 128, blocks = 3;
   std::vector<std::vector<int>> with, without;
-  for (const auto& [name, s] : cet::orders()) {
+  for (const auto& [name, s] : cuda_emu::orders()) {
     cuda_emu::ScopedSettings scope(s);
     std::vector<int> a(n * blocks, -1), b(n * blocks, -1);
     cet::launch(cet::neighbour_kernel<true>, dim3(blocks), dim3(n), 0, a.data());
@@ -225,7 +208,7 @@ TEST(CudaEmu, MissingBarrierChangesResultsWithTheOrder) {
 }
 
 TEST(CudaEmu, WarpCollectives) {
-  for (const auto& [name, settings] : cet::orders()) {
+  for (const auto& [name, settings] : cuda_emu::orders()) {
     SCOPED_TRACE(name);
     cuda_emu::ScopedSettings scope(settings);
     std::vector<int> out(320, -1);
@@ -247,7 +230,7 @@ TEST(CudaEmu, WarpCollectives) {
 // What is undefined or hangs on the GPU is an error here, with the block named.
 TEST(CudaEmu, DivergentCollectivesAreErrors) {
   const auto expect_error = [](void (*kernel)(float*), unsigned threads, const std::string& words) {
-    for (const auto& [name, settings] : cet::orders()) {
+    for (const auto& [name, settings] : cuda_emu::orders()) {
       cuda_emu::ScopedSettings scope(settings);
       std::vector<float> out(64, 0.0f);
       try {
@@ -288,7 +271,7 @@ TEST(CudaEmu, ForwardHeadEqualsReferenceBitForBit) {
       const auto start = fhc::make(c, dt, 21);
       auto want = fhc::copy_to(start, torch::kCPU);
       kernels::mlp_forward_head_reference(want);
-      for (const auto& [order, s] : cet::orders()) {
+      for (const auto& [order, s] : cuda_emu::orders()) {
         SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + order);
         cuda_emu::ScopedSettings scope(s);
         auto got = fhc::copy_to(start, torch::kCPU);
@@ -315,21 +298,21 @@ TEST(CudaEmu, WeightGradEqualsReferenceBitForBit) {
     for (const auto& c : wgc::cases())
       for (bool accumulate : {false, true}) {
         const auto [a, b, start, want] = wgc::product(c, dt, accumulate);
-        for (const auto& [order, s] : cet::orders()) {
+        for (const auto& [order, s] : cuda_emu::orders()) {
           if (c.name == "FNN-800" && order != "shuffled") continue;  // 625 blocks: one order is enough
           SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + order +
                        (accumulate ? ", accumulating" : ""));
           cuda_emu::ScopedSettings scope(s);
           auto got = start.clone();
           ASSERT_TRUE(kernels::weight_grad_cuda(kernels::weight_grad_of(a, b, got, accumulate)));
-          EXPECT_TRUE(torch::equal(got, want)) << "worst " << cet::worst(got, want);
+          EXPECT_TRUE(torch::equal(got, want)) << "worst " << max_abs(got, want);
         }
       }
     for (bool prior : {true, false}) {
       const auto start = wgc::launch(dt, prior, true, 13);
       auto want = wgc::copy_to(start, torch::kCPU);
       kernels::weight_grad_reference(want);
-      for (const auto& [order, s] : cet::orders()) {
+      for (const auto& [order, s] : cuda_emu::orders()) {
         SCOPED_TRACE(std::string(dt == torch::kFloat64 ? "backward, float64, " : "backward, float32, ") + order +
                      (prior ? ", prior" : ""));
         cuda_emu::ScopedSettings scope(s);
@@ -400,8 +383,8 @@ TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
       kernels::fused_update_from(rule, cpu.theta, cpu_state, cpu.grad, step_params);
       cet::update_after(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
       // |Δθ| ≤ (noise's scale ≤ 0.2 here) · 2 ulps of |ξ| ≤ 6.8 (float: 9.5e-7) + θ's rounding: 1e-6
-      EXPECT_LE(cet::worst(want.theta, cpu.theta), 1e-6) << "the reference update against fused_update_from";
-      for (const auto& [order, s] : cet::orders()) {
+      EXPECT_LE(max_abs(want.theta, cpu.theta), 1e-6) << "the reference update against fused_update_from";
+      for (const auto& [order, s] : cuda_emu::orders()) {
         SCOPED_TRACE(std::string(dt == torch::kFloat64 ? "float64, rule " : "float32, rule ") +
                      std::to_string(static_cast<int>(rule)) + ", " + order);
         cuda_emu::ScopedSettings scope(s);
@@ -418,9 +401,9 @@ TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
         if (dt == torch::kFloat64) launch(0.0);
         else launch(0.0f);
         if (HasFatalFailure()) return;
-        EXPECT_TRUE(torch::equal(got.grad, want.grad)) << "∇Ũ, worst " << cet::worst(got.grad, want.grad);
-        EXPECT_TRUE(torch::equal(got.theta, want.theta)) << "θ, worst " << cet::worst(got.theta, want.theta);
-        if (stateful) EXPECT_TRUE(torch::equal(got.state, want.state)) << "state, worst " << cet::worst(got.state, want.state);
+        EXPECT_TRUE(torch::equal(got.grad, want.grad)) << "∇Ũ, worst " << max_abs(got.grad, want.grad);
+        EXPECT_TRUE(torch::equal(got.theta, want.theta)) << "θ, worst " << max_abs(got.theta, want.theta);
+        if (stateful) EXPECT_TRUE(torch::equal(got.state, want.state)) << "state, worst " << max_abs(got.state, want.state);
         EXPECT_FALSE(torch::equal(got.theta, theta0)) << "θ did not move";
       }
     }
@@ -623,9 +606,9 @@ TEST(CudaEmu, FusedPassWithUpdateEqualsPassThenUpdate) {
           EXPECT_EQ(sa.wgrad_applied, tail == 2 ? 1 : 0);
           cet::update_after(rule, b.theta, &b.state, b.grad, sp);
           EXPECT_TRUE(torch::equal(nll_a, nll_b));
-          EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "∇Ũ, worst " << cet::worst(a.grad, b.grad);
-          EXPECT_TRUE(torch::equal(a.theta, b.theta)) << "θ, worst " << cet::worst(a.theta, b.theta);
-          EXPECT_TRUE(torch::equal(a.state, b.state)) << "state, worst " << cet::worst(a.state, b.state);
+          EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "∇Ũ, worst " << max_abs(a.grad, b.grad);
+          EXPECT_TRUE(torch::equal(a.theta, b.theta)) << "θ, worst " << max_abs(a.theta, b.theta);
+          EXPECT_TRUE(torch::equal(a.state, b.state)) << "state, worst " << max_abs(a.state, b.state);
           EXPECT_GT((a.theta - theta0).abs().max().item<double>(), 1e-5) << "θ did not move";
         }
 }

@@ -38,17 +38,9 @@
 #undef is_cuda
 
 using namespace sgmcmc;
-using cuda_emu::Order;
 using kernels::FusedRule;
 
 namespace {
-
-// The three orders every kernel runs in: threads and blocks forward, both reversed, both shuffled.
-std::vector<std::pair<std::string, cuda_emu::Settings>> orders() {
-  return {{"forward", {Order::kForward, Order::kForward, 1}},
-          {"reverse", {Order::kReverse, Order::kReverse, 1}},
-          {"shuffled", {Order::kShuffled, Order::kShuffled, 7}}};
-}
 
 // The emulated device's SM count for one scope (the launchers cap their grids by it).
 class ScopedSms {
@@ -131,14 +123,6 @@ at::Generator cuda_generator(uint64_t seed) {
   auto g = at::make_generator<at::CUDAGeneratorImpl>();
   g.set_current_seed(seed);
   return g;
-}
-
-// How many times `kernel` has been launched.
-template <typename... P>
-int64_t launches_of(void (*kernel)(P...)) {
-  const auto& m = cuda_emu::emu().counts.by_kernel;
-  const auto it = m.find(reinterpret_cast<const void*>(kernel));
-  return it == m.end() ? 0 : it->second;
 }
 
 }  // namespace
@@ -225,16 +209,16 @@ TEST(CudaEmuKernels, FusedUpdateEqualsElementLoop) {
 // its bias gradient by ATen's column sum and by the column-sum kernel (kernels.cuda_act: fused), 700 rows:
 // three blocks, the last partly idle; in every order. A label outside [0, k) is the kernel's assertion.
 TEST(CudaEmuKernels, SoftmaxXentEqualsAten) {
-  for (const auto& [name, settings] : orders()) {
+  for (const auto& [name, settings] : cuda_emu::orders()) {
     const cuda_emu::ScopedSettings order(settings);
     for (bool act : {false, true}) {
       SCOPED_TRACE(name + (act ? ", column sums by the activation kernel" : ", column sums by ATen"));
       const ScopedKernelSettings scope(with_act(act));
-      const int64_t sums = launches_of(kernels::activation_backward_kernel<float>) +
-                           launches_of(kernels::activation_backward_kernel<double>);
+      const int64_t sums = cuda_emu::launches_of(kernels::activation_backward_kernel<float>) +
+                           cuda_emu::launches_of(kernels::activation_backward_kernel<double>);
       cuda_kernel_checks::softmax_xent_equals_aten(torch::kCPU, 700);
-      EXPECT_EQ(launches_of(kernels::activation_backward_kernel<float>) +
-                    launches_of(kernels::activation_backward_kernel<double>) - sums,
+      EXPECT_EQ(cuda_emu::launches_of(kernels::activation_backward_kernel<float>) +
+                    cuda_emu::launches_of(kernels::activation_backward_kernel<double>) - sums,
                 act ? 2 : 0)
           << "the column-sum kernel's launches (one a dtype)";
     }
@@ -253,7 +237,7 @@ TEST(CudaEmuKernels, SoftmaxXentEqualsAten) {
 // The MLP's elementwise kernels (kernels.cuda_act) against ATen's ops (tests/cuda_kernel_checks.h): partial
 // 32-column blocks, row counts that are not multiples of the 8 row strides, a single column; in every order.
 TEST(CudaEmuKernels, ActivationKernelsEqualAten) {
-  for (const auto& [name, settings] : orders()) {
+  for (const auto& [name, settings] : cuda_emu::orders()) {
     SCOPED_TRACE(name);
     const cuda_emu::ScopedSettings order(settings);
     cuda_kernel_checks::activation_kernels_equal_aten(torch::kCPU, {{120, 100}, {37, 70}, {1, 33}, {7, 1}});
@@ -263,7 +247,7 @@ TEST(CudaEmuKernels, ActivationKernelsEqualAten) {
 // The images' and labels' gather (kernels/gather_rows.h) equals index_select bit for bit
 // (tests/cuda_kernel_checks.h): 16-byte rows and word rows, narrow rows several to a block, outputs reused.
 TEST(CudaEmuKernels, GatherPairEqualsIndexSelect) {
-  for (const auto& [name, settings] : orders()) {
+  for (const auto& [name, settings] : cuda_emu::orders()) {
     SCOPED_TRACE(name);
     const cuda_emu::ScopedSettings order(settings);
     cuda_kernel_checks::gather_pair_equals_index_select(torch::kCPU, 400);
@@ -290,7 +274,7 @@ TEST(CudaEmuKernels, BpmfBackwardEqualsAutograd) {
   const ScopedSms one_sm(1);
   const double scale = 33.0;
   for (int64_t d : {40, 6}) {
-    for (const auto& [name, settings] : orders()) {
+    for (const auto& [name, settings] : cuda_emu::orders()) {
       SCOPED_TRACE(name + ", d = " + std::to_string(d));
       const cuda_emu::ScopedSettings order(settings);
       torch::manual_seed(10 + d);

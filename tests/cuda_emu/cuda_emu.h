@@ -227,6 +227,21 @@ class Emulator {
 inline Emulator& emu() { return Emulator::get(); }
 inline unsigned char* dynamic_smem() { return emu().dynamic_smem(); }
 
+// The three orders the tests run every kernel in: threads and blocks forward, both reversed, both shuffled.
+inline std::vector<std::pair<std::string, Settings>> orders() {
+  return {{"forward", {Order::kForward, Order::kForward, 1}},
+          {"reverse", {Order::kReverse, Order::kReverse, 1}},
+          {"shuffled", {Order::kShuffled, Order::kShuffled, 7}}};
+}
+
+// How many times `kernel` has been launched.
+template <typename... P>
+int64_t launches_of(void (*kernel)(P...)) {
+  const auto& m = emu().counts.by_kernel;
+  const auto it = m.find(reinterpret_cast<const void*>(kernel));
+  return it == m.end() ? 0 : it->second;
+}
+
 // The emulator's settings for one scope, restored after.
 class ScopedSettings {
  public:
