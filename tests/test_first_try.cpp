@@ -142,7 +142,13 @@ TEST(AutoDefaults, PlanResolvesBatchEpochsAndBurnInFromTheSetSize) {
   EXPECT_EQ(p.total_steps, 100 * 100);
   p = make_run_plan(c, 400, true);
   EXPECT_EQ(p.batch_size, 32);    // floored
-  EXPECT_EQ(p.total_steps, 800 * 12);  // at most 800 epochs
+  EXPECT_EQ(p.total_steps, 834 * 12);  // about 10,000 steps
+  EXPECT_EQ(p.thin, 12);               // a sample an epoch
+  p = make_run_plan(c, 200, true);     // batch auto: 32, 6 steps an epoch
+  EXPECT_EQ(p.total_steps, 1667 * 6);  // 10,002 steps in 1,667 epochs
+  EXPECT_EQ(p.thin, 10);               // a thousandth of the run, not every epoch
+  EXPECT_EQ(p.eval_every, 100);        // a hundredth
+  EXPECT_EQ(p.resolved.at("train.thin"), 10);
   EXPECT_EQ(resolved_val_size(-1, 60000), 10000);
   EXPECT_EQ(resolved_val_size(7, 60000), 7);
   // explicit values are kept as given

@@ -11,11 +11,13 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/launch_ranks.h"
 #include "config/experiment_config.h"
 #include "data/kfold.h"
+#include "train/convergence_trace.h"
 #include "train/trainer.h"
 #include "core/json_file.h"
 #include "core/signals.h"
@@ -153,25 +155,27 @@ std::vector<std::string> without_nproc(int argc, char** argv) {
   return out;
 }
 
-// R̂ and ESS of the test log-likelihood trace with their thresholds, and plain words when they fail:
-// split-R̂ < 1.01 (Vehtari et al. 2021) and an ESS of at least 100 per chain.
+// The convergence verdict over every traced quantity (the test log-likelihood, the traced weights and
+// test predictions; train/convergence_trace.h): "ok" only when all of them pass, else what failed.
 void print_convergence(const std::map<std::string, double>& v) {
   auto get = [&](const char* k) {
     auto it = v.find(k);
     return it == v.end() ? NAN : it->second;
   };
-  const double rhat = get("rhat_test_loglik"), ess = get("ess_test_loglik"), samples = get("samples");
-  if (!std::isfinite(rhat) && !std::isfinite(ess)) return;
+  std::map<std::string, double> d;
+  for (const auto& [k, x] : v)
+    if (k.rfind("rhat_", 0) == 0 || k.rfind("ess_", 0) == 0 || k == "stalled") d[k] = x;
+  if (d.empty()) return;
   const double chains = std::max(1.0, std::isfinite(get("chains_all_ranks")) ? get("chains_all_ranks") : get("chains"));
-  const double ess_min = 100 * chains;
+  const std::string verdict = ConvergenceTrace::verdict(d, chains, get("samples"));
   std::ostringstream line;
-  line << std::setprecision(3);
-  if (std::isfinite(rhat))
-    line << "  R-hat (test log-lik): " << rhat << (rhat < 1.01 ? " (< 1.01: ok)" : " (want < 1.01: the chain has not mixed; run longer, thin less or add chains)") << "\n";
-  if (std::isfinite(ess))
-    line << "  ESS (test log-lik): " << std::setprecision(4) << ess << " of " << samples << " samples"
-         << (ess >= ess_min ? " (>= 100 per chain: ok)" : " (want >= 100 per chain: the samples are strongly correlated; run longer)")
-         << "\n";
+  line << std::setprecision(3) << "  convergence: " << (verdict.empty() ? "ok" : verdict) << "\n";
+  for (const auto& [rhat, ess, what] : {std::tuple<const char*, const char*, const char*>{"rhat_test_loglik", "ess_test_loglik", "test log-lik"},
+                                        {"rhat_weights_max", "ess_weights_min", "weights (worst)"},
+                                        {"rhat_predictions_max", "ess_predictions_min", "test predictions (worst)"}})
+    if (std::isfinite(get(rhat)))
+      line << "    " << what << ": R-hat " << get(rhat) << ", ESS " << std::setprecision(4) << get(ess) << std::setprecision(3)
+           << "\n";
   std::cout << line.str();
 }
 

@@ -62,7 +62,8 @@ struct PriorConfig {
 
 struct TrainConfig {
   // -1: auto (the default), resolved from the training set's size N by make_run_plan (train/run_plan.h):
-  // batch_size clamp(N/50, 32, 500), epochs for about 10,000 steps (10 to 800), burn-in a tenth of the run.
+  // batch_size clamp(N/50, 32, 500) (with sampler.lr: auto the pilot may take a larger one: train/lr_pilot.h),
+  // epochs for about 10,000 steps (at least 10), burn-in a tenth of the run.
   int64_t epochs = -1;
   int64_t steps = 0;               // total steps; > 0 overrides epochs
   int64_t batch_size = -1;

@@ -56,7 +56,7 @@ Metrics Evaluator::metrics(const PredictiveSummary& predictive, const Batch& spl
 
 size_t Evaluator::queue(MetricsBatch& batch, const PredictiveSummary& predictive, const Batch& split, double tau,
                         const torch::Tensor& log_density_sum, int64_t samples) const {
-  const bool mixture = data_.standardized_targets && log_density_sum.defined() && samples > 0 && predictive.mean.defined();
+  const bool mixture = !classification() && log_density_sum.defined() && samples > 0 && predictive.mean.defined();
   return batch.add(predictive, split.targets,
                    mixture ? pointwise_nll(predictive, split, tau, log_density_sum, samples) : torch::Tensor());
 }
@@ -77,7 +77,7 @@ torch::Tensor Evaluator::pointwise_nll(const PredictiveSummary& predictive, cons
     return -p.gather(1, targets.unsqueeze(1)).squeeze(1).clamp_min(1e-300).log();
   }
   const double log_scale = data_.standardized_targets ? std::log(data_.target_scale) : 0.0;
-  if (data_.standardized_targets && log_density_sum.defined() && samples > 0)
+  if (log_density_sum.defined() && samples > 0)
     return -(log_density_sum.to(torch::kFloat64) - std::log(static_cast<double>(samples))) + log_scale;
   auto f = predictive.mean.to(torch::kFloat64);
   if (data_.clip) f = f.clamp(data_.target_min, data_.target_max);

@@ -18,8 +18,10 @@ double get(const std::map<std::string, double>& m, const std::string& k) {
 
 }  // namespace
 
-HealthCheck::HealthCheck(bool classification, std::map<std::string, double> trivial, std::string sampler)
-    : classification_(classification), trivial_(std::move(trivial)), sampler_(std::move(sampler)) {}
+HealthCheck::HealthCheck(bool classification, std::map<std::string, double> trivial, std::string sampler,
+                         double temperature)
+    : classification_(classification), trivial_(std::move(trivial)), sampler_(std::move(sampler)),
+      temperature_(temperature) {}
 
 double HealthCheck::reported(const std::map<std::string, double>& row, const std::string& metric) const {
   const double averaged = get(row, "test_" + metric);
@@ -96,8 +98,10 @@ std::vector<HealthWarning> HealthCheck::check_gradient_noise(int64_t step, const
     fire(step, "noise",
          "the minibatch gradient's noise is " + num(worst) + "x the noise " + sampler_ + " injects" +
              (ratios.size() > 1 ? " (parameter group " + std::to_string(worst_group) + ")" : std::string()) +
-             ": the chain's spread comes from the minibatches, not the posterior; try a smaller sampler.lr "
-             "or a larger train.batch_size",
+             ": the chain samples at an effective temperature of about " + num(temperature_ * (1 + worst)) +
+             ", not " + num(temperature_) + ", and its spread is the minibatches', not the posterior's; divide "
+             "sampler.lr by " + num(worst / kMaxGradientNoiseRatio * 2) + " or use sampler.lr: auto, or a larger "
+             "train.batch_size (docs/calibration.md)",
          out);
   return out;
 }
@@ -141,7 +145,12 @@ nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial) const
   for (const auto& [k, v] : trivial_) trivial[k] = v;
   j["trivial"] = trivial;
   if (noise_step_ >= 0)
-    j["gradient_noise"] = {{"step", noise_step_}, {"ratio", noise_ratio_}, {"max_ratio", noise_max_ratio_}};
+    j["gradient_noise"] = {{"step", noise_step_},
+                           {"ratio", noise_ratio_},
+                           {"max_ratio", noise_max_ratio_},
+                           {"temperature", temperature_},
+                           {"effective_temperature", temperature_ * (1 + noise_ratio_)},
+                           {"max_effective_temperature", temperature_ * (1 + noise_max_ratio_)}};
   return j;
 }
 

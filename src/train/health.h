@@ -13,9 +13,12 @@
 //   precision     a prior precision λ_g or a likelihood precision τ outside [1e-3, 1e7]: λ < 1e-3 is a
 //                 prior standard deviation above 30 (the weights are unconstrained), λ > 1e7 one below
 //                 3e-4 (the prior has shrunk the weights to nothing); τ likewise in standardised units.
-//   noise         the minibatch gradient's noise above the noise the sampler injects (ratio > 1 in a
-//                 parameter group; train/gradient_noise.h): the chain's spread is then the minibatches',
-//                 not the posterior's. Probed at the 1st, 2nd, 4th, … evaluation.
+//   noise         the minibatch gradient's noise r times the noise the sampler injects (train/gradient_noise.h):
+//                 the chain then samples at about T·(1 + r), its effective temperature (for SGLD and
+//                 SGHMC on a Gaussian target exactly so to first order in the step: the stationary
+//                 variance is (T + ηV/(2α))/k for SGHMC, (T + ηV/2)/k for SGLD); the check fires when
+//                 that is more than 20 % above T (r > 0.2 in a parameter group). Probed at the 1st,
+//                 2nd, 4th, … evaluation.
 // (Injected noise swamping the gradient, e.g. a temperature far above 1, shows as the loss and
 // trivial checks: the weights wander into finite nonsense.)
 // Each check warns once, when it first fires, and is recorded in summary.json's `health`. A run whose
@@ -41,11 +44,13 @@ class HealthCheck {
  public:
   static constexpr double kLossFactor = 10.0;
   static constexpr double kMinPrecision = 1e-3, kMaxPrecision = 1e7;
-  static constexpr double kMaxGradientNoiseRatio = 1.0;
+  // r above this: an effective temperature more than 20 % above the one asked for.
+  static constexpr double kMaxGradientNoiseRatio = 0.2;
 
   // `trivial`: the trivial predictor's test metrics (test_nll for classification, test_rmse for
-  // regression); `sampler`: named in the advice.
-  HealthCheck(bool classification, std::map<std::string, double> trivial, std::string sampler);
+  // regression); `sampler`: named in the advice; `temperature`: the T the sampler was asked for.
+  HealthCheck(bool classification, std::map<std::string, double> trivial, std::string sampler,
+              double temperature = 1.0);
 
   // Checks one metrics row and the run's precisions (λ's and τ's by name); returns the warnings that
   // fired for the first time.
@@ -65,7 +70,8 @@ class HealthCheck {
   std::string save_state() const;
   void load_state(const std::string& text);
   // {"ok", "worse_than_trivial", "warnings": [{"step", "check", "message"}], "trivial": {...}, and after a
-  // probe "gradient_noise": {"step", "ratio" (the latest probe's, max over groups), "max_ratio"}}
+  // probe "gradient_noise": {"step", "ratio" (the latest probe's, max over groups), "max_ratio",
+  // "effective_temperature" (T·(1 + ratio)), "max_effective_temperature", "temperature" (T)}}
   nlohmann::ordered_json to_json(bool final_worse_than_trivial) const;
 
  private:
@@ -76,6 +82,7 @@ class HealthCheck {
   bool classification_;
   std::map<std::string, double> trivial_;
   std::string sampler_;
+  double temperature_ = 1.0;
   double first_loss_ = 0;
   bool have_first_loss_ = false;
   std::vector<HealthWarning> warnings_;

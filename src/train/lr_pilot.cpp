@@ -9,6 +9,7 @@
 #include "compat.h"
 #include "core/error_text.h"
 #include "train/evaluator.h"
+#include "train/gradient_noise.h"
 #include "train/minibatches.h"
 #include "train/posterior_predictive.h"
 #include "train/step_runner.h"
@@ -18,33 +19,62 @@ namespace {
 
 std::string text(double x) { return number_text(x, 3); }
 
-ExperimentConfig with_lr(const ExperimentConfig& config, double lr) {
-  ExperimentConfig c = config;
+std::string exact(double x) {
   std::ostringstream s;
   s.precision(17);
-  s << lr;
-  c.sampler.set("lr", s.str());
+  s << x;
+  return s.str();
+}
+
+ExperimentConfig with_lr(const ExperimentConfig& config, double lr, double tau) {
+  ExperimentConfig c = config;
+  if (lr > 0) c.sampler.set("lr", exact(lr));
+  if (std::isfinite(tau)) c.model.set("noise_precision", exact(tau));
   c.lr_auto = false;
   c.output.save_samples = "false";
   return c;
+}
+
+// Whether the config's likelihood Gibbs-samples a Gaussian noise precision (model.noise_prior: gamma).
+bool samples_noise(const ExperimentConfig& config, const Model& model) {
+  OptionMap m = config.model;  // a copy: its read marks stay here
+  return model.likelihood_hyperparameters().count("tau") > 0 &&
+         m.get_string("noise_prior", "fixed") == "gamma";
 }
 
 }  // namespace
 
 nlohmann::ordered_json LrChoice::to_json() const {
   nlohmann::ordered_json t = nlohmann::ordered_json::array();
-  for (const auto& x : trials) t.push_back({{"lr", x.lr}, {"val_nll", x.stable ? x.val_nll : NAN}, {"stable", x.stable}});
-  return {{"lr", lr},           {"why", why},         {"plateau", {plateau_low, plateau_high}},
-          {"steps_per_trial", steps_per_trial}, {"seconds", seconds}, {"trials", t}};
+  for (const auto& x : trials) {
+    nlohmann::ordered_json j = {{"lr", x.lr}, {"val_nll", x.stable ? x.val_nll : NAN}, {"stable", x.stable},
+                                {"round", x.round}};
+    if (x.settling) j["settling"] = true;
+    if (std::isfinite(x.tau)) j["tau"] = x.tau;
+    if (std::isfinite(x.noise_ratio)) j["noise_ratio"] = x.noise_ratio;
+    t.push_back(j);
+  }
+  nlohmann::ordered_json j = {{"lr", lr},           {"why", why},         {"plateau", {plateau_low, plateau_high}},
+                              {"steps_per_trial", steps_per_trial}, {"seconds", seconds}};
+  j["uncapped_lr"] = uncapped_lr;
+  j["noise_ratio"] = std::isfinite(noise_ratio) ? nlohmann::ordered_json(noise_ratio) : nlohmann::ordered_json();
+  j["max_noise_ratio"] = kMaxNoiseRatio;
+  j["tau"] = std::isfinite(tau) ? nlohmann::ordered_json(tau) : nlohmann::ordered_json();
+  if (batch_size > 0)
+    j["batch"] = {{"batch_size", batch_size}, {"step_seconds", step_seconds}, {"step_seconds_auto", step_seconds_auto}};
+  j["trials"] = t;
+  return j;
 }
 
 int64_t pilot_steps(int64_t total_steps) { return std::clamp<int64_t>(total_steps / 50, 100, 1000); }
 
-LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps) {
+LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps,
+                     const TrialOptions& options) {
   LrTrial t;
   t.lr = lr;
+  t.settling = options.gibbs_noise;
   try {
-    RunSetup s = make_run_setup(with_lr(config, lr), place);
+    RunSetup s = make_run_setup(with_lr(config, lr, options.tau), place);
     Model& model = *s.dm.model;
     // Without a validation split (a CSV without data.val_fraction), the trials hold out a sixth of the
     // training rows (a seeded draw, the same for every trial) and train on the rest.
@@ -71,13 +101,20 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
     // the run's 2.5 at every step size, so it ranked steps by noise). Over the last quarter only: on
     // App. H.1's 200-step trials an average over the second half rewarded the spread of a noisy early
     // chain and chose 3x the tuned step (docs/first_try.md).
-    PosteriorPredictive predictive(s.dm.data.standardized_targets);
+    PosteriorPredictive predictive(s.dm.data.task == Task::kRegression && !s.dm.data.clip);
     const int64_t from = (3 * n) / 4, every = std::max<int64_t>((n - from) / 8, 1);
+    // A settling trial draws τ from its conditional 40 times over the trial.
+    const int64_t gibbs_every = std::max<int64_t>(n / 40, 1);
     int scored = 0;
     for (int64_t k = 0; k < n; ++k) {
       s.sampler->set_lr(s.schedule->at(k));
       runner.step(batches.next());
       if (k % 25 == 24 && !loss.finite()) return t;  // blown up: unstable
+      if (options.gibbs_noise && (k + 1) % gibbs_every == 0) {
+        model.gibbs_step_likelihood(train, s.gen_dev);
+        const double tau = tau_of(model);
+        if (!std::isfinite(tau) || tau <= 0) return t;
+      }
       if (k + 1 > from && (k + 1 - from) % every == 0) {
         const double tau = tau_of(model);
         const auto p = eval.predict_chains(model, val);
@@ -96,6 +133,12 @@ LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, doub
     t.val_nll = nll;
     t.points = points;
     t.stable = true;
+    if (model.likelihood_hyperparameters().count("tau")) t.tau = tau_of(model);
+    if (options.probe && s.sampler->checks_gradient_noise()) {
+      GradientNoiseProbe probe(config.seed, grad_scale, batch);
+      for (double r : probe.ratios(model, *s.sampler, train, n))
+        if (std::isfinite(r) && !(r <= t.noise_ratio)) t.noise_ratio = r;
+    }
   } catch (const std::invalid_argument&) {
     throw;  // bad input: not a property of the step size
   } catch (const std::exception&) {
@@ -156,12 +199,63 @@ LrSelection select_lr(const std::vector<LrTrial>& trials) {
   return s;
 }
 
-LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
+double step_seconds(const ExperimentConfig& config, const RunPlace& place, int64_t batch) {
+  ExperimentConfig c = config;
+  c.train.batch_size = batch;
+  c.output.save_samples = "false";
+  RunSetup s = make_run_setup(c, place);
+  const Batch& train = s.dm.data.train;
+  const int64_t n = std::min(batch, train.size());
+  LossMeter loss(s.dm.device);
+  MinibatchStream batches(train.size(), n, s.dm.model->minibatch_chains(), s.dm.device, s.gen_dev);
+  StepRunner runner(*s.dm.model, *s.sampler, *s.prior, train, static_cast<double>(train.size()) / n, n, loss,
+                    /*graph=*/false, s.dm.device, s.gen_dev);
+  runner.use_model_backward(s.config.train.backward == "auto");
+  for (int k = 0; k < 3; ++k) runner.step(batches.next());
+  double best = INFINITY;
+  for (int r = 0; r < 3; ++r) {
+    if (s.dm.device.is_cuda()) torch::cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < 10; ++k) runner.step(batches.next());
+    if (s.dm.device.is_cuda()) torch::cuda::synchronize();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10);
+  }
+  return best;
+}
+
+double noise_capped_lr(double lr, double measured_at, double ratio, double cap) {
+  if (!(std::isfinite(ratio) && ratio > 0 && measured_at > 0)) return lr;
+  return std::min(lr, measured_at * cap / ratio);
+}
+
+LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
   // The sampler's own default step (the config has no lr under auto) is the grid's centre; the plan
   // gives the pilot's length.
-  double centre = 0;
+  double centre = 0, tau0 = NAN;
+  bool settle = false;
+  ExperimentConfig config = given;
+  {
+    // The batch, where it is auto and the sampler's temperature depends on it.
+    const RunSetup probe = make_run_setup(config, place);
+    const int64_t n = probe.plan.batch_size, N = probe.plan.train_size;
+    if (config.train.batch_size < 0 && probe.sampler->checks_gradient_noise() && n < N) {
+      choice.step_seconds_auto = step_seconds(config, place, n);
+      choice.batch_size = n;
+      choice.step_seconds = choice.step_seconds_auto;
+      for (int64_t b = std::min(2 * n, N); b <= N; b = b == N ? N + 1 : std::min(2 * b, N)) {
+        const double t = step_seconds(config, place, b);
+        ExperimentConfig at_b = config;
+        at_b.train.batch_size = b;
+        const double run_seconds = t * static_cast<double>(make_run_plan(at_b, N, true).total_steps);
+        if (t > LrChoice::kBatchCost * choice.step_seconds_auto && run_seconds > LrChoice::kBatchRunSeconds) break;
+        choice.batch_size = b;
+        choice.step_seconds = t;
+      }
+      config.train.batch_size = choice.batch_size;
+    }
+  }
   {
     ExperimentConfig probe_config = config;
     probe_config.output.save_samples = "false";
@@ -171,28 +265,95 @@ LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place) {
                                   "score step sizes on (give a number for sampler.lr)");
     choice.steps_per_trial = pilot_steps(probe.plan.total_steps);
     centre = probe.sampler->lr();
+    settle = samples_noise(probe.config, *probe.dm.model) && probe.sampler->is_sampler();
+    tau0 = tau_of(*probe.dm.model);
   }
 
+  TrialOptions options;
+  options.probe = true;
+  int round = 1;
+  std::vector<LrTrial> current;  // this round's candidates
   std::set<double> tried;
   auto trial = [&](double lr) {
-    if (tried.insert(lr).second) choice.trials.push_back(run_lr_trial(config, place, lr, choice.steps_per_trial));
+    if (!tried.insert(lr).second) return;
+    LrTrial t = run_lr_trial(config, place, lr, choice.steps_per_trial, options);
+    t.round = round;
+    choice.trials.push_back(t);
+    current.push_back(t);
   };
   // A grid of factors of 4 from 4^-5 to 4^2 times the default step (too small a step underfits in the
   // trial, too large a one is noisy or unstable; the score is not always monotone in between, so the
   // whole grid is scored), then the best refined by factors of 2.
   for (int k = -5; k <= 2; ++k) trial(centre * std::pow(4.0, k));
-  if (std::none_of(choice.trials.begin(), choice.trials.end(), [](const LrTrial& t) { return t.stable; }))
+  if (std::none_of(current.begin(), current.end(), [](const LrTrial& t) { return t.stable; }))
     throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
                                 text(centre * std::pow(4.0, -5)) + " and " + text(centre * 16) +
                                 " (check the data, the model and the prior; or give sampler.lr)");
-  const double best = select_lr(choice.trials).best_lr;
-  for (double lr : {best * 2, best / 2}) trial(lr);
-  const LrSelection pick = select_lr(choice.trials);
+  auto refine = [&] {
+    const double best = select_lr(current).best_lr;
+    for (double lr : {best * 2, best / 2}) trial(lr);
+    return select_lr(current);
+  };
+  LrSelection pick = refine();
+  std::string tau_why;
+  // τ at the posterior's scale: settle at the choice with τ's Gibbs step, and search again at τ̂ while
+  // it moves by more than kTauShift (at most twice: τ̂ grows as the fit improves at the smaller step).
+  if (settle) {
+    // τ̂ from a fit that does not depend on the step: Adam at its default step (invariant to the gradient's
+    // scale, so stable whatever τ becomes) for 10 trials' length, with τ's Gibbs step. A sampler's own
+    // chain at the first choice does not settle: its step, chosen at τ₀, is too large for the curvature at
+    // the posterior's τ, and a chain that cannot fit keeps τ low (a self-consistent, hot state).
+    ExperimentConfig fit = config;
+    fit.sampler = OptionMap("sampler");
+    fit.sampler.set("name", "adam");
+    fit.schedule = OptionMap("schedule");
+    fit.lr_scaling = "total";
+    TrialOptions s;
+    s.gibbs_noise = true;
+    LrTrial t = run_lr_trial(fit, place, 0, 10 * choice.steps_per_trial, s);
+    t.lr = 0;
+    choice.trials.push_back(t);
+    // Only a τ̂ well above τ₀ moves the step (a larger τ, a larger curvature and gradient noise: the first
+    // choice runs hot); a smaller one leaves it on the safe side. A τ̂ past the health check's limit is a
+    // collapse, not a posterior. A point fit's residuals run a little below the noise's, so τ̂ errs high,
+    // towards the smaller step.
+    if (t.stable && std::isfinite(t.tau) && t.tau <= 1e7 && t.tau / tau0 >= LrChoice::kTauShift) {
+      round = 2;
+      const double next_centre = pick.lr * tau0 / t.tau;  // the likelihood's curvature scales with τ
+      options.tau = t.tau;
+      choice.tau = t.tau;
+      tau_why = "; tau fits at " + text(t.tau) + " (from " + text(tau0) + "): searched again there";
+      current.clear();
+      tried.clear();
+      for (int k = -2; k <= 1; ++k) trial(next_centre * std::pow(4.0, k));
+      if (std::any_of(current.begin(), current.end(), [](const LrTrial& x) { return x.stable; })) pick = refine();
+    }
+  }
+  // The gradient-noise cap, from the probed trial nearest the choice.
+  const LrTrial* nearest = nullptr;
+  for (const auto& t : current)
+    if (t.stable && std::isfinite(t.noise_ratio) &&
+        (!nearest || std::abs(std::log(t.lr / pick.lr)) < std::abs(std::log(nearest->lr / pick.lr))))
+      nearest = &t;
+  choice.uncapped_lr = pick.lr;
   choice.lr = pick.lr;
+  std::string cap_why;
+  if (nearest) {
+    choice.noise_ratio = nearest->noise_ratio * pick.lr / nearest->lr;
+    choice.lr = noise_capped_lr(pick.lr, nearest->lr, nearest->noise_ratio, LrChoice::kMaxNoiseRatio);
+    if (choice.lr < pick.lr)
+      cap_why = "; the minibatch noise there is " + text(choice.noise_ratio) + "x the injected, so " +
+                text(choice.lr) + " (at most " + text(LrChoice::kMaxNoiseRatio) + "x: effective temperature within " +
+                text(100 * LrChoice::kMaxNoiseRatio) + " %)";
+  }
   choice.plateau_low = pick.low;
   choice.plateau_high = pick.high;
-  choice.why = pick.why + " (" + std::to_string(choice.trials.size()) + " trials of " +
-               std::to_string(choice.steps_per_trial) + " steps)";
+  std::string batch_why;
+  if (choice.batch_size > 0)
+    batch_why = "; batch " + std::to_string(choice.batch_size) + " (a step " + text(1e3 * choice.step_seconds) +
+                " ms against " + text(1e3 * choice.step_seconds_auto) + " ms at the auto batch)";
+  choice.why = pick.why + tau_why + cap_why + batch_why + " (" + std::to_string(choice.trials.size()) +
+               " trials of " + std::to_string(choice.steps_per_trial) + " steps)";
   choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return choice;
 }

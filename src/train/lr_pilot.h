@@ -16,7 +16,23 @@
 //    or unstable, and the run keeps a factor of 2 from it;
 //  - a stability margin: when a step up to 4 times that was unstable, the largest stable step at or
 //    below half of it, since a long run meets more of the gradient noise than a trial.
-// The trials, the choice and the seconds spent go into summary.json ("lr_auto") and the chosen value
+// Two more rounds keep the chain at the temperature asked for (docs/calibration.md):
+//  - the noise precision at the posterior's scale: a Gaussian likelihood whose τ is Gibbs-sampled
+//    starts at noise_precision (1 by default) while its posterior may be 10 or 100 times that, and
+//    the likelihood's curvature, and its gradient's noise, grow with τ. A fit by Adam (10 trials
+//    long, at its default step, with τ's Gibbs step) reads τ̂; where τ̂ is more than kTauShift
+//    times τ₀, the search is run again with every trial at τ̂ (around the first choice × τ₀/τ̂);
+//  - the gradient-noise cap: the minibatch gradient's noise measured at the end of the trial
+//    nearest the choice (train/gradient_noise.h), as a ratio r to the noise the sampler injects,
+//    scaled to the choice (r grows linearly with the step); the chain then samples at about
+//    T·(1 + r) (the effective temperature), and where r exceeds kMaxNoiseRatio the step is cut to
+//    bring it there.
+// Before the search, where train.batch_size is auto and the sampler's temperature can be spoiled by
+// minibatch noise (Sampler::checks_gradient_noise), the batch: the largest of the auto batch doubled
+// (up to the whole training set) whose step costs at most kBatchCost times the auto batch's, or whose
+// run's steps take at most kBatchRunSeconds, both measured here (the choice goes into config.yaml). A small model on a small data set is bound by the step's fixed costs, and there the whole set
+// costs little more than a minibatch and has no minibatch noise at all; a large model keeps its batch.
+// The trials, the choice and the seconds spent go into summary.json ("lr_auto") and the chosen values
 // into the run's config.yaml, so a resumed run does not search again.
 #pragma once
 
@@ -37,6 +53,17 @@ struct LrTrial {
   double val_nll = 0;   // NaN when unstable
   bool stable = false;
   torch::Tensor points; // the NLL per validation point [n] (float64, CPU); its mean is val_nll
+  double tau = NAN;     // the likelihood's τ at the trial's end (NaN: no Gaussian likelihood)
+  double noise_ratio = NAN;  // the gradient-noise ratio at the trial's end (max over groups; NaN: not probed)
+  int round = 1;             // the search round (2: at the fitted τ̂)
+  bool settling = false;     // the fit for τ̂ (Adam, τ's Gibbs step on; not a candidate; lr 0)
+};
+
+// How a trial runs beyond its step size.
+struct TrialOptions {
+  double tau = NAN;          // the likelihood's τ at the start (NaN: the config's noise_precision)
+  bool gibbs_noise = false;  // τ's Gibbs step during the trial (the fit for τ̂), else τ stays put
+  bool probe = false;        // the gradient-noise probe at the trial's end (LrTrial::noise_ratio)
 };
 
 // What select_lr makes of the trials.
@@ -49,12 +76,25 @@ struct LrSelection {
 };
 
 struct LrChoice {
+  // The cap on the minibatch noise's ratio to the injected noise: an effective temperature within 10 %
+  // of the one asked for (measured against NUTS: docs/calibration.md).
+  static constexpr double kMaxNoiseRatio = 0.1;
+  // τ̂ this far (a factor) from the start value runs the search again at τ̂.
+  static constexpr double kTauShift = 2.0;
   double lr = 0;
   std::vector<LrTrial> trials;  // in the order tried
   int64_t steps_per_trial = 0;
   double seconds = 0;
   std::string why;              // one line: "best validation NLL 0.412 at 1e-06; ..."
   double plateau_low = 0, plateau_high = 0;  // the steps the validation points cannot tell from the best
+  double tau = NAN;             // τ̂ the second round's trials ran at (NaN: none, the config's own)
+  double noise_ratio = NAN;     // the gradient-noise ratio expected at the choice, before the cap
+  double uncapped_lr = 0;       // the choice before the gradient-noise cap
+  // The batch (> 0 where the pilot chose it: train.batch_size auto) and the measured seconds a step at
+  // the auto batch and at the chosen one.
+  static constexpr double kBatchCost = 2.0, kBatchRunSeconds = 30.0;
+  int64_t batch_size = 0;
+  double step_seconds_auto = 0, step_seconds = 0;
   nlohmann::ordered_json to_json() const;
 };
 
@@ -73,7 +113,17 @@ bool indistinguishable(const LrTrial& a, const LrTrial& b);
 // Runs the search for `config` (its sampler.lr is ignored).
 LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {});
 
-// One trial: the config at step size `lr` for `steps` steps, scored as above.
-LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps);
+// Seconds a training step of `config` takes at minibatch size `batch` (the least of 3 timings of 10
+// steps, after 3 steps of warm-up), at the config's own step size.
+double step_seconds(const ExperimentConfig& config, const RunPlace& place, int64_t batch);
+
+// One trial: the config at step size `lr` (<= 0: the sampler's own default) for `steps` steps, scored as above.
+LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps,
+                     const TrialOptions& options = {});
+
+// The step that brings the gradient-noise ratio `ratio` measured at step `measured_at` to at most
+// `cap` at step `lr` (the ratio is linear in the step): min(lr, measured_at · cap / ratio); `lr` where
+// the ratio is not finite or not positive.
+double noise_capped_lr(double lr, double measured_at, double ratio, double cap);
 
 }  // namespace sgmcmc

@@ -2,7 +2,9 @@
 // no sample need be kept. For S samples with per-chain predictions p_{s,c}:
 //   mean(split) = (1/S) Σ_s (1/C) Σ_c p_{s,c}                 (class probabilities or means)
 //   log_density_sum(split) = log Σ_s (1/C) Σ_c N(y; f_{s,c}, 1/τ_s)   (only with mixture densities:
-//                                                              standardized regression targets)
+//                                                              every regression but clipped ratings;
+//                                                              its NLL is the posterior predictive's,
+//                                                              not the plug-in N(y; mean, 1/τ)'s)
 //   classification: Σ_s (1/C) Σ_c H(p_{s,c}) per point (expected entropy: the epistemic part)
 //   regression: Σ_s (1/C) Σ_c f_{s,c}² per point and Σ_s 1/τ_s (the predictive variance)
 // `train` adds one sample per thinned step; `sgmcmc predict` adds one per saved sample file: the

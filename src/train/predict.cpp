@@ -106,7 +106,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   }
   const bool has_targets = data.test.targets.defined();
   const Evaluator eval(data, config.train.eval_batch_size);
-  PosteriorPredictive predictive(data.standardized_targets);
+  PosteriorPredictive predictive(data.task == Task::kRegression && !data.clip);
   std::vector<torch::Tensor> per_sample;
   const torch::Tensor none = data.task == Task::kClassification
                                  ? torch::zeros({data.test.inputs.size(0)}, torch::TensorOptions().dtype(torch::kInt64).device(dm.device))

@@ -22,8 +22,8 @@ RunPlan make_run_plan(const ExperimentConfig& cfg, int64_t train_size, bool coll
   const int64_t spe = train_size / p.batch_size;
   p.steps_per_epoch = spe;
   int64_t epochs = cfg.train.epochs;
-  if (cfg.train.steps <= 0 && epochs < 0) {  // auto: about RunPlan::kAutoSteps steps, 10 to 800 epochs
-    epochs = std::clamp<int64_t>((RunPlan::kAutoSteps + spe - 1) / spe, 10, 800);
+  if (cfg.train.steps <= 0 && epochs < 0) {  // auto: about RunPlan::kAutoSteps steps, at least 10 epochs
+    epochs = std::max<int64_t>((RunPlan::kAutoSteps + spe - 1) / spe, 10);
     p.resolved["train.epochs"] = static_cast<double>(epochs);
   }
   p.total_steps = cfg.train.steps > 0 ? cfg.train.steps : epochs * spe;
@@ -40,6 +40,18 @@ RunPlan make_run_plan(const ExperimentConfig& cfg, int64_t train_size, bool coll
                                 " steps) must be shorter than the run (" + std::to_string(p.total_steps) + " steps)");
   p.thin = cfg.train.thin > 0 ? cfg.train.thin : spe;
   p.eval_every = cfg.train.eval_every_steps > 0 ? cfg.train.eval_every_steps : cfg.train.eval_every * spe;
+  // Auto epochs of a few steps each (a small set in one or a few batches: thousands of epochs): a sample
+  // every thousandth and an evaluation every hundredth of the run, not every epoch.
+  if (p.resolved.count("train.epochs") && epochs > 1000) {
+    if (cfg.train.thin <= 0) {
+      p.thin = std::max<int64_t>(spe, p.total_steps / 1000);
+      p.resolved["train.thin"] = static_cast<double>(p.thin);
+    }
+    if (cfg.train.eval_every_steps <= 0 && cfg.train.eval_every == 1) {
+      p.eval_every = std::max<int64_t>(spe, p.total_steps / 100);
+      p.resolved["train.eval_every_steps"] = static_cast<double>(p.eval_every);
+    }
+  }
   p.gibbs_every = cfg.prior.gibbs_every_steps > 0 ? cfg.prior.gibbs_every_steps : cfg.prior.gibbs_every_epochs * spe;
   p.gibbs_start = cfg.prior.gibbs_start_steps >= 0 ? cfg.prior.gibbs_start_steps : cfg.prior.gibbs_start_epochs * spe;
   return p;

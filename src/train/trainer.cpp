@@ -90,6 +90,17 @@ RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
     ExperimentConfig chosen = config;
     chosen.sampler.set("lr", lr.str());
     chosen.lr_auto = false;
+    if (choice.batch_size > 0) chosen.train.batch_size = choice.batch_size;
+    // The pilot's settled τ̂ is where the chain starts: the step was chosen for the likelihood at that
+    // precision, and its Gibbs step moves τ on from there (config.yaml records it, as it does the step).
+    if (std::isfinite(choice.tau)) {
+      std::ostringstream tau;
+      tau.precision(6);
+      tau << choice.tau;
+      chosen.model.set("noise_precision", tau.str());
+      if (!opt.quiet && dist.rank() == 0)
+        std::cout << config.name << ": model.noise_precision -> " << tau.str() << " (the pilot's settled tau, the chain's start)" << std::endl;
+    }
     RunOptions o = opt;
     o.lr_auto_json = choice.to_json().dump();
     return run_setup_and_train(chosen, o, start, launch, std::move(dist));
@@ -111,7 +122,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       phases_(start, s_.dm.device),
       last_checkpoint_(start),
       eval_(data_, cfg_.train.eval_batch_size),
-      predictive_(data_.standardized_targets),
+      predictive_(data_.task == Task::kRegression && !data_.clip),
       loss_(s_.dm.device),
       batches_(s_.plan.train_size, s_.plan.batch_size, model_.minibatch_chains(), s_.dm.device, s_.gen_dev),
       steps_(model_, *s_.sampler, *s_.prior, data_.train, s_.plan.grad_scale(), s_.plan.batch_size, loss_,
@@ -126,7 +137,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
       health_(eval_.classification(),
               timed(s_.seconds, "time.setup.trainer.trivial_metrics",
                     [&] { return trivial_test_metrics(eval_, data_, tau_of(model_)); }),
-              cfg_.sampler_name()),
+              cfg_.sampler_name(), s_.sampler->temperature()),
       noise_probe_(cfg_.seed, s_.plan.grad_scale(), s_.plan.batch_size),
       // classification only: a regression's sums and metrics take τ, a host scalar that each Gibbs step
       // changes; OOD scores are ranked on the host; a distributed run's collectives are not captured
@@ -305,7 +316,7 @@ void TrainingRun::collect_sample() {
   if (!s_.plan.eval_due(step_)) guard_.check_state(step_, s_.sampler->lr());
   const double tau = tau_of(model_);
   const SampleOut& out = sample_graph_.run(phase_key(predictive_), [&] { return sample_device(tau); });
-  trace_.record(out.test_loglik, out.weights);
+  trace_.record(out.test_loglik, out.weights, out.predictions);
   current_test_ = out.current_test;
   predictive_.end_sample();
   if (save_every_ > 0 && predictive_.count() % save_every_ == 0 && dist_.writes_parameters()) {
@@ -323,6 +334,7 @@ TrainingRun::SampleOut TrainingRun::sample_device(double tau) {
   auto test = predict(data_.test);
   out.test_loglik = chain_log_likelihood(test, data_.test.targets, eval_.classification(), tau);
   out.weights = model_.trace_values(ConvergenceTrace::kWeights);
+  out.predictions = ConvergenceTrace::traced_predictions(test, data_.test.targets);
   out.current_test = predictive_.add("test", test, data_.test.targets, tau);
   if (data_.val.size() > 0) predictive_.add("val", predict(data_.val), data_.val.targets, tau);
   if (data_.ood.size() > 0) predictive_.add("ood", predict(data_.ood), data_.ood.targets, tau);

@@ -122,7 +122,7 @@ class TrainingRun {
   // The device halves of collect_sample and evaluation_row (train.graph_epoch captures them; the
   // host halves read their outputs).
   struct SampleOut {
-    torch::Tensor test_loglik, weights;  // the trace's values
+    torch::Tensor test_loglik, weights, predictions;  // the trace's values
     torch::Tensor current_test;          // the chain mean on test
   };
   struct EvalOut {
