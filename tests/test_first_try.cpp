@@ -360,3 +360,31 @@ TEST(KernelSettings, ParsedCheckedAndRecorded) {
   }
   EXPECT_TRUE(kernel_settings() == before);
 }
+
+// An existing directory without --overwrite is refused before the pilot spends any time: with a training
+// set too small to score steps on (5 examples), the pilot would fail with its own message; the directory's
+// comes first.
+TEST(AutoDefaults, AnExistingRunDirectoryIsRefusedBeforeThePilot) {
+  const std::string dir = temp_dir("pilot_dir_first");
+  write_tiny_idx_dir(dir + "/data");
+  fs::create_directories(dir + "/out");
+  std::ofstream(dir + "/out/thesis.tex") << "x";
+  RunOptions ro = quiet(dir + "/out");
+  ro.overwrite = false;
+  try {
+    run_training(tiny(dir + "/data", "{name: sghmc}", {"data.train_limit=5", "data.val_size=0"}), ro);
+    ADD_FAILURE() << "expected the run directory's error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("run directory exists"), std::string::npos) << e.what();
+  }
+  // and the pilot's own error where the directory is free
+  ro.out_dir = dir + "/free";
+  try {
+    run_training(tiny(dir + "/data", "{name: sghmc}", {"data.train_limit=5", "data.val_size=0"}), ro);
+    ADD_FAILURE() << "expected the pilot's error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 12 examples"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir + "/out/thesis.tex"));
+  remove_tree(dir);
+}

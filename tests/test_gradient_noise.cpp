@@ -66,10 +66,11 @@ TEST(GradientNoise, EachSamplersRatioIsItsVarianceBudget) {
   EXPECT_NEAR(s->gradient_noise_ratio(0, kVar), 0.1 * 4 * mean_g / 2, 1e-6);
 }
 
-TEST(GradientNoise, CheckFiresAboveOneOnceAndRecordsTheProbes) {
+// Above r = 0.2 (an effective temperature 20 % above T), once.
+TEST(GradientNoise, CheckFiresAboveTwoTenthsOnceAndRecordsTheProbes) {
   HealthCheck h(/*classification=*/true, {{"test_nll", std::log(10.0)}}, "sgld");
-  EXPECT_TRUE(h.check_gradient_noise(100, {0.3, NAN}).empty());
-  auto w = h.check_gradient_noise(200, {0.5, 3.5});
+  EXPECT_TRUE(h.check_gradient_noise(100, {0.15, NAN}).empty());
+  auto w = h.check_gradient_noise(200, {0.1, 3.5});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].check, "noise");
   EXPECT_NE(w[0].message.find("3.5x"), std::string::npos) << w[0].message;
@@ -82,6 +83,7 @@ TEST(GradientNoise, CheckFiresAboveOneOnceAndRecordsTheProbes) {
   EXPECT_EQ(j["gradient_noise"]["step"].get<int64_t>(), 400);
   EXPECT_DOUBLE_EQ(j["gradient_noise"]["ratio"].get<double>(), 9.0);
   EXPECT_DOUBLE_EQ(j["gradient_noise"]["max_ratio"].get<double>(), 9.0);
+  EXPECT_DOUBLE_EQ(j["gradient_noise"]["max_effective_temperature"].get<double>(), 10.0);
 }
 
 // The probe against the exact variance of a minibatch gradient of the tiny MLP at its initial θ:

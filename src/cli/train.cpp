@@ -188,6 +188,12 @@ void print_result(const RunSummary& s) {
   }
   const auto svg = std::filesystem::path(s.run_dir) / "reliability.svg";
   if (std::filesystem::exists(svg)) std::cout << "  reliability diagram: " << svg.string() << "\n";
+  if (auto t = s.values.find("effective_temperature"); t != s.values.end() && std::isfinite(t->second)) {
+    const double asked = s.values.count("temperature") ? s.values.at("temperature") : 1.0;
+    std::cout << "  effective temperature: " << std::setprecision(3) << t->second << " (asked for " << asked << ")"
+              << (t->second > 1.2 * asked ? ": too hot, the spread is partly the minibatches' (docs/calibration.md)" : "")
+              << "\n";
+  }
   print_convergence(s.values);
 }
 

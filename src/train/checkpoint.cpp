@@ -143,6 +143,11 @@ std::map<std::string, double> TrainingRun::summary_values() const {
 #if defined(SGMCMC_WITH_CUDA)
   if (kernels::gemm_lt_built()) v["gemm_lt_measure_seconds"] = kernels::gemm_lt_measure_seconds() - gemm_lt_before_;
 #endif
+  // the chain's effective temperature at its hottest gradient-noise probe (train/health.h)
+  if (std::isfinite(health_.max_effective_temperature())) {
+    v["effective_temperature"] = health_.max_effective_temperature();
+    v["temperature"] = s_.sampler->temperature();
+  }
   if (s_.sampler->is_sampler())  // split-R̂ and ESS over the thinned samples (of every rank's chains)
     for (const auto& [k, x] : dist_.chains_across_ranks() ? convergence_all_ranks_ : trace_.diagnostics()) v[k] = x;
   if (dist_.active()) {

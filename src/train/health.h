@@ -25,6 +25,7 @@
 // final predictive is worse than the trivial one exits with kExitUnhealthy (core/signals.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -64,6 +65,11 @@ class HealthCheck {
   std::string trivial_message(const std::map<std::string, double>& row) const;
 
   const std::vector<HealthWarning>& warnings() const { return warnings_; }
+  // T·(1 + the largest gradient-noise ratio probed): the chain's effective temperature at its hottest
+  // probe; NaN before a probe (or where the question does not apply).
+  double max_effective_temperature() const {
+    return noise_step_ >= 0 ? temperature_ * (1 + noise_max_ratio_) : NAN;
+  }
   // What a checkpoint keeps (JSON text): the loss's reference, the warnings that fired, the probes'
   // record; a resumed run warns, judges and reports as the uninterrupted one. load_state throws
   // std::invalid_argument on text it did not write.

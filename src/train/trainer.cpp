@@ -78,6 +78,10 @@ RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
   apply_runtime_settings(config);
   DistributedRun dist = join_distributed(config, opt.resume ? opt.out_dir : std::string());
   if (config.lr_auto && !opt.resume) {
+    // The run directory's checks (it exists without --overwrite, it is not a run's, another process holds
+    // it) before the pilot's minutes: prepare() writes nothing.
+    RunDirectory::prepare(opt.out_dir, config.output.dir, config.name, opt.resume, opt.overwrite, dist.rank(),
+                          dist.world_size());
     // The pilot before the run directory is touched; every rank runs the same trials (config.seed) and
     // so chooses the same step. The chosen value is what config.yaml records.
     const LrChoice choice = choose_lr(config, {dist.device_for(config.device), std::nullopt});
