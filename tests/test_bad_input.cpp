@@ -227,6 +227,10 @@ std::vector<Case> cases() {
       {"momentum = 1", {}, kTrain + " --set sampler.name=sgd-momentum --set sampler.momentum=1", 2,
        "sgd-momentum.momentum: must be in [0, 1)"},
       {"negative seed", {}, kTrain + " --set seed=-3", 2, "seed: must be >= 0"},
+      {"threads beyond any machine", {}, kTrain + " --set train.threads=100000", 2,
+       "train.threads: 100000 is more than 1024"},
+      {"a directory as the config file", {}, "train out --out run --quiet", 2, "out: is a directory, not a config file"},
+      {"an empty --out", {}, "train c.yaml --out '' --quiet", 2, "--out: an empty path"},
       // --- unknown names ---------------------------------------------------------------------------
       {"unknown sampler", {}, kTrain + " --set sampler.name=sghcm", 2, "unknown sampler 'sghcm'"},
       {"unknown model", {}, kTrain + " --set model.name=mpl", 2, "c.yaml: model.name: 'mpl' is not one of {mlp, cnn, bpmf, torchscript} (did you mean 'mlp'?)"},

@@ -239,7 +239,10 @@ int cmd_train(int argc, char** argv) {
     }
     if (!r.count("config")) throw std::invalid_argument("missing CONFIG.yaml (see sgmcmc train --help)");
     ExperimentConfig config = load_config(r["config"].as<std::string>(), sets);
-    if (r.count("out")) ro.out_dir = r["out"].as<std::string>();
+    if (r.count("out")) {
+      ro.out_dir = r["out"].as<std::string>();
+      if (ro.out_dir.empty()) throw std::invalid_argument("--out: an empty path (give the run directory, or leave --out out)");
+    }
     // Ratings without data.fold: every fold of the k-fold split, then the aggregate.
     if (config.data.format == "ratings" && !config.data.options.has("fold")) {
       if (ro.stop_after_steps >= 0) throw std::invalid_argument("--stop-after needs a single fold (--set data.fold=K)");

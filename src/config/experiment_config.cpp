@@ -144,6 +144,9 @@ RawConfig parse_raw_config(const std::string& text, const std::string& source) {
 }
 
 RawConfig read_raw_config(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::invalid_argument(path + ": is a directory, not a config file (give a YAML file; --resume DIR continues a run)");
   std::ifstream in(path);
   if (!in) throw std::invalid_argument(path + ": cannot open config file");
   std::stringstream ss;
@@ -363,6 +366,11 @@ void read_train(const OptionMap& t, TrainConfig& train, const std::string& src) 
   check_positive_int(t.context() + ".eval_batch_size", train.eval_batch_size);
   train.threads = t.get_int("threads", 0);
   check_nonneg_int(t.context() + ".threads", train.threads);
+  // A bound, not the machine's count: a config may be written on one machine and run on a larger one; past
+  // this, threads are an error of the value (100000 started 18,760 threads and 2.2 GB of stacks).
+  if (train.threads > kMaxThreads)
+    throw std::invalid_argument(t.context() + ".threads: " + std::to_string(train.threads) + " is more than " +
+                                std::to_string(kMaxThreads) + " (0 leaves LibTorch's default: one per core)");
   train.fused = t.get_bool("fused", true);
   train.tf32 = t.get_bool("tf32", false);
   train.flush_denormal = t.get_bool("flush_denormal", true);

@@ -60,6 +60,9 @@ struct PriorConfig {
   std::vector<std::pair<std::string, std::string>> group_patterns;
 };
 
+// train.threads' bound.
+constexpr int64_t kMaxThreads = 1024;
+
 struct TrainConfig {
   // -1: auto (the default), resolved from the training set's size N by make_run_plan (train/run_plan.h):
   // batch_size clamp(N/50, 32, 500) (with sampler.lr: auto the pilot may take a larger one: train/lr_pilot.h),
@@ -84,7 +87,7 @@ struct TrainConfig {
   // same sampler either way; shared minibatches correlate the chains' gradient noise, and the mlp's
   // first layer's products become one product over all chains (models/mlp_chains.h).
   bool chain_minibatch_shared = false;
-  int64_t threads = 0;             // torch intra-op threads (0 = leave the default)
+  int64_t threads = 0;             // torch intra-op threads (0 = leave the default; at most kMaxThreads)
   bool fused = true;               // fused sampler kernels (false: per-parameter ATen ops, same noise)
   bool tf32 = false;               // allow TF32 matmuls/convolutions on CUDA (Ampere and later)
   bool flush_denormal = true;      // CPU: denormal floats flushed to zero (runtime/cpu.h)

@@ -228,8 +228,13 @@ double noise_capped_lr(double lr, double measured_at, double ratio, double cap) 
   return std::min(lr, measured_at * cap / ratio);
 }
 
-LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place) {
+LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
+                   const std::function<void(const std::string&)>& say) {
   const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto tell = [&](const std::string& line) {
+    if (say) say(line);
+  };
   LrChoice choice;
   // The sampler's own default step (the config has no lr under auto) is the grid's centre; the plan
   // gives the pilot's length.
@@ -265,6 +270,8 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place) {
                                   "score step sizes on (give a number for sampler.lr)");
     choice.steps_per_trial = pilot_steps(probe.plan.total_steps);
     centre = probe.sampler->lr();
+    tell("sampler.lr: auto: trials of " + std::to_string(choice.steps_per_trial) + " steps around " + text(centre) +
+         (choice.batch_size > 0 ? " at batch " + std::to_string(choice.batch_size) : std::string()));
     settle = samples_noise(probe.config, *probe.dm.model) && probe.sampler->is_sampler();
     tau0 = tau_of(*probe.dm.model);
   }
@@ -278,6 +285,9 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place) {
     if (!tried.insert(lr).second) return;
     LrTrial t = run_lr_trial(config, place, lr, choice.steps_per_trial, options);
     t.round = round;
+    tell("  trial " + std::to_string(choice.trials.size() + 1) + ": lr " + text(lr) + " -> " +
+         (t.stable ? "validation NLL " + text(t.val_nll) : std::string("unstable")) + " (" +
+         std::to_string(std::lround(elapsed())) + " s)");
     choice.trials.push_back(t);
     current.push_back(t);
   };
@@ -312,6 +322,8 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place) {
     s.gibbs_noise = true;
     LrTrial t = run_lr_trial(fit, place, 0, 10 * choice.steps_per_trial, s);
     t.lr = 0;
+    tell("  fit for tau (Adam): tau " + (t.stable ? text(t.tau) : std::string("unstable")) + " (" +
+         std::to_string(std::lround(elapsed())) + " s)");
     choice.trials.push_back(t);
     // Only a τ̂ well above τ₀ moves the step (a larger τ, a larger curvature and gradient noise: the first
     // choice runs hot); a smaller one leaves it on the safe side. A τ̂ past the health check's limit is a

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -110,8 +111,10 @@ LrSelection select_lr(const std::vector<LrTrial>& trials);
 // per-point NLLs within two of its standard errors (trials without points: equal val_nll only).
 bool indistinguishable(const LrTrial& a, const LrTrial& b);
 
-// Runs the search for `config` (its sampler.lr is ignored).
-LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {});
+// Runs the search for `config` (its sampler.lr is ignored). `say`, where given, hears a line as the
+// search starts and one per trial (the pilot can take minutes).
+LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {},
+                   const std::function<void(const std::string&)>& say = {});
 
 // Seconds a training step of `config` takes at minibatch size `batch` (the least of 3 timings of 10
 // steps, after 3 steps of warm-up), at the config's own step size.

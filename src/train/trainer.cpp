@@ -84,7 +84,10 @@ RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
                           dist.world_size());
     // The pilot before the run directory is touched; every rank runs the same trials (config.seed) and
     // so chooses the same step. The chosen value is what config.yaml records.
-    const LrChoice choice = choose_lr(config, {dist.device_for(config.device), std::nullopt});
+    const bool speak = !opt.quiet && dist.rank() == 0;
+    const LrChoice choice = choose_lr(config, {dist.device_for(config.device), std::nullopt}, [&](const std::string& line) {
+      if (speak) std::cout << config.name << ": " << line << std::endl;
+    });
     std::ostringstream lr;
     lr.precision(6);
     lr << choice.lr;
