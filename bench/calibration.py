@@ -49,11 +49,16 @@ def run(sgmcmc, name, sampler, seed, sets, out, threads):
     try:
         s = json.load(open(os.path.join(rundir, "summary.json")))
     except OSError:
-        row["error"] = (p.stderr or p.stdout).strip().splitlines()[-1:] 
+        row["error"] = (p.stderr or p.stdout).strip().splitlines()[-1:]
         return row, ref
     row.update({k: s.get(k) for k in ("test_cover90", "test_width90", "test_nll", "test_rmse", "tau", "steps",
                                       "samples", "rhat_predictions_max", "ess_predictions_min")})
-    row["noise_sd"] = s["tau"] ** -0.5 if s.get("tau") else None
+    # the noise sd's posterior mean: 1/sqrt(tau) over the metrics rows after burn-in (tau's Gibbs draws)
+    import csv
+    burn = (s.get("auto") or {}).get("train.burn_in_steps", 0)
+    taus = [float(r["tau"]) for r in csv.DictReader(open(os.path.join(rundir, "metrics.csv")))
+            if r.get("tau") and int(r["step"]) > burn]
+    row["noise_sd"] = sum(t ** -0.5 for t in taus) / len(taus) if taus else None
     row["lr"] = (s.get("lr_auto") or {}).get("lr")
     row["pilot_s"] = (s.get("lr_auto") or {}).get("seconds")
     g = (s.get("health") or {}).get("gradient_noise") or {}

@@ -307,7 +307,8 @@ TEST(GoldStandard, BayesianLinearRegressionMatchesTheExactPosterior) {
     std::string sampler, keys;
     std::optional<double> tau;
   };
-  for (const Case& c : {Case{"sghmc", "noise_precision: 4", 4.0}, Case{"sgld", "noise_precision: 4", 4.0},
+  for (const Case& c : {Case{"sghmc", "noise_prior: fixed, noise_precision: 4", 4.0},
+                        Case{"sgld", "noise_prior: fixed, noise_precision: 4", 4.0},
                         Case{"sghmc", "noise_prior: gamma, noise_alpha: 1, noise_beta: 1", std::nullopt}}) {
     const Exact e = exact_blr(x, y, xt, yt, c.tau);
     const auto s = run_default(dir, c.sampler, c.keys);

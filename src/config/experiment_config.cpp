@@ -495,6 +495,9 @@ ExperimentConfig build_config(RawConfig raw) {
   in_file(src, [&] { read_output(b["output"], c.output); });
   c.distributed = parse_distributed_options(b["distributed"]);
   c.kernels = parse_kernel_settings(b["kernels"]);
+  // A Gaussian likelihood's τ is Gibbs-sampled by default, except for parallel chains in one model, which
+  // hold one fixed τ (models/mlp_chains.h): there the default is fixed (config.yaml records it).
+  if (c.chains > 0 && !b["model"].has("noise_prior")) b["model"].set("noise_prior", "fixed");
   const ModelOptions model = check_plugin_values(plugins, b, src);
   c.lr_scaling = read_lr_scaling(b["sampler"], *plugins.sampler);
   c.model = b["model"];

@@ -14,7 +14,9 @@ void parse_likelihood_options(const OptionMap& o, Task task, LikelihoodOptions& 
   m.likelihood = o.get_choice("likelihood", task == Task::kRegression ? "gaussian" : "categorical",
                               {"categorical", "gaussian"});
   m.noise_precision = o.get_double("noise_precision", 1.0);
-  m.sample_noise = o.get_choice("noise_prior", "fixed", {"fixed", "gamma"}) == "gamma";
+  // gamma by default: a fixed τ = 1 on standardized targets says the noise is as wide as the targets
+  // themselves (Boston: test NLL 3.28 against 2.5 with τ learned); the posterior's τ is what a user wants.
+  m.sample_noise = o.get_choice("noise_prior", "gamma", {"fixed", "gamma"}) == "gamma";
   m.noise_alpha = o.get_double("noise_alpha", 1.0);
   m.noise_beta = o.get_double("noise_beta", 1.0);
 }

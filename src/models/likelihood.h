@@ -1,7 +1,8 @@
 // The output likelihoods shared by the models that map inputs to logits or means (mlp, torchscript).
 //   categorical: p(y | x) = softmax(f)_y            nll = −Σ log softmax(f)_y
 //   gaussian:    p(y | x) = N(y; f, 1/τ)           nll = Σ τ(y − f)²/2 − n/2 log τ + n/2 log 2π
-//                τ fixed (noise_precision) or Gamma(noise_alpha, noise_beta) with the Gibbs step
+//                τ Gamma(noise_alpha, noise_beta) with the Gibbs step (noise_prior: gamma, the default)
+//                or fixed at noise_precision (noise_prior: fixed)
 //                τ | θ, D ~ Gamma(α + N/2, β + Σ(y − f)²/2)
 // f: logits [n, K] (categorical) or means [n, 1] (gaussian).
 #pragma once
@@ -17,7 +18,7 @@ namespace sgmcmc {
 struct LikelihoodOptions {
   std::string likelihood = "categorical";  // categorical | gaussian
   double noise_precision = 1.0;            // gaussian: τ (initial value when sampled)
-  bool sample_noise = false;               // gaussian: Gibbs-sample τ
+  bool sample_noise = false;               // gaussian: Gibbs-sample τ (a config's noise_prior defaults to gamma)
   double noise_alpha = 1.0, noise_beta = 1.0;
   bool classification() const { return likelihood == "categorical"; }
 };

@@ -20,8 +20,10 @@
 //  - the noise precision at the posterior's scale: a Gaussian likelihood whose τ is Gibbs-sampled
 //    starts at noise_precision (1 by default) while its posterior may be 10 or 100 times that, and
 //    the likelihood's curvature, and its gradient's noise, grow with τ. A fit by Adam (10 trials
-//    long, at its default step, with τ's Gibbs step) reads τ̂; where τ̂ is more than kTauShift
-//    times τ₀, the search is run again with every trial at τ̂ (around the first choice × τ₀/τ̂);
+//    long, at its default step, with τ's Gibbs step) gives τ̂ = n / Σ r² over the validation points'
+//    residuals r (the training residuals of a fit that can overfit would put τ̂ far too high);
+//    where τ̂ is more than kTauShift times τ₀, the search is run again with every trial at τ̂
+//    (around the first choice × τ₀/τ̂);
 //  - the gradient-noise cap: the minibatch gradient's noise measured at the end of the trial
 //    nearest the choice (train/gradient_noise.h), as a ratio r to the noise the sampler injects,
 //    scaled to the choice (r grows linearly with the step); the chain then samples at about
