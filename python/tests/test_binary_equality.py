@@ -39,7 +39,7 @@ def test_python_loop_equals_the_binary(tmp_path, sampler, options):
     (tmp_path / "run.yaml").write_text(f"""
 seed: {SEED}
 data: {{format: tensors, path: {tmp_path / 'data.pt'}, task: regression}}
-model: {{name: torchscript, path: {tmp_path / 'model.pt'}}}
+model: {{name: torchscript, path: {tmp_path / 'model.pt'}, noise_prior: fixed}}
 prior: {{precision: {LAMBDA}, hyperprior: none}}
 sampler:
   name: {sampler}
