@@ -231,6 +231,10 @@ std::vector<Case> cases() {
        "train.threads: 100000 is more than 1024"},
       {"a directory as the config file", {}, "train out --out run --quiet", 2, "out: is a directory, not a config file"},
       {"an empty --out", {}, "train c.yaml --out '' --quiet", 2, "--out: an empty path"},
+      {"a top-level key's message names the file as every other does", {}, kTrain + " --set seed=abc", 2,
+       "c.yaml: seed: expected an integer, got 'abc'"},
+      {"an unknown top-level key", {{"c.yaml", std::string(kGoodConfig) + "sede: 3\n"}}, kTrain, 2,
+       "c.yaml: sede: unknown key (did you mean 'seed'?)"},
       // --- unknown names ---------------------------------------------------------------------------
       {"unknown sampler", {}, kTrain + " --set sampler.name=sghcm", 2, "unknown sampler 'sghcm'"},
       {"unknown model", {}, kTrain + " --set model.name=mpl", 2, "c.yaml: model.name: 'mpl' is not one of {mlp, cnn, bpmf, torchscript} (did you mean 'mlp'?)"},

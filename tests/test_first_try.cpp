@@ -13,7 +13,9 @@
 #include "tiny_idx.h"
 #include "train/health.h"
 #include "train/lr_pilot.h"
+#include "data/tensors.h"
 #include "train/run_plan.h"
+#include "train/run_setup.h"
 #include "train/trainer.h"
 
 using namespace sgmcmc;
@@ -386,5 +388,32 @@ TEST(AutoDefaults, AnExistingRunDirectoryIsRefusedBeforeThePilot) {
     EXPECT_NE(std::string(e.what()).find("at least 12 examples"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(fs::exists(dir + "/out/thesis.tex"));
+  remove_tree(dir);
+}
+
+// predict --data with a label the run's model has no class for: one line naming the file, the entry and the
+// label (LibTorch's "index 37 is out of bounds" named neither).
+TEST(Predict, ALabelOutsideTheModelsClassesIsOneLineNamingIt) {
+  const std::string dir = temp_dir("predict_label");
+  write_tiny_idx_dir(dir + "/data");
+  const auto config = tiny(dir + "/data", "{name: sgld, lr: 1.0e-3}", {"train.epochs=3"});
+  run_training(config, quiet(dir + "/run"));
+  const auto dm = load_data_and_model(config);
+  const auto x = dm.data.test.inputs.slice(0, 0, 5).cpu();
+  auto y = dm.data.test.targets.slice(0, 0, 5).cpu().clone();
+  y[3] = 37;
+  c10::Dict<std::string, torch::Tensor> dict;
+  dict.insert("x", x);
+  dict.insert("y", y);
+  write_pickle_file(dir + "/new.pt", c10::IValue(dict));
+  PredictOptions po;
+  po.quiet = true;
+  po.data_file = dir + "/new.pt";
+  try {
+    predict_run(dir + "/run", po);
+    ADD_FAILURE() << "predict accepted label 37 of a 4-class model";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/new.pt: y[3]: label 37 is not a class of the run's 4-class model (labels 0 to 3)");
+  }
   remove_tree(dir);
 }

@@ -130,7 +130,7 @@ RawConfig parse_raw_config(const std::string& text, const std::string& source) {
   }
   RawConfig raw;
   raw.source = source;
-  raw.blocks[""] = OptionMap(source);
+  raw.blocks[""] = OptionMap(source + ":");
   for (const auto& b : kBlocks) raw.blocks[b] = OptionMap(source + ": " + b);
   if (root.IsNull()) return raw;
   if (!root.IsMap()) fail(source, "expected a mapping of blocks (data:, model:, sampler:, ...)");
@@ -477,7 +477,7 @@ ExperimentConfig build_config(RawConfig raw) {
   c.source = raw.source;
   const std::string& src = raw.source;
   for (const auto& b : kBlocks) raw.blocks.try_emplace(b, OptionMap(src + ": " + b));
-  raw.blocks.try_emplace("", OptionMap(src));
+  raw.blocks.try_emplace("", OptionMap(src + ":"));
   auto& b = raw.blocks;
 
   // Phase 1: keys. Phase 2: values, block by block, then across blocks. (Phase 3, the data, is

@@ -29,7 +29,8 @@ std::optional<std::string> OptionMap::lookup(const std::string& key) const {
 }
 
 void OptionMap::fail(const std::string& key, const std::string& what) const {
-  std::string where = context_.empty() ? key : context_ + "." + key;
+  // A block's context is "file: block" (file: block.key); the top level's is "file:" (file: key).
+  std::string where = context_.empty() ? key : context_.back() == ':' ? context_ + " " + key : context_ + "." + key;
   throw std::invalid_argument(where + ": " + what);
 }
 

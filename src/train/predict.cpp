@@ -57,6 +57,17 @@ Batch read_predict_inputs(const std::string& path, const Dataset& data) {
   if (b.inputs.sizes().slice(1) != data.train.inputs.sizes().slice(1))
     throw std::invalid_argument(path + ": " + x_key + ": inputs of shape " + shape_text(b.inputs) +
                                 " do not match the run's training inputs " + shape_text(data.train.inputs));
+  // a label the run's model has no class for (LibTorch's own error names neither the file nor the label)
+  if (data.task == Task::kClassification && b.targets.defined() && b.targets.numel() > 0 && data.num_classes > 0) {
+    const int64_t top = b.targets.max().item<int64_t>();
+    if (top >= data.num_classes) {
+      const int64_t at = b.targets.ge(data.num_classes).nonzero().view(-1)[0].item<int64_t>();
+      throw std::invalid_argument(path + ": " + (plain ? std::string("y") : std::string("y_test")) + "[" +
+                                  std::to_string(at) + "]: label " + std::to_string(b.targets[at].item<int64_t>()) + " is not a class of the run's " +
+                                  std::to_string(data.num_classes) + "-class model (labels 0 to " +
+                                  std::to_string(data.num_classes - 1) + ")");
+    }
+  }
   return b;
 }
 
