@@ -11,6 +11,7 @@
 #include "config/experiment_config.h"
 #include "data/csv.h"
 #include "data/load.h"
+#include "data/tensors.h"
 #include "tiny_idx.h"
 #include "train/trainer.h"
 #include "error_of.h"
@@ -147,4 +148,50 @@ output: {progress: false}
   rb.resume = true;
   auto sb = run_training(load_config(dir + "/run_b/config.yaml"), rb);
   for (const char* k : {"test_rmse", "test_nll", "val_rmse", "val_nll"}) EXPECT_EQ(s.values.at(k), sb.values.at(k)) << k;
+}
+
+// predict --data on a CSV run takes raw rows, as the CSV holds them: the run's standardization (kept in the
+// run directory's standardization.json) is applied to x and y, and the metrics come back in the original
+// units once. The check a user makes: the RMSE of predictive.pt's mean against the file's y equals the
+// reported test_rmse; and on rows like the training data (the CSV's first 100, noise σ = 1) it is about σ
+// (in [0.7, 1.5] as above), where raw inputs fed to the standardized model would be off by tens.
+TEST(Csv, PredictOnRawRowsStandardizesThemAsTheRunDid) {
+  auto dir = test_util::temp_dir("csv_predict");
+  auto path = linear_csv(dir, 400);
+  std::string text = R"(
+name: lin
+seed: 2
+data: {format: csv, path: PATH, val_fraction: 0.1}
+model: {name: mlp, hidden: [20], activation: relu}
+prior: {precision: 1, hyperprior: gamma, gibbs_every_steps: 20}
+sampler: {name: sghmc, lr: 1.0e-4, alpha: 0.1}
+train: {steps: 1500, batch_size: 32, burn_in_steps: 500, thin: 5, eval_every_steps: 500}
+output: {progress: false}
+)";
+  text.replace(text.find("PATH"), 4, path);
+  RunOptions ro;
+  ro.out_dir = dir + "/run";
+  ro.quiet = true;
+  run_training(build_config(parse_raw_config(text, "lin.yaml")), ro);
+  ASSERT_TRUE(std::filesystem::exists(dir + "/run/standardization.json"));
+  const auto table = read_csv(path);
+  const auto rows = table.values.slice(0, 0, 100);
+  c10::Dict<std::string, torch::Tensor> dict;
+  dict.insert("x", rows.slice(1, 0, 2).to(torch::kFloat32));
+  dict.insert("y", rows.select(1, 2).to(torch::kFloat32));
+  write_pickle_file(dir + "/new.pt", c10::IValue(dict));
+  PredictOptions po;
+  po.quiet = true;
+  po.data_file = dir + "/new.pt";
+  po.predictive_out = dir + "/p.pt";
+  const auto m = predict_run(dir + "/run", po);
+  std::ifstream in(dir + "/p.pt", std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto p = torch::pickle_load(bytes).toGenericDict();
+  const auto mean = p.at("mean").toTensor().to(torch::kFloat64);
+  const double user_rmse = (mean - rows.select(1, 2)).square().mean().sqrt().item<double>();
+  EXPECT_NEAR(m.at("test_rmse"), user_rmse, 1e-4 * user_rmse);
+  EXPECT_GT(user_rmse, 0.7);
+  EXPECT_LT(user_rmse, 1.5);
+  remove_tree(dir);
 }

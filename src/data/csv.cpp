@@ -206,6 +206,18 @@ Dataset load_csv_dataset(const CsvOptions& o, const std::string& where) {
   ds.standardized_targets = true;
   ds.target_mean = ymu;
   ds.target_scale = ysd;
+  ds.feature_mean = mu.to(torch::kFloat64).contiguous();
+  ds.feature_scale = sd.to(torch::kFloat64).contiguous();
+  // what a user needs to treat new rows as these were (the run directory keeps it)
+  std::ostringstream j;
+  j.precision(17);
+  j << "{\n  \"target\": \"" << t.columns[ti] << "\",\n  \"target_mean\": " << ymu << ",\n  \"target_scale\": " << ysd
+    << ",\n  \"features\": [";
+  for (size_t k = 0; k < feat.size(); ++k)
+    j << (k ? ",\n    " : "\n    ") << "{\"column\": \"" << t.columns[feat[k]] << "\", \"mean\": " << mu[k].item<double>()
+      << ", \"scale\": " << sd[k].item<double>() << "}";
+  j << "\n  ],\n  \"rule\": \"the model sees (x - mean) / scale and predicts (y - target_mean) / target_scale\"\n}\n";
+  ds.run_files["standardization.json"] = j.str();
   ds.dims = {{"features", c - 1}};
   ds.description = std::filesystem::path(o.path()).filename().string() + " (csv, target " + t.columns[ti] +
                    ", split " + std::to_string(o.split()) + "): " + std::to_string(ds.train.size()) + " train / " +

@@ -23,6 +23,9 @@ struct Dataset {
   // over samples, (1/S) Σ_s N(y; f_s, 1/τ_s), per point.
   bool standardized_targets = false;
   double target_mean = 0, target_scale = 1;
+  // Features standardized by the loader (csv): the model saw (x − feature_mean) / feature_scale, float64 on
+  // the CPU (undefined otherwise). `sgmcmc predict --data` applies them to raw rows.
+  torch::Tensor feature_mean, feature_scale;
   // Files the trainer writes into the run directory (name -> contents), e.g. a ratings id map.
   std::map<std::string, std::string> run_files;
   std::string description;         // one line for logs, e.g. "fashion-mnist: 50000/10000/10000"

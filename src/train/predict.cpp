@@ -110,6 +110,14 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   Dataset& data = dm.data;
   if (!o.data_file.empty()) {
     data.test = read_predict_inputs(o.data_file, data);
+    // Raw rows of a run whose loader standardized (a CSV): the training split's standardization, so that
+    // the model sees them as it saw its data and the metrics un-standardize once (standardization.json).
+    if (data.feature_mean.defined()) {
+      auto x = data.test.inputs.to(torch::kFloat64);
+      data.test.inputs = ((x - data.feature_mean) / data.feature_scale).to(torch::kFloat32);
+    }
+    if (data.standardized_targets && data.test.targets.defined())
+      data.test.targets = ((data.test.targets.to(torch::kFloat64) - data.target_mean) / data.target_scale).to(torch::kFloat32);
     data.test = Batch{data.test.inputs.to(dm.device), data.test.targets.defined() ? data.test.targets.to(dm.device) : torch::Tensor()};
     data.val = Batch{};
     data.ood = Batch{};
