@@ -269,9 +269,7 @@ nlohmann::json run_default(const std::string& dir, const std::string& sampler, c
   ro.quiet = true;
   ro.overwrite = true;
   ro.out_dir = dir + "/run_" + sampler;
-  std::vector<std::string> sets = {"train.threads=1"};
-  if (const char* extra = std::getenv("SGMCMC_BLR_SET")) sets.push_back(extra);
-  run_training(config_from(text, {}, sets, "blr.yaml"), ro);
+  run_training(config_from(text, {}, {"train.threads=1"}, "blr.yaml"), ro);
   std::ifstream in(ro.out_dir + "/summary.json");
   return nlohmann::json::parse(in);
 }
