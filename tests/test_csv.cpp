@@ -46,6 +46,22 @@ std::string linear_csv(const std::string& dir, int64_t n) {
   return path;
 }
 
+// SGHMC on a 2-20-1 ReLU MLP with a Gibbs-sampled noise precision, on the CSV at `path`.
+RawConfig linear_run_config(const std::string& path) {
+  std::string text = R"(
+name: lin
+seed: 2
+data: {format: csv, path: PATH, val_fraction: 0.1}
+model: {name: mlp, hidden: [20], activation: relu, noise_prior: gamma}
+prior: {precision: 1, hyperprior: gamma, gibbs_every_steps: 20}
+sampler: {name: sghmc, lr: 1.0e-4, alpha: 0.1}
+train: {steps: 1500, batch_size: 32, burn_in_steps: 500, thin: 5, eval_every_steps: 500}
+output: {progress: false}
+)";
+  text.replace(text.find("PATH"), 4, path);
+  return parse_raw_config(text, "lin.yaml");
+}
+
 }  // namespace
 
 TEST(Csv, ReadsQuotedHeaderAndNumbers) {
@@ -116,18 +132,7 @@ TEST(Csv, SplitsAndStandardization) {
 TEST(Csv, TrainerReportsOriginalUnits) {
   auto dir = test_util::temp_dir("csv_train");
   auto path = linear_csv(dir, 400);
-  std::string text = R"(
-name: lin
-seed: 2
-data: {format: csv, path: PATH, val_fraction: 0.1}
-model: {name: mlp, hidden: [20], activation: relu, noise_prior: gamma}
-prior: {precision: 1, hyperprior: gamma, gibbs_every_steps: 20}
-sampler: {name: sghmc, lr: 1.0e-4, alpha: 0.1}
-train: {steps: 1500, batch_size: 32, burn_in_steps: 500, thin: 5, eval_every_steps: 500}
-output: {progress: false}
-)";
-  text.replace(text.find("PATH"), 4, path);
-  auto raw = parse_raw_config(text, "lin.yaml");
+  auto raw = linear_run_config(path);
   RunOptions ro;
   ro.out_dir = dir + "/run";
   ro.quiet = true;
@@ -158,21 +163,10 @@ output: {progress: false}
 TEST(Csv, PredictOnRawRowsStandardizesThemAsTheRunDid) {
   auto dir = test_util::temp_dir("csv_predict");
   auto path = linear_csv(dir, 400);
-  std::string text = R"(
-name: lin
-seed: 2
-data: {format: csv, path: PATH, val_fraction: 0.1}
-model: {name: mlp, hidden: [20], activation: relu}
-prior: {precision: 1, hyperprior: gamma, gibbs_every_steps: 20}
-sampler: {name: sghmc, lr: 1.0e-4, alpha: 0.1}
-train: {steps: 1500, batch_size: 32, burn_in_steps: 500, thin: 5, eval_every_steps: 500}
-output: {progress: false}
-)";
-  text.replace(text.find("PATH"), 4, path);
   RunOptions ro;
   ro.out_dir = dir + "/run";
   ro.quiet = true;
-  run_training(build_config(parse_raw_config(text, "lin.yaml")), ro);
+  run_training(build_config(linear_run_config(path)), ro);
   ASSERT_TRUE(std::filesystem::exists(dir + "/run/standardization.json"));
   const auto table = read_csv(path);
   const auto rows = table.values.slice(0, 0, 100);

@@ -158,24 +158,14 @@ std::vector<std::string> without_nproc(int argc, char** argv) {
 // The convergence verdict over every traced quantity (the test log-likelihood, the traced weights and
 // test predictions; train/convergence_trace.h): "ok" only when all of them pass, else what failed.
 void print_convergence(const std::map<std::string, double>& v) {
-  auto get = [&](const char* k) {
-    auto it = v.find(k);
-    return it == v.end() ? NAN : it->second;
-  };
-  std::map<std::string, double> d;
-  for (const auto& [k, x] : v)
-    if (k.rfind("rhat_", 0) == 0 || k.rfind("ess_", 0) == 0 || k == "stalled") d[k] = x;
-  if (d.empty()) return;
-  const double chains = std::max(1.0, std::isfinite(get("chains_all_ranks")) ? get("chains_all_ranks") : get("chains"));
-  const std::string verdict = ConvergenceTrace::verdict(d, chains, get("samples"));
+  const auto verdict = ConvergenceTrace::verdict_of_summary(v);
+  if (!verdict) return;
   std::ostringstream line;
-  line << std::setprecision(3) << "  convergence: " << (verdict.empty() ? "ok" : verdict) << "\n";
-  for (const auto& [rhat, ess, what] : {std::tuple<const char*, const char*, const char*>{"rhat_test_loglik", "ess_test_loglik", "test log-lik"},
-                                        {"rhat_weights_max", "ess_weights_min", "weights (worst)"},
-                                        {"rhat_predictions_max", "ess_predictions_min", "test predictions (worst)"}})
-    if (std::isfinite(get(rhat)))
-      line << "    " << what << ": R-hat " << get(rhat) << ", ESS " << std::setprecision(4) << get(ess) << std::setprecision(3)
-           << "\n";
+  line << std::setprecision(3) << "  convergence: " << (verdict->empty() ? "ok" : *verdict) << "\n";
+  for (const auto& [rhat, ess, what] : ConvergenceTrace::traced())
+    if (auto r = v.find(rhat); r != v.end() && std::isfinite(r->second))
+      line << "    " << what << ": R-hat " << r->second << ", ESS " << std::setprecision(4)
+           << (v.count(ess) ? v.at(ess) : NAN) << std::setprecision(3) << "\n";
   std::cout << line.str();
 }
 

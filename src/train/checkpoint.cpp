@@ -186,18 +186,9 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   summary.require_healthy = cfg_.train.require_healthy;
   if (summary.worse_than_trivial) summary.health_message = health_.trivial_message(last_);
   j["health"] = health_.to_json(summary.worse_than_trivial);
-  if (s_.sampler->is_sampler()) {  // the verdict over every traced quantity (train/convergence_trace.h)
-    auto get = [&](const char* k) {
-      auto it = summary.values.find(k);
-      return it == summary.values.end() ? NAN : it->second;
-    };
-    const double chains = std::isfinite(get("chains_all_ranks")) ? get("chains_all_ranks") : get("chains");
-    std::map<std::string, double> d;
-    for (const auto& [k, x] : summary.values)
-      if (k.rfind("rhat_", 0) == 0 || k.rfind("ess_", 0) == 0 || k == "stalled") d[k] = x;
-    const std::string verdict = ConvergenceTrace::verdict(d, chains, get("samples"));
-    j["convergence"] = {{"ok", verdict.empty()}, {"verdict", verdict.empty() ? "ok" : verdict}};
-  }
+  if (s_.sampler->is_sampler())  // the verdict over every traced quantity (train/convergence_trace.h)
+    if (const auto verdict = ConvergenceTrace::verdict_of_summary(summary.values))
+      j["convergence"] = {{"ok", verdict->empty()}, {"verdict", verdict->empty() ? "ok" : *verdict}};
   if (!opt_.lr_auto_json.empty()) j["lr_auto"] = nlohmann::ordered_json::parse(opt_.lr_auto_json);
   if (const auto autos = auto_values(); !autos.empty()) {
     nlohmann::ordered_json a = nlohmann::ordered_json::object();

@@ -90,6 +90,27 @@ std::map<std::string, double> ConvergenceTrace::diagnostics() const {
   return v;
 }
 
+const std::vector<std::tuple<const char*, const char*, const char*>>& ConvergenceTrace::traced() {
+  static const std::vector<std::tuple<const char*, const char*, const char*>> t = {
+      {"rhat_test_loglik", "ess_test_loglik", "test log-lik"},
+      {"rhat_weights_max", "ess_weights_min", "weights"},
+      {"rhat_predictions_max", "ess_predictions_min", "test predictions"}};
+  return t;
+}
+
+std::optional<std::string> ConvergenceTrace::verdict_of_summary(const std::map<std::string, double>& values) {
+  std::map<std::string, double> d;
+  for (const auto& [k, x] : values)
+    if (k.rfind("rhat_", 0) == 0 || k.rfind("ess_", 0) == 0 || k == "stalled") d[k] = x;
+  if (d.empty()) return std::nullopt;
+  auto get = [&](const char* k) {
+    auto it = values.find(k);
+    return it == values.end() ? NAN : it->second;
+  };
+  const double chains = std::isfinite(get("chains_all_ranks")) ? get("chains_all_ranks") : get("chains");
+  return verdict(d, std::isfinite(chains) ? chains : 1.0, get("samples"));
+}
+
 std::string ConvergenceTrace::verdict(const std::map<std::string, double>& d, double chains, double samples) {
   auto get = [&](const char* k) {
     auto it = d.find(k);
@@ -109,9 +130,7 @@ std::string ConvergenceTrace::verdict(const std::map<std::string, double>& d, do
            "verdict run longer, thin less (train.thin) or add chains (chains: 4)";
   std::ostringstream w;
   w.precision(3);
-  for (const auto& [rhat, ess, what] : {std::tuple<const char*, const char*, const char*>{"rhat_test_loglik", "ess_test_loglik", "test log-lik"},
-                                        {"rhat_weights_max", "ess_weights_min", "weights"},
-                                        {"rhat_predictions_max", "ess_predictions_min", "test predictions"}}) {
+  for (const auto& [rhat, ess, what] : traced()) {
     const double r = get(rhat), e = get(ess);
     std::ostringstream part;
     part.precision(3);

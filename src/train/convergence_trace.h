@@ -6,6 +6,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,11 @@ class ConvergenceTrace {
   // The verdict over diagnostics() of `chains` chains: "" when every R̂ and ESS passes and nothing
   // stalled, else one line saying what failed and what to do.
   static std::string verdict(const std::map<std::string, double>& diagnostics, double chains, double samples);
+  // The same from a run's summary values (its rhat_*, ess_*, stalled, samples, chains / chains_all_ranks);
+  // nullopt when they hold no diagnostics.
+  static std::optional<std::string> verdict_of_summary(const std::map<std::string, double>& values);
+  // The traced quantities as the verdict names them: (R-hat key, ESS key, words).
+  static const std::vector<std::tuple<const char*, const char*, const char*>>& traced();
 
   // Checkpoint entries "trace_ll" [S, C] and "trace_w" [S, C, k] (on the CPU); load() puts them on `device`.
   void save(torch::serialize::OutputArchive& ar) const;

@@ -210,11 +210,7 @@ LrSelection select_lr(const std::vector<LrTrial>& trials) {
   return s;
 }
 
-double step_seconds(const ExperimentConfig& config, const RunPlace& place, int64_t batch) {
-  ExperimentConfig c = config;
-  c.train.batch_size = batch;
-  c.output.save_samples = "false";
-  RunSetup s = make_run_setup(c, place);
+double step_seconds(RunSetup& s, int64_t batch) {
   const Batch& train = s.dm.data.train;
   const int64_t n = std::min(batch, train.size());
   LossMeter loss(s.dm.device);
@@ -253,15 +249,25 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
   bool settle = false;
   ExperimentConfig config = given;
   {
-    // The batch, where it is auto and the sampler's temperature depends on it.
-    const RunSetup probe = make_run_setup(config, place);
-    const int64_t n = probe.plan.batch_size, N = probe.plan.train_size;
+    ExperimentConfig probe_config = config;
+    probe_config.output.save_samples = "false";
+    RunSetup probe = make_run_setup(probe_config, place);
+    const int64_t N = probe.plan.train_size;
+    if (N < 12)
+      throw std::invalid_argument(config.source + ": sampler.lr: auto needs a training set of at least 12 examples to "
+                                  "score step sizes on (give a number for sampler.lr)");
+    centre = probe.sampler->lr();
+    settle = samples_noise(probe.config, *probe.dm.model) && probe.sampler->is_sampler();
+    tau0 = tau_of(*probe.dm.model);
+    // The batch, where it is auto and the sampler's temperature depends on it (timed on this setup: the
+    // steps move its parameters, read above).
+    const int64_t n = probe.plan.batch_size;
     if (config.train.batch_size < 0 && probe.sampler->checks_gradient_noise() && n < N) {
-      choice.step_seconds_auto = step_seconds(config, place, n);
+      choice.step_seconds_auto = step_seconds(probe, n);
       choice.batch_size = n;
       choice.step_seconds = choice.step_seconds_auto;
       for (int64_t b = std::min(2 * n, N); b <= N; b = b == N ? N + 1 : std::min(2 * b, N)) {
-        const double t = step_seconds(config, place, b);
+        const double t = step_seconds(probe, b);
         ExperimentConfig at_b = config;
         at_b.train.batch_size = b;
         const double run_seconds = t * static_cast<double>(make_run_plan(at_b, N, true).total_steps);
@@ -271,20 +277,9 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
       }
       config.train.batch_size = choice.batch_size;
     }
-  }
-  {
-    ExperimentConfig probe_config = config;
-    probe_config.output.save_samples = "false";
-    const RunSetup probe = make_run_setup(probe_config, place);
-    if (probe.dm.data.train.size() < 12)
-      throw std::invalid_argument(config.source + ": sampler.lr: auto needs a training set of at least 12 examples to "
-                                  "score step sizes on (give a number for sampler.lr)");
-    choice.steps_per_trial = pilot_steps(probe.plan.total_steps);
-    centre = probe.sampler->lr();
+    choice.steps_per_trial = pilot_steps(make_run_plan(config, N, probe.plan.collects_samples).total_steps);
     tell("sampler.lr: auto: trials of " + std::to_string(choice.steps_per_trial) + " steps around " + text(centre) +
          (choice.batch_size > 0 ? " at batch " + std::to_string(choice.batch_size) : std::string()));
-    settle = samples_noise(probe.config, *probe.dm.model) && probe.sampler->is_sampler();
-    tau0 = tau_of(*probe.dm.model);
   }
 
   TrialOptions options;

@@ -118,9 +118,9 @@ bool indistinguishable(const LrTrial& a, const LrTrial& b);
 LrChoice choose_lr(const ExperimentConfig& config, const RunPlace& place = {},
                    const std::function<void(const std::string&)>& say = {});
 
-// Seconds a training step of `config` takes at minibatch size `batch` (the least of 3 timings of 10
-// steps, after 3 steps of warm-up), at the config's own step size.
-double step_seconds(const ExperimentConfig& config, const RunPlace& place, int64_t batch);
+// Seconds a training step of `setup` takes at minibatch size `batch` (the least of 3 timings of 10
+// steps, after 3 steps of warm-up), at its sampler's step size; the steps move its parameters.
+double step_seconds(RunSetup& setup, int64_t batch);
 
 // One trial: the config at step size `lr` (<= 0: the sampler's own default) for `steps` steps, scored as above.
 LrTrial run_lr_trial(const ExperimentConfig& config, const RunPlace& place, double lr, int64_t steps,
