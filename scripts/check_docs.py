@@ -9,7 +9,9 @@
     into a markdown file must name one of its headings (GitHub's slugs).
 (c) Prose says what the program does, not its history: outside code blocks, inline code, link targets
     and table rows (lines starting with |), no ISO dates, no commit-hash-like words and none of the
-    phrases in CHRONICLE. git log and bench/results/ keep the history.
+    phrases in CHRONICLE. git log and bench/results/ keep the history. The blocks that the benchmark
+    scripts write between <!-- NAME-TABLE:DEVICE --> and <!-- /NAME-TABLE:DEVICE --> markers (their
+    record's header) are exempt from (c).
 Each error is printed as file:line: what; the exit status is 1 when there is any.
 """
 import os
@@ -20,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FENCE = re.compile(r"^\s{0,12}(`{3,}|~{3,})(.*)$")
 LINK = re.compile(r"!?\[((?:[^\[\]]|\[[^\]]*\])*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+GENERATED = re.compile(r"^<!--\s*(/?)([A-Z]+-TABLE:[\w-]+)\s*-->\s*$")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 ISO_DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 HEXWORD = re.compile(r"(?<![\w./#-])[0-9a-f]{7,40}(?![\w/-])")
@@ -77,6 +80,7 @@ def check(path):
         errors.append(f"{rel}:{lineno}: {what}")
 
     fence = None  # (marker, opening line) of the open code block
+    generated = None  # the NAME-TABLE:DEVICE block a benchmark script writes, while inside one
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for lineno, line in enumerate(lines, 1):
@@ -91,6 +95,10 @@ def check(path):
                 err(lineno, f"a code fence opens inside the code block opened at line {fence[1]}")
             continue
         if fence is not None:
+            continue
+        g = GENERATED.match(line.strip())
+        if g:
+            generated = None if g.group(1) else g.group(2)
             continue
 
         # (b) links, outside inline code
@@ -109,7 +117,7 @@ def check(path):
                 err(lineno, f"link to {target}: no heading #{anchor} in {os.path.relpath(dest, ROOT)}")
 
         # (c) chronicle words, outside tables, inline code and link targets
-        if line.lstrip().startswith("|"):
+        if generated or line.lstrip().startswith("|"):
             continue
         prose = LINK.sub(lambda l: "[" + l.group(1) + "]", prose)
         for dm in ISO_DATE.finditer(prose):
