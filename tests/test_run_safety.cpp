@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "core/atomic_file.h"
 #include "data/csv.h"
 #include "data/load.h"
+#include "data/tensors.h"
 #include "core/dir_lock.h"
 #include "error_of.h"
 #include "proc_util.h"
@@ -23,6 +25,7 @@
 #include "torchscript_fixtures.h"
 #include "train/checkpoint_check.h"
 #include "train/divergence_guard.h"
+#include "train/metrics_log.h"
 
 namespace fs = std::filesystem;
 using namespace sgmcmc;
@@ -93,9 +96,16 @@ TEST(RunSafety, OverwriteReplacesARunDirectoryOnlyAfterTheInputsAreChecked) {
   ASSERT_EQ(run({"train", cfg, "--out", out, "--overwrite", "--quiet"}, dir + "/c"), 0) << read_text(dir + "/c.err");
   EXPECT_FALSE(fs::exists(out + "/notes.txt"));
   EXPECT_TRUE(fs::exists(out + "/summary.json"));
-  // A run directory of an earlier version (config.yaml and metrics.csv, no marker) counts as one.
+  // Without the marker (a directory of an earlier version, or a user's folder with files named config.yaml and
+  // metrics.csv) it is refused, one line naming the marker, and nothing in it is removed.
   fs::remove(out + "/.sgmcmc-run");
-  EXPECT_EQ(run({"train", cfg, "--out", out, "--overwrite", "--quiet"}, dir + "/d"), 0) << read_text(dir + "/d.err");
+  std::ofstream(out + "/thesis.tex") << "x\n";
+  const auto unmarked = tree(out);
+  EXPECT_EQ(run({"train", cfg, "--out", out, "--overwrite", "--quiet"}, dir + "/d"), 2);
+  const std::string err = read_text(dir + "/d.err");
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("no .sgmcmc-run marker"), std::string::npos) << err;
+  EXPECT_EQ(tree(out), unmarked);
 }
 
 TEST(RunSafety, ALockedRunDirectoryIsRefusedNamingTheHolder) {
@@ -202,6 +212,114 @@ TEST(RunSafety, ResumingAFinishedRunChangesNothing) {
   EXPECT_EQ(read_text(out + "/metrics.csv"), metrics);
   EXPECT_EQ(read_text(out + "/config.yaml"), config);
   EXPECT_EQ(read_text(out + "/checkpoint.pt"), checkpoint);
+}
+
+// metrics.csv cut mid-row, or overwritten, between a stop and its resume: the resumed run restores the rows
+// its checkpoint knows (the checkpoint keeps their text) instead of appending after a torn row or to garbage.
+TEST(RunSafety, ResumeRestoresATornOrOverwrittenMetricsFile) {
+  const std::string dir = temp_dir("safety_metrics");
+  const std::string cfg = make_config(dir, 60);
+  for (const std::string damage : {"torn", "garbage"}) {
+    const std::string out = dir + "/" + damage;
+    ASSERT_EQ(run({"train", cfg, "--out", out, "--quiet", "--stop-after", "30"}, dir + "/a"), 0)
+        << read_text(dir + "/a.err");
+    const std::string kept = read_text(out + "/metrics.csv");
+    ASSERT_EQ(lines(kept), 4) << kept;  // the header and the evaluations at steps 10, 20, 30
+    if (damage == "torn")
+      std::ofstream(out + "/metrics.csv", std::ios::trunc) << kept.substr(0, kept.size() - 7);
+    else
+      std::ofstream(out + "/metrics.csv", std::ios::trunc) << "garbage\n";
+    ASSERT_EQ(run({"train", "--resume", out, "--quiet"}, dir + "/b"), 0) << read_text(dir + "/b.err");
+    const std::string after = read_text(out + "/metrics.csv");
+    EXPECT_EQ(after.substr(0, kept.size()), kept) << damage;
+    EXPECT_EQ(lines(after), 7) << after;  // and steps 40, 50, 60
+    const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ','); };
+    std::istringstream rows(after);
+    std::string header, row;
+    std::getline(rows, header);
+    while (std::getline(rows, row)) EXPECT_EQ(fields(row), fields(header)) << damage << ": " << row;
+  }
+}
+
+// A checkpoint of an earlier version keeps no text: the file's own rows are used, each checked whole.
+TEST(RunSafety, MetricsRowsWithoutTheCheckpointsTextAreChecked) {
+  const std::string dir = temp_dir("safety_metrics_units");
+  const std::string file = dir + "/metrics.csv";
+  const std::string good = "epoch,step,test_error\n1,10,0.5\n2,20,\n3,30,0.25\n";
+  std::ofstream(file) << good;
+  EXPECT_NO_THROW(MetricsLog(file, "error", 2));
+  EXPECT_EQ(read_text(file), "epoch,step,test_error\n1,10,0.5\n2,20,\n");
+  std::ofstream(file, std::ios::trunc) << "epoch,step,test_error\n1,10,0.5\n2,2";
+  EXPECT_NE(error_of([&] { MetricsLog(file, "error", 2); }).find(file + ":3: row cut short"), std::string::npos);
+  std::ofstream(file, std::ios::trunc) << "garbage\n";
+  EXPECT_NE(error_of([&] { MetricsLog(file, "error", 2); }).find(file + ":1: not a metrics.csv header"), std::string::npos);
+  std::ofstream(file, std::ios::trunc) << "epoch,step,test_error\n1,10\n";
+  EXPECT_NE(error_of([&] { MetricsLog(file, "error", 1); }).find(file + ":2: 2 fields where the header has 3"),
+            std::string::npos);
+  std::ofstream(file, std::ios::trunc) << "epoch,step,test_error\n1,x,2\n";
+  EXPECT_NE(error_of([&] { MetricsLog(file, "error", 1); }).find("'x' is not a number"), std::string::npos);
+  std::ofstream(file, std::ios::trunc) << "epoch,step,test_error\n";
+  EXPECT_NE(error_of([&] { MetricsLog(file, "error", 1); }).find(file + ":2: missing"), std::string::npos);
+}
+
+static std::vector<int64_t> sample_indices(const std::string& run) {
+  std::vector<int64_t> out;
+  if (!fs::is_directory(run + "/samples")) return out;
+  for (auto& e : fs::directory_iterator(run + "/samples")) out.push_back(std::stoll(e.path().filename().string().substr(7, 6)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A sample file changed after it was written (a flipped bit, a weight turned into -8.9e37) is one line naming
+// it and exit 2, nothing averaged; samples/ deleted is named as such, not blamed on output.save_samples.
+TEST(RunSafety, PredictRefusesACorruptOrMissingSampleFile) {
+  const std::string dir = temp_dir("safety_samples");
+  const std::string cfg = make_config(dir, 60);
+  const std::string out = dir + "/run";
+  ASSERT_EQ(run({"train", cfg, "--out", out, "--quiet"}, dir + "/a"), 0) << read_text(dir + "/a.err");
+  const auto indices = sample_indices(out);
+  ASSERT_GE(indices.size(), 2u);
+  ASSERT_EQ(run({"predict", out, "--quiet"}, dir + "/b"), 0) << read_text(dir + "/b.err");
+  char name[64];
+  std::snprintf(name, sizeof name, "/samples/sample_%06lld.pt", static_cast<long long>(indices[1]));
+  const std::string file = out + name;
+  auto dict = read_pickle_file(file).toGenericDict();
+  for (const auto& item : dict)
+    if (item.value().isTensor()) {
+      auto t = item.value().toTensor().clone();
+      t.view(-1)[0] = -8.9e37;
+      dict.insert_or_assign(item.key(), t);
+      break;
+    }
+  write_pickle_file(file, c10::IValue(dict));
+  fs::remove(out + "/predict.json");
+  EXPECT_EQ(run({"predict", out, "--quiet"}, dir + "/c"), 2);
+  const std::string err = read_text(dir + "/c.err");
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find(file + ": corrupt parameter file: checksum mismatch"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out + "/predict.json"));
+  fs::remove_all(out + "/samples");
+  EXPECT_EQ(run({"predict", out, "--quiet"}, dir + "/d"), 2);
+  const std::string gone = read_text(dir + "/d.err");
+  EXPECT_NE(gone.find("no sample files in samples/, though the run writes them"), std::string::npos) << gone;
+  EXPECT_EQ(gone.find("save_samples: false"), std::string::npos) << gone;
+}
+
+// Extending a finished run keeps samples/ within output.max_samples and evenly spread: the resumed run's
+// stride is a multiple of the first one's and the files off it go.
+TEST(RunSafety, ExtendingARunKeepsItsSamplesWithinMaxSamples) {
+  const std::string dir = temp_dir("safety_extend");
+  const std::string cfg = make_config(dir, 60);
+  const std::string out = dir + "/run";
+  ASSERT_EQ(run({"train", cfg, "--out", out, "--quiet", "--set", "output.max_samples=4"}, dir + "/a"), 0)
+      << read_text(dir + "/a.err");
+  ASSERT_GE(sample_indices(out).size(), 3u);
+  ASSERT_EQ(run({"train", "--resume", out, "--quiet", "--set", "train.steps=240"}, dir + "/b"), 0)
+      << read_text(dir + "/b.err");
+  const auto after = sample_indices(out);
+  ASSERT_GE(after.size(), 2u);
+  EXPECT_LE(after.size(), 4u);
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i], after[0] * static_cast<int64_t>(i + 1)) << i;
 }
 
 // --- units -----------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ TensorsOptions parse_tensors_options(const OptionMap& o) {
   return t;
 }
 
-std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
+c10::IValue read_pickle_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument(path + ": cannot open the file");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -104,6 +104,11 @@ std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
                                          "{\"x\": X, \"n\": torch.tensor(len(X))}: other keys are ignored)");
     throw std::invalid_argument(path + ": not a file of torch.save (" + what + ")");
   }
+  return v;
+}
+
+std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path) {
+  const c10::IValue v = read_pickle_file(path);
   if (!v.isGenericDict()) throw std::invalid_argument(path + ": expected a dict of tensors (torch.save({...}, path)), got " + v.tagKind());
   std::map<std::string, torch::Tensor> out;
   for (const auto& item : v.toGenericDict()) {

@@ -38,6 +38,9 @@ Dataset load_tensors_dataset(const TensorsOptions& options, int64_t val_size, ui
 // A dict of tensors saved by Python's torch.save, read with torch::pickle_load; std::invalid_argument
 // "<path>: ..." when the file is missing or is not such a dict.
 std::map<std::string, torch::Tensor> read_tensor_dict(const std::string& path);
+// The object a torch.save / torch::pickle_save file holds (std::invalid_argument naming `path` when the file
+// cannot be opened or read).
+c10::IValue read_pickle_file(const std::string& path);
 
 // One split of such a dict, `x_key` and `y_key`, with the checks above; without `y_key` in the dict
 // the targets stay undefined unless `targets_required`.

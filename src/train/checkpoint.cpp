@@ -39,6 +39,8 @@ void TrainingRun::save_checkpoint() const {
   if (dist_.active()) ar.write("world_size", torch::tensor(static_cast<int64_t>(dist_.world_size())), true);
   ar.write(kConfigKey, c10::IValue(to_yaml(cfg_)));  // compared on --resume (checkpoint_check.h)
   ar.write("health", c10::IValue(health_.save_state()));
+  ar.write("metrics_csv", c10::IValue(log_->text()));
+  ar.write("sample_stride", torch::tensor(save_every_), true);  // an extended run thins samples/ from it  // a resume writes it back (metrics_log.h)
   add_checksum(ar);
   // Serialised in memory, then written with write(2): LibTorch's file writer finishes the zip in its
   // destructor, where a full disk is an exception that terminates the process.
@@ -93,6 +95,10 @@ void TrainingRun::load_checkpoint(const std::string& file) {
       throw std::invalid_argument(file + ": " + e.what());
     }
   }
+  torch::Tensor stride;
+  if (ar.try_read("sample_stride", stride, true)) stride_at_resume_ = stride.item<int64_t>();
+  c10::IValue metrics;
+  if (ar.try_read("metrics_csv", metrics) && metrics.isString()) metrics_at_resume_ = metrics.toStringRef();
   wall_before_ = rd("wall", true).item<double>();
   loss_.load(ar, t[4].item<int64_t>());
   batches_.load(ar, t[1].item<int64_t>(), file);

@@ -107,6 +107,29 @@ void verify_checksum(torch::serialize::InputArchive& ar, const std::string& file
   }
 }
 
+uint32_t dict_checksum(const c10::impl::GenericDict& dict) {
+  std::vector<std::pair<std::string, c10::IValue>> entries;
+  for (const auto& item : dict)
+    if (item.key().isString() && item.key().toStringRef() != kChecksumKey)
+      entries.emplace_back(item.key().toStringRef(), item.value());
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  uint32_t crc = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
+  for (const auto& [key, v] : entries) {
+    crc = crc_text(crc, key);
+    if (v.isTensor()) {
+      crc = crc_tensor(crc, v.toTensor());
+    } else if (v.isInt() || v.isDouble()) {  // "step" is an int; both as a double's bytes
+      const double x = v.isInt() ? static_cast<double>(v.toInt()) : v.toDouble();
+      crc = crc_bytes(crc, &x, sizeof x);
+    } else {
+      std::ostringstream text;
+      text << v;
+      crc = crc_text(crc, text.str());
+    }
+  }
+  return crc;
+}
+
 bool resume_may_change(const std::string& key) {
   static const std::vector<std::string> keys = {"name", "train.epochs", "train.steps", "train.threads", "train.eval_every",
                                                 "train.eval_every_steps", "train.eval_batch_size", "train.graph_epoch", "train.graph_steps", "train.eval_lag",

@@ -29,6 +29,10 @@ void add_checksum(torch::serialize::OutputArchive& ar);
 // Checkpoints without one (written by earlier versions) pass.
 void verify_checksum(torch::serialize::InputArchive& ar, const std::string& file);
 
+// The same CRC32 over a parameter file's dict (train/model_io.h): every entry but kChecksumKey, by key
+// (sorted); a tensor's dtype, shape and bytes, a number's value.
+uint32_t dict_checksum(const c10::impl::GenericDict& dict);
+
 // Keys whose change on --resume does not alter the chain (always allowed): train.epochs / train.steps
 // (extending the run), the evaluation cadence and threads, output.*, kernels.*, the run's name,
 // distributed.init / backend / timeout_s (a new rendezvous for the resumed ranks).

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <cstdlib>
+#include <iterator>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/atomic_file.h"
 
@@ -17,19 +20,58 @@ std::string csv_number(double v) {
   return s.str();
 }
 
-MetricsLog::MetricsLog(std::filesystem::path file, const std::string& headline, int64_t kept_rows)
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  for (std::string c; std::getline(ss, c, ',');) out.push_back(c);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+// The header and `rows` rows of a metrics.csv written before checkpoints kept its text: each line
+// whole (ends in a newline), the header's first column "epoch", every row as many fields as it has and
+// each field a number or empty.
+std::string checked_rows(const std::filesystem::path& file, int64_t rows) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto fail = [&](int64_t line, const std::string& what) {
+    throw std::invalid_argument(file.string() + ":" + std::to_string(line) + ": " + what + "; the checkpoint knows " +
+                                std::to_string(rows) + " rows (restore the file, or start the run again)");
+  };
+  size_t pos = 0;
+  size_t fields = 0;
+  for (int64_t i = 0; i <= rows; ++i) {
+    const size_t end = all.find('\n', pos);
+    if (end == std::string::npos)
+      fail(i + 1, pos < all.size() ? "row cut short (no end of line)" : "missing (the file ends early)");
+    const std::vector<std::string> cells = split_csv(all.substr(pos, end - pos));
+    if (i == 0) {
+      if (cells.empty() || cells[0] != "epoch") fail(1, "not a metrics.csv header");
+      fields = cells.size();
+    } else {
+      if (cells.size() != fields)
+        fail(i + 1, std::to_string(cells.size()) + " fields where the header has " + std::to_string(fields));
+      for (const auto& c : cells) {
+        char* stop = nullptr;
+        if (!c.empty() && (std::strtod(c.c_str(), &stop), *stop != '\0')) fail(i + 1, "'" + c + "' is not a number");
+      }
+    }
+    pos = end + 1;
+  }
+  return all.substr(0, pos);
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(std::filesystem::path file, const std::string& headline, int64_t kept_rows,
+                       const std::string& kept_text)
     : file_(std::move(file)), headline_(headline), rows_(kept_rows) {
   if (kept_rows <= 0 || file_.empty()) return;
-  std::ifstream in(file_);
-  std::string line, kept, header;
-  for (int64_t i = 0; i <= kept_rows && std::getline(in, line); ++i) {
-    if (i == 0) header = line;
-    kept += line + "\n";
-  }
-  in.close();
-  write_file_atomic(file_.string(), kept);
-  std::stringstream ss(header);
-  for (std::string c; std::getline(ss, c, ',');) columns_.push_back(c);
+  text_ = !kept_text.empty() ? kept_text : checked_rows(file_, kept_rows);
+  write_file_atomic(file_.string(), text_);
+  columns_ = split_csv(text_.substr(0, text_.find('\n')));
 }
 
 void MetricsLog::write_header(const std::map<std::string, double>& row) {
@@ -46,7 +88,8 @@ void MetricsLog::write_header(const std::map<std::string, double>& row) {
     if (std::find(columns_.begin(), columns_.end(), k) == columns_.end()) columns_.push_back(k);
   std::string header;
   for (const auto& c : columns_) header += (header.empty() ? "" : ",") + c;
-  std::ofstream(file_) << header << "\n";
+  text_ = header + "\n";
+  std::ofstream(file_) << text_;
 }
 
 void MetricsLog::append(const std::map<std::string, double>& row) {
@@ -61,6 +104,7 @@ void MetricsLog::append(const std::map<std::string, double>& row) {
     line += (i ? "," : "") + (it == row.end() ? std::string() : csv_number(it->second));
   }
   std::ofstream(file_, std::ios::app) << line << "\n";
+  text_ += line + "\n";
   ++rows_;
 }
 

@@ -3,10 +3,12 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 
 #include "data/tensors.h"
+#include "train/checkpoint_check.h"
 
 #if defined(SGMCMC_WITH_CUDA)
 #include <ATen/cuda/CUDAEvent.h>
@@ -85,8 +87,9 @@ c10::IValue ParameterSnapshot::dict() const {
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
   for (const auto& [name, t] : tensors_) dict.insert(name, t);
   for (const auto& [key, x] : scalars_)
-    if (!dict.contains(key))
+    if (!dict.contains(key) && key != kChecksumKey)
       dict.insert(key, key == "step" ? c10::IValue(static_cast<int64_t>(x)) : c10::IValue(x));
+  dict.insert(kChecksumKey, static_cast<int64_t>(dict_checksum(dict)));
   return c10::IValue(dict);
 }
 
@@ -99,19 +102,36 @@ void save_parameter_file(const std::string& path, Model& model, const std::map<s
 }
 
 void load_parameter_file(const std::string& path, Model& model, const torch::Device& device) {
-  std::map<std::string, torch::Tensor> dict;
+  c10::IValue value;
   try {
-    dict = read_tensor_dict(path);
+    value = read_pickle_file(path);
   } catch (const std::invalid_argument&) {
     const auto not_a_dict = std::current_exception();
     torch::serialize::InputArchive ar;  // a run made before the dict format?
     try {
       ar.load_from(path, device);
     } catch (const c10::Error&) {
-      std::rethrow_exception(not_a_dict);  // neither: the dict reader's message
+      std::rethrow_exception(not_a_dict);  // neither: the pickle reader's message
     }
     return load_model(ar, model, "", path);
   }
+  if (!value.isGenericDict()) throw std::invalid_argument(path + ": not a parameter file (expected a dict)");
+  const c10::impl::GenericDict entries = value.toGenericDict();
+  // Files written by sgmcmc carry a checksum (those of earlier versions, or Python's own, may not): a
+  // flipped bit is a one-line error naming the file, never a sample averaged in.
+  if (entries.contains(kChecksumKey)) {
+    const c10::IValue stored = entries.at(kChecksumKey);
+    const uint32_t want = stored.isInt() ? static_cast<uint32_t>(stored.toInt()) : 0;
+    const uint32_t got = dict_checksum(entries);
+    if (!stored.isInt() || want != got) {
+      char msg[96];
+      std::snprintf(msg, sizeof msg, "checksum mismatch (stored %08x, contents %08x)", want, got);
+      throw std::invalid_argument(path + ": corrupt parameter file: " + msg + "; delete it or restore it from a copy");
+    }
+  }
+  std::map<std::string, torch::Tensor> dict;
+  for (const auto& item : entries)
+    if (item.key().isString() && item.value().isTensor()) dict[item.key().toStringRef()] = item.value().toTensor();
   torch::NoGradGuard no_grad;
   for (auto& item : model.named_parameters()) {
     auto it = dict.find(item.key());

@@ -21,8 +21,10 @@ namespace sgmcmc {
 namespace {
 
 // samples/*.pt in order, else final.pt: an optimizer's point estimate, or a sampler's last iterate
-// when `last_sample` allows it.
-std::vector<fs::path> parameter_files(const fs::path& dir, bool sampler_run, bool last_sample) {
+// when `last_sample` allows it. `save_samples`: the run's output.save_samples, to tell a run that kept
+// no samples from one whose samples were moved or deleted since.
+std::vector<fs::path> parameter_files(const fs::path& dir, bool sampler_run, bool last_sample,
+                                      const std::string& save_samples) {
   std::vector<fs::path> files;
   if (fs::is_directory(dir / "samples"))
     for (auto& f : fs::directory_iterator(dir / "samples"))
@@ -31,9 +33,13 @@ std::vector<fs::path> parameter_files(const fs::path& dir, bool sampler_run, boo
   if (files.empty()) {
     if (!fs::exists(dir / "final.pt"))
       throw std::invalid_argument(dir.string() + ": no samples/ and no final.pt to predict with");
-    if (sampler_run && !last_sample)
+    if (sampler_run && !last_sample && save_samples == "false")
       throw std::invalid_argument(dir.string() + ": no samples/ to average (the run had output.save_samples: false); "
                                   "rerun with output.save_samples: auto, or predict with its last sample: --last-sample");
+    if (sampler_run && !last_sample)
+      throw std::invalid_argument(dir.string() + ": no sample files in samples/, though the run writes them (output.save_samples: " +
+                                  save_samples + "): were they moved or deleted? Restore them, or predict with the last "
+                                  "sample: --last-sample");
     files.push_back(dir / "final.pt");
   }
   return files;
@@ -133,7 +139,7 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   bool sampler_run = true;
   for (const auto& e : sampler_registry())
     if (e.name == config.sampler_name()) sampler_run = e.is_sampler;
-  for (const auto& f : parameter_files(dir, sampler_run, o.last_sample)) {
+  for (const auto& f : parameter_files(dir, sampler_run, o.last_sample, config.output.save_samples)) {
     load_parameter_file(f.string(), model, dm.device);
     const double tau = tau_of(model);
     auto mean = predictive.add("test", eval.predict_chains(model, data.test), has_targets ? data.test.targets : none, tau);
@@ -144,9 +150,11 @@ std::map<std::string, double> predict_run(const std::string& run_dir, const Pred
   }
   std::map<std::string, double> out;
   const double tau = tau_of(model);
+  // new data (--data) reports under its own prefix: its numbers are not the run's test metrics
+  const std::string test_prefix = o.data_file.empty() ? "test_" : "data_";
   for (const std::string split : {"test", "val"})
     if (predictive.has(split) && (split == "val" || has_targets))
-      add_prefixed(out, split + "_",
+      add_prefixed(out, split == "test" ? test_prefix : split + "_",
                    eval.metrics(predictive.summary(split), split == "test" ? data.test : data.val, tau,
                                 predictive.log_density_sum(split), predictive.count()));
   if (predictive.has("ood"))

@@ -24,8 +24,7 @@ std::string default_run_dir(const std::string& name) {
 
 bool is_run_directory(const fs::path& dir) {
   std::error_code ec;
-  return fs::exists(dir / kRunMarker, ec) ||
-         (fs::is_regular_file(dir / "config.yaml", ec) && fs::is_regular_file(dir / "metrics.csv", ec));
+  return fs::is_regular_file(dir / kRunMarker, ec);
 }
 
 RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string& config_dir, const std::string& name,
@@ -48,7 +47,7 @@ RunDirectory RunDirectory::prepare(const std::string& out_dir, const std::string
                                   ": run directory exists (use --overwrite to replace it or --resume to continue it)");
     if (!is_run_directory(dir))
       throw std::invalid_argument(dir.string() + ": not a sgmcmc run directory (no " + kRunMarker +
-                                  ", nor config.yaml and metrics.csv); --overwrite replaces only run directories");
+                                  " marker); --overwrite replaces only directories sgmcmc wrote: remove it yourself");
     d.replace_ = true;
   }
   // Early word of a run that holds the directory (nothing is written here; commit() takes the lock).
@@ -102,6 +101,21 @@ void RunDirectory::save_sample(Model& model, int64_t index, const std::map<std::
   char name[64];
   std::snprintf(name, sizeof name, "sample_%06lld%s.pt", static_cast<long long>(index), rank_suffix().c_str());
   samples_->write((dir_ / "samples" / name).string(), ParameterSnapshot(model, scalars));
+}
+
+void RunDirectory::thin_samples(int64_t stride) const {
+  std::error_code ec;
+  if (stride <= 1 || !fs::is_directory(dir_ / "samples", ec)) return;
+  const std::string suffix = rank_suffix() + ".pt";
+  for (const auto& entry : fs::directory_iterator(dir_ / "samples")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("sample_", 0) != 0 || name.size() <= 7 + suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string digits = name.substr(7, name.size() - 7 - suffix.size());
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::stoll(digits) % stride != 0) fs::remove(entry.path());
+  }
 }
 
 void RunDirectory::save_final(Model& model, const std::map<std::string, double>& scalars) const {

@@ -22,7 +22,8 @@ namespace sgmcmc {
 class DirLock;
 
 // The marker commit() writes into every run directory: --overwrite replaces a non-empty directory
-// only when it has this file (or, for runs of earlier versions, config.yaml and metrics.csv).
+// only when it has this file. File names alone (config.yaml, metrics.csv) are common in a user's own
+// folders, so they never mark a directory as ours.
 constexpr const char* kRunMarker = ".sgmcmc-run";
 bool is_run_directory(const std::filesystem::path& dir);
 
@@ -65,6 +66,8 @@ class RunDirectory {
   // sample queued before them, and a sample's failed write is thrown by the next of these calls.
   void save_sample(Model& model, int64_t index, const std::map<std::string, double>& scalars) const;
   void save_final(Model& model, const std::map<std::string, double>& scalars) const;
+  // Removes this rank's sample files whose index is not a multiple of `stride`.
+  void thin_samples(int64_t stride) const;
   // Waits for the queued samples to be written; throws the first failed write's error.
   void flush_samples() const;
 

@@ -183,8 +183,17 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
   if (dir_.writes_run_files()) dir_.commit(yaml, data_.run_files);
   dist_.barrier();
   if (!dir_.writes_run_files()) dir_.commit(yaml, data_.run_files);
+  if (opt_.resume && save_every_ > 0 && stride_at_resume_ != save_every_) {
+    // A run extended (or cut) on resume expects another number of samples: the new stride, a multiple of
+    // the one the files on disk were written at, keeps samples/ within output.max_samples and evenly spread
+    // (a file a longer run would not have written goes).
+    if (stride_at_resume_ > 0)
+      save_every_ = stride_at_resume_ * ((save_every_ + stride_at_resume_ - 1) / stride_at_resume_);
+    if (dist_.writes_parameters()) dir_.thin_samples(save_every_);
+  }
   log_ = std::make_unique<MetricsLog>(dir_.writes_run_files() ? dir_.file("metrics.csv") : std::filesystem::path(),
-                                      eval_.headline(), opt_.resume ? rows_at_resume_ : 0);
+                                      eval_.headline(), opt_.resume ? rows_at_resume_ : 0,
+                                      metrics_at_resume_);
   if (dist_.data_parallel())
     steps_.set_gradient_reduction([this](torch::Tensor& nll) { dist_.reduce_gradient(s_.params, nll); });
   step_at_start_ = step_;

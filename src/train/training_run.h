@@ -113,6 +113,8 @@ class TrainingRun {
   int64_t evaluations_ = 0;     // the run's evaluations so far (GradientNoiseProbe::due)
   std::unique_ptr<MetricsLog> log_;
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
+  std::string metrics_at_resume_;  // metrics.csv as the checkpoint knew it
+  int64_t stride_at_resume_ = -1;  // the checkpoint's save_every_ (-1: not recorded)
   int64_t save_every_ = 0;      // every how many samples one is written to samples/ (0: none)
   double wall_before_ = 0;
   double gemm_lt_before_ = 0;   // the process's cuBLASLt measuring seconds when this run began
