@@ -285,13 +285,14 @@ void read_data(const OptionMap& d, DataConfig& data) {
   const bool idx = data.format == "idx";
   const auto applies = [&](const std::string& key, bool format_uses) { return format_uses || d.has(key); };
   if (applies("dir", idx)) data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
-  if (applies("val_size", idx || data.format == "tensors")) data.val_size = int_or_auto(d, "val_size");
+  if (applies("val_size", idx || data.format == "tensors" || data.format == "libsvm"))
+    data.val_size = int_or_auto(d, "val_size");
   data.train_limit = d.get_int("train_limit", 0);
   check_nonneg_int(d.context() + ".train_limit", data.train_limit);
   data.test_limit = d.get_int("test_limit", 0);
   check_nonneg_int(d.context() + ".test_limit", data.test_limit);
   if (applies("normalize", idx)) data.normalize = d.get_bool("normalize", true);
-  const bool ood = applies("ood", idx || data.format == "tensors");
+  const bool ood = applies("ood", idx || data.format == "tensors" || data.format == "libsvm");
   data.ood.kind = ood ? d.get_choice("ood", "none", ood_kinds()) : "none";
   const std::string classes = applies("ood_classes", ood) ? d.get_string("ood_classes", "") : "";
   data.ood.classes = classes.empty() ? std::vector<int64_t>{} : parse_int_list(classes, d.context() + ".ood_classes");

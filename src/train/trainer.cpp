@@ -461,7 +461,7 @@ int64_t TrainingRun::sample_file_stride() const {
 std::map<std::string, double> TrainingRun::auto_values() const {
   std::map<std::string, double> out = s_.plan.resolved;
   const std::string& format = cfg_.data.format;
-  if (cfg_.data.val_size < 0 && (format == "idx" || format == "tensors"))
+  if (cfg_.data.val_size < 0 && (format == "idx" || format == "tensors" || format == "libsvm"))
     out["data.val_size"] = static_cast<double>(data_.val.size());
   return out;
 }
