@@ -11,6 +11,7 @@
 #include "samplers/sghmc_naive.h"
 #include "samplers/sgld.h"
 #include "samplers/sgnht.h"
+#include "samplers/sgrld.h"
 #include "samplers/stochastic_hmc.h"
 
 namespace sgmcmc {
@@ -19,6 +20,16 @@ namespace {
 SgldOptions parse_sgld_options(const OptionMap& o) {
   SgldOptions opt;
   opt.lr(o.get_double("lr", opt.lr())).temperature(o.get_double("temperature", opt.temperature()));
+  opt.validate();
+  return opt;
+}
+
+SgrldOptions parse_sgrld_options(const OptionMap& o) {
+  SgrldOptions opt;
+  opt.lr(o.get_double("lr", opt.lr()))
+      .temperature(o.get_double("temperature", opt.temperature()))
+      .metric(o.get_choice("metric", opt.metric(), {"expanded_mean", "quadratic", "identity"}))
+      .metric_scale(o.get_double("metric_scale", opt.metric_scale()));
   opt.validate();
   return opt;
 }
@@ -181,6 +192,8 @@ const std::vector<SamplerEntry>& sampler_registry() {
   static const std::vector<SamplerEntry> registry = {
       per_datum(entry<Sgld>("sgld", true, "stochastic gradient Langevin dynamics (Welling & Teh 2011)",
                   {"lr", "temperature"}, parse_sgld_options)),
+      entry<Sgrld>("sgrld", true, "SG Riemannian Langevin, diagonal metric with its Gamma term; expanded mean on the simplex (Patterson & Teh 2013)",
+                   {"lr", "temperature", "metric", "metric_scale"}, parse_sgrld_options),
       entry<Psgld>("psgld", true, "preconditioned SGLD, RMSprop preconditioner (Li et al. 2016)",
                    {"lr", "temperature", "alpha", "eps"}, parse_psgld_options),
       per_datum(entry<Sghmc>("sghmc", true, "stochastic gradient HMC with friction, euler|ssi (Chen, Fox & Guestrin 2014)",
