@@ -13,6 +13,7 @@ import torch  # noqa: F401  (loads LibTorch before the extension)
 
 from . import _C  # noqa: F401
 from .diagnostics import effective_sample_size, split_rhat
+from .inference_data import to_inference_data
 from .optim import (HMC, MSGNHT, PSGLD, SGD, SGHMC, SGLD, SGNHT, Adam, RMSprop, Santa, SamplerOptimizer,
                     SGDMomentum, SGHMCNaive, StochasticHMC, registry)
 from .prior import GaussianPrior
@@ -26,4 +27,5 @@ __all__ = [
     "SGLD", "PSGLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC", "StochasticHMC", "SGD",
     "SGDMomentum", "RMSprop", "Adam", "SamplerOptimizer", "registry", "GaussianPrior", "Schedule",
     "SampleCollector", "load_samples", "save_sample", "split_rhat", "effective_sample_size", "train",
+    "to_inference_data",
 ]

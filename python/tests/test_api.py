@@ -90,7 +90,7 @@ def test_hmc_needs_a_closure_and_samples_a_gaussian_mean():
         draws.append(x.item())
     d = torch.tensor(draws[500:], dtype=torch.float64)
     # HMC draws are nearly independent here; ESS from the core's diagnostics sets the tolerance
-    ess = sgmcmc.effective_sample_size(d)
+    ess = sgmcmc.effective_sample_size(d, dims=("draw", "chain"))
     assert ess > 300
     assert abs(d.mean().item() - 0.5) < 4.5 * math.sqrt(0.5 / ess)
 
@@ -167,10 +167,10 @@ def test_exploration_needs_a_sampler_defined_at_zero_temperature():
 def test_split_rhat_flags_chains_that_disagree():
     g = torch.Generator().manual_seed(0)
     same = torch.randn(1000, 4, generator=g, dtype=torch.float64)
-    assert sgmcmc.split_rhat(same) < 1.01
+    assert sgmcmc.split_rhat(same, dims=("draw", "chain")) < 1.01
     shifted = same + torch.tensor([0.0, 0.0, 0.0, 3.0], dtype=torch.float64)
-    assert sgmcmc.split_rhat(shifted) > 1.1
-    assert 3000 < sgmcmc.effective_sample_size(same) < 5000  # 4,000 independent draws
+    assert sgmcmc.split_rhat(shifted, dims=("draw", "chain")) > 1.1
+    assert 3000 < sgmcmc.effective_sample_size(same, dims=("draw", "chain")) < 5000  # 4,000 independent draws
 
 
 def test_collector_files_predictive_and_metrics(tmp_path):
