@@ -235,6 +235,88 @@ double noise_capped_lr(double lr, double measured_at, double ratio, double cap) 
   return std::min(lr, measured_at * cap / ratio);
 }
 
+namespace {
+
+// What the trials start from: the grid's centre (the sampler's own default step), τ₀, whether τ settles
+// by Gibbs steps, and the batch (with train.batch_size auto: the largest doubling of the auto batch whose
+// step costs at most kBatchCost times, or whose run takes at most kBatchRunSeconds; timed on one setup:
+// the steps move its parameters, read first). Fills choice.batch_size / step_seconds / steps_per_trial.
+struct PilotStart {
+  double centre = 0, tau0 = NAN;
+  bool settle = false;
+};
+
+PilotStart start_pilot(ExperimentConfig& config, const RunPlace& place, LrChoice& choice) {
+  ExperimentConfig probe_config = config;
+  probe_config.output.save_samples = "false";
+  RunSetup probe = make_run_setup(probe_config, place);
+  const int64_t N = probe.plan.train_size;
+  if (N < 12)
+    throw std::invalid_argument(config.source + ": sampler.lr: auto needs a training set of at least 12 examples to "
+                                "score step sizes on (give a number for sampler.lr)");
+  PilotStart p;
+  p.centre = probe.sampler->lr();
+  p.settle = samples_noise(probe.config, *probe.dm.model) && probe.sampler->is_sampler();
+  p.tau0 = tau_of(*probe.dm.model);
+  const int64_t n = probe.plan.batch_size;
+  if (config.train.batch_size < 0 && probe.sampler->checks_gradient_noise() && n < N) {
+    choice.step_seconds_auto = step_seconds(probe, n);
+    choice.batch_size = n;
+    choice.step_seconds = choice.step_seconds_auto;
+    for (int64_t b = std::min(2 * n, N); b <= N; b = b == N ? N + 1 : std::min(2 * b, N)) {
+      const double t = step_seconds(probe, b);
+      ExperimentConfig at_b = config;
+      at_b.train.batch_size = b;
+      const double run_seconds = t * static_cast<double>(make_run_plan(at_b, N, true).total_steps);
+      if (t > LrChoice::kBatchCost * choice.step_seconds_auto && run_seconds > LrChoice::kBatchRunSeconds) break;
+      choice.batch_size = b;
+      choice.step_seconds = t;
+    }
+    config.train.batch_size = choice.batch_size;
+  }
+  choice.steps_per_trial = pilot_steps(make_run_plan(config, N, probe.plan.collects_samples).total_steps);
+  return p;
+}
+
+// τ̂ from a fit that does not depend on the step: Adam at its default step (invariant to the gradient's
+// scale, so stable whatever τ becomes) for 10 trials' length, with τ's Gibbs step (the prior's and the
+// likelihood's balance), τ̂ read from its validation residuals. A sampler's own chain at the first choice
+// does not settle: its step, chosen at τ₀, is too large for the curvature at the posterior's τ, and a chain
+// that cannot fit keeps τ low (a self-consistent, hot state).
+LrTrial tau_fit(const ExperimentConfig& config, const RunPlace& place, int64_t steps) {
+  ExperimentConfig fit = config;
+  fit.sampler = OptionMap("sampler");
+  fit.sampler.set("name", "adam");
+  fit.schedule = OptionMap("schedule");
+  fit.lr_scaling = "total";
+  TrialOptions s;
+  s.gibbs_noise = true;
+  LrTrial t = run_lr_trial(fit, place, 0, steps, s);
+  t.lr = 0;
+  return t;
+}
+
+// The gradient-noise cap, from the probed trial nearest the pick: choice.lr ≤ kMaxNoiseRatio's step.
+// Returns what it did, for the record ("" when the pick stands).
+std::string cap_by_noise(LrChoice& choice, const std::vector<LrTrial>& current, double pick) {
+  const LrTrial* nearest = nullptr;
+  for (const auto& t : current)
+    if (t.stable && std::isfinite(t.noise_ratio) &&
+        (!nearest || std::abs(std::log(t.lr / pick)) < std::abs(std::log(nearest->lr / pick))))
+      nearest = &t;
+  choice.uncapped_lr = pick;
+  choice.lr = pick;
+  if (!nearest) return "";
+  choice.noise_ratio = nearest->noise_ratio * pick / nearest->lr;
+  choice.lr = noise_capped_lr(pick, nearest->lr, nearest->noise_ratio, LrChoice::kMaxNoiseRatio);
+  if (!(choice.lr < pick)) return "";
+  return "; the minibatch noise there is " + text(choice.noise_ratio) + "x the injected, so " + text(choice.lr) +
+         " (at most " + text(LrChoice::kMaxNoiseRatio) + "x: effective temperature within " +
+         text(100 * LrChoice::kMaxNoiseRatio) + " %)";
+}
+
+}  // namespace
+
 LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
                    const std::function<void(const std::string&)>& say) {
   const auto start = std::chrono::steady_clock::now();
@@ -243,45 +325,11 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
     if (say) say(line);
   };
   LrChoice choice;
-  // The sampler's own default step (the config has no lr under auto) is the grid's centre; the plan
-  // gives the pilot's length.
-  double centre = 0, tau0 = NAN;
-  bool settle = false;
   ExperimentConfig config = given;
   tell("sampler.lr: auto: the pilot starts (its data and model, then short trials of step sizes)");
-  {
-    ExperimentConfig probe_config = config;
-    probe_config.output.save_samples = "false";
-    RunSetup probe = make_run_setup(probe_config, place);
-    const int64_t N = probe.plan.train_size;
-    if (N < 12)
-      throw std::invalid_argument(config.source + ": sampler.lr: auto needs a training set of at least 12 examples to "
-                                  "score step sizes on (give a number for sampler.lr)");
-    centre = probe.sampler->lr();
-    settle = samples_noise(probe.config, *probe.dm.model) && probe.sampler->is_sampler();
-    tau0 = tau_of(*probe.dm.model);
-    // The batch, where it is auto and the sampler's temperature depends on it (timed on this setup: the
-    // steps move its parameters, read above).
-    const int64_t n = probe.plan.batch_size;
-    if (config.train.batch_size < 0 && probe.sampler->checks_gradient_noise() && n < N) {
-      choice.step_seconds_auto = step_seconds(probe, n);
-      choice.batch_size = n;
-      choice.step_seconds = choice.step_seconds_auto;
-      for (int64_t b = std::min(2 * n, N); b <= N; b = b == N ? N + 1 : std::min(2 * b, N)) {
-        const double t = step_seconds(probe, b);
-        ExperimentConfig at_b = config;
-        at_b.train.batch_size = b;
-        const double run_seconds = t * static_cast<double>(make_run_plan(at_b, N, true).total_steps);
-        if (t > LrChoice::kBatchCost * choice.step_seconds_auto && run_seconds > LrChoice::kBatchRunSeconds) break;
-        choice.batch_size = b;
-        choice.step_seconds = t;
-      }
-      config.train.batch_size = choice.batch_size;
-    }
-    choice.steps_per_trial = pilot_steps(make_run_plan(config, N, probe.plan.collects_samples).total_steps);
-    tell("sampler.lr: auto: trials of " + std::to_string(choice.steps_per_trial) + " steps around " + text(centre) +
-         (choice.batch_size > 0 ? " at batch " + std::to_string(choice.batch_size) : std::string()));
-  }
+  const PilotStart p = start_pilot(config, place, choice);
+  tell("sampler.lr: auto: trials of " + std::to_string(choice.steps_per_trial) + " steps around " + text(p.centre) +
+       (choice.batch_size > 0 ? " at batch " + std::to_string(choice.batch_size) : std::string()));
 
   TrialOptions options;
   options.probe = true;
@@ -301,10 +349,10 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
   // A grid of factors of 4 from 4^-5 to 4^2 times the default step (too small a step underfits in the
   // trial, too large a one is noisy or unstable; the score is not always monotone in between, so the
   // whole grid is scored), then the best refined by factors of 2.
-  for (int k = -5; k <= 2; ++k) trial(centre * std::pow(4.0, k));
+  for (int k = -5; k <= 2; ++k) trial(p.centre * std::pow(4.0, k));
   if (std::none_of(current.begin(), current.end(), [](const LrTrial& t) { return t.stable; }))
     throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
-                                text(centre * std::pow(4.0, -5)) + " and " + text(centre * 16) +
+                                text(p.centre * std::pow(4.0, -5)) + " and " + text(p.centre * 16) +
                                 " (check the data, the model and the prior; or give sampler.lr)");
   auto refine = [&] {
     const double best = select_lr(current).best_lr;
@@ -313,59 +361,28 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
   };
   LrSelection pick = refine();
   std::string tau_why;
-  // τ at the posterior's scale: settle at the choice with τ's Gibbs step, and search again at τ̂ while
-  // it moves by more than kTauShift (at most twice: τ̂ grows as the fit improves at the smaller step).
-  if (settle) {
-    // τ̂ from a fit that does not depend on the step: Adam at its default step (invariant to the gradient's
-    // scale, so stable whatever τ becomes) for 10 trials' length, with τ's Gibbs step (the prior's and the
-    // likelihood's balance), τ̂ read from its validation residuals. A sampler's own
-    // chain at the first choice does not settle: its step, chosen at τ₀, is too large for the curvature at
-    // the posterior's τ, and a chain that cannot fit keeps τ low (a self-consistent, hot state).
-    ExperimentConfig fit = config;
-    fit.sampler = OptionMap("sampler");
-    fit.sampler.set("name", "adam");
-    fit.schedule = OptionMap("schedule");
-    fit.lr_scaling = "total";
-    TrialOptions s;
-    s.gibbs_noise = true;
-    LrTrial t = run_lr_trial(fit, place, 0, 10 * choice.steps_per_trial, s);
-    t.lr = 0;
+  // τ at the posterior's scale (tau_fit). Only a τ̂ well above τ₀ moves the step (a larger τ, a larger
+  // curvature and gradient noise: the first choice runs hot); a smaller one leaves it on the safe side. A
+  // τ̂ past the health check's limit is a collapse, not a posterior. A point fit's residuals run a little
+  // below the noise's, so τ̂ errs high, towards the smaller step.
+  if (p.settle) {
+    const LrTrial t = tau_fit(config, place, 10 * choice.steps_per_trial);
     tell("  fit for tau (Adam): tau " + (t.stable ? text(t.tau) : std::string("unstable")) + " (" +
          std::to_string(std::lround(elapsed())) + " s)");
     choice.trials.push_back(t);
-    // Only a τ̂ well above τ₀ moves the step (a larger τ, a larger curvature and gradient noise: the first
-    // choice runs hot); a smaller one leaves it on the safe side. A τ̂ past the health check's limit is a
-    // collapse, not a posterior. A point fit's residuals run a little below the noise's, so τ̂ errs high,
-    // towards the smaller step.
-    if (t.stable && std::isfinite(t.tau) && t.tau <= 1e7 && t.tau / tau0 >= LrChoice::kTauShift) {
+    if (t.stable && std::isfinite(t.tau) && t.tau <= 1e7 && t.tau / p.tau0 >= LrChoice::kTauShift) {
       round = 2;
-      const double next_centre = pick.lr * tau0 / t.tau;  // the likelihood's curvature scales with τ
+      const double next_centre = pick.lr * p.tau0 / t.tau;  // the likelihood's curvature scales with τ
       options.tau = t.tau;
       choice.tau = t.tau;
-      tau_why = "; tau fits at " + text(t.tau) + " (from " + text(tau0) + "): searched again there";
+      tau_why = "; tau fits at " + text(t.tau) + " (from " + text(p.tau0) + "): searched again there";
       current.clear();
       tried.clear();
       for (int k = -2; k <= 1; ++k) trial(next_centre * std::pow(4.0, k));
       if (std::any_of(current.begin(), current.end(), [](const LrTrial& x) { return x.stable; })) pick = refine();
     }
   }
-  // The gradient-noise cap, from the probed trial nearest the choice.
-  const LrTrial* nearest = nullptr;
-  for (const auto& t : current)
-    if (t.stable && std::isfinite(t.noise_ratio) &&
-        (!nearest || std::abs(std::log(t.lr / pick.lr)) < std::abs(std::log(nearest->lr / pick.lr))))
-      nearest = &t;
-  choice.uncapped_lr = pick.lr;
-  choice.lr = pick.lr;
-  std::string cap_why;
-  if (nearest) {
-    choice.noise_ratio = nearest->noise_ratio * pick.lr / nearest->lr;
-    choice.lr = noise_capped_lr(pick.lr, nearest->lr, nearest->noise_ratio, LrChoice::kMaxNoiseRatio);
-    if (choice.lr < pick.lr)
-      cap_why = "; the minibatch noise there is " + text(choice.noise_ratio) + "x the injected, so " +
-                text(choice.lr) + " (at most " + text(LrChoice::kMaxNoiseRatio) + "x: effective temperature within " +
-                text(100 * LrChoice::kMaxNoiseRatio) + " %)";
-  }
+  const std::string cap_why = cap_by_noise(choice, current, pick.lr);
   choice.plateau_low = pick.low;
   choice.plateau_high = pick.high;
   std::string batch_why;
