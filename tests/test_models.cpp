@@ -15,7 +15,6 @@
 #include "models/softmax_xent.h"
 #include "kernels/softmax_xent_row.h"
 #if defined(SGMCMC_WITH_CUDA)
-#include "kernels/activation_cuda.h"
 #include "kernels/softmax_xent_cuda.h"
 #include "cuda_kernel_checks.h"
 #endif
@@ -229,22 +228,6 @@ TEST(Models, SoftmaxXentCudaKernelEqualsAten) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   cuda_kernel_checks::softmax_xent_equals_aten(torch::Device(torch::kCUDA), 5000);
-#else
-  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
-#endif
-}
-
-// The MLP's elementwise CUDA kernels (kernels/activation_cuda.h; on a GPU only) against ATen's ops
-// (tests/cuda_kernel_checks.h): shapes with partial 32-column blocks and row counts that are not multiples
-// of the 8 row strides, and FNN-800's 1,000 × 800.
-TEST(Models, ActivationCudaKernelsEqualAten) {
-#if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  cuda_kernel_checks::activation_kernels_equal_aten(torch::Device(torch::kCUDA),
-                                                    {{500, 100}, {500, 10}, {1, 33}, {1000, 800}, {7, 1}});
-  auto cpu = torch::zeros({4, 4});
-  EXPECT_THROW(kernels::bias_activation_cuda(cpu, torch::Tensor(), kernels::Activation::kSigmoid),
-               std::invalid_argument);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

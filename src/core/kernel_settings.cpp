@@ -38,38 +38,26 @@ std::map<std::string, std::string> KernelSettings::to_map() const {
           {"cuda_gemm", cuda_gemm_route ? "route" : "aten"},
           {"cuda_loss", cuda_loss_fused ? "fused" : "aten"},
           {"cuda_bpmf", cuda_bpmf_fused ? "fused" : "aten"},
-          {"cuda_act", cuda_act_fused ? "fused" : "aten"},
           {"cuda_gather", cuda_gather_fused ? "fused" : "aten"},
           {"cuda_mlp", cuda_mlp == Choice::kAuto ? "auto" : cuda_mlp == Choice::kFused ? "fused" : "aten"},
-          {"cuda_mlp_tile", cuda_mlp_tile == 0 ? "auto" : std::to_string(cuda_mlp_tile)},
-          {"cuda_mlp_blocks_per_sm", cuda_mlp_blocks_per_sm == 0 ? "auto" : std::to_string(cuda_mlp_blocks_per_sm)},
-          {"cuda_mlp_head_rows", cuda_mlp_head_rows == 0 ? "auto" : std::to_string(cuda_mlp_head_rows)},
           {"cuda_mlp_gemm", cuda_mlp_gemm == MlpGemm::kAuto        ? "auto"
                             : cuda_mlp_gemm == MlpGemm::kTiled     ? "tiled"
                             : cuda_mlp_gemm == MlpGemm::kPipelined ? "pipelined"
                             : cuda_mlp_gemm == MlpGemm::kCublas    ? "cublas"
-                            : cuda_mlp_gemm == MlpGemm::kCublasLt  ? "cublaslt"
-                            : cuda_mlp_gemm == MlpGemm::kTf32x3    ? "tf32x3"
-                                                                   : "cluster"},
+                                                                   : "cublaslt"},
           {"cuda_mlp_prior", cuda_mlp_prior_fused ? "fused" : "aten"},
-          {"cuda_mlp_update", cuda_mlp_update_fused ? "fused" : "separate"},
           {"cuda_mlp_tail", cuda_mlp_tail == MlpTail::kAuto ? "auto" : cuda_mlp_tail == MlpTail::kGemm ? "gemm" : "columns"},
           {"cuda_mlp_forward", launch_text(cuda_mlp_forward)},
           {"cuda_mlp_wgrad", launch_text(cuda_mlp_wgrad)},
-          {"cuda_pdl", cuda_pdl ? "on" : "off"},
-          {"cuda_mlp_streams", cuda_mlp_streams == 0 ? "auto" : std::to_string(cuda_mlp_streams)},
           {"cuda_mlp_kparts", cuda_mlp_kparts == 0 ? "auto" : std::to_string(cuda_mlp_kparts)},
           {"cuda_gemm_cache", cuda_gemm_cache}};
 }
 
 const std::vector<std::string>& kernel_setting_keys() {
   static const std::vector<std::string> keys = {"matmul",    "noise",     "pool",      "byte_rows", "prior_fold",
-                                                "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_act",
-                                                "cuda_mlp", "cuda_mlp_tile", "cuda_mlp_prior",
-                                                "cuda_gather", "cuda_mlp_blocks_per_sm", "cuda_mlp_head_rows",
-                                                "cuda_mlp_gemm", "cuda_mlp_streams", "cuda_gemm_cache",
-                                                "cuda_mlp_update", "cuda_mlp_tail", "cuda_pdl", "cuda_mlp_kparts",
-                                                "cuda_mlp_forward", "cuda_mlp_wgrad"};
+                                                "cuda_gemm", "cuda_loss", "cuda_bpmf", "cuda_mlp", "cuda_mlp_prior",
+                                                "cuda_gather", "cuda_mlp_gemm", "cuda_gemm_cache", "cuda_mlp_tail",
+                                                "cuda_mlp_kparts", "cuda_mlp_forward", "cuda_mlp_wgrad"};
   return keys;
 }
 
@@ -83,37 +71,24 @@ KernelSettings parse_kernel_settings(const OptionMap& b) {
   s.cuda_gemm_route = !pick(b, "cuda_gemm", "route", "aten", false);
   s.cuda_loss_fused = !pick(b, "cuda_loss", "fused", "aten", false);
   s.cuda_bpmf_fused = !pick(b, "cuda_bpmf", "fused", "aten", false);
-  s.cuda_act_fused = pick(b, "cuda_act", "aten", "fused", false);
   s.cuda_gather_fused = pick(b, "cuda_gather", "aten", "fused", true);
   const auto mlp = b.get_choice("cuda_mlp", "auto", {"auto", "fused", "aten"});
   s.cuda_mlp = mlp == "auto" ? KernelSettings::Choice::kAuto
                : mlp == "fused" ? KernelSettings::Choice::kFused
                                 : KernelSettings::Choice::kAten;
-  const auto tile = b.get_choice("cuda_mlp_tile", "auto", {"auto", "32", "64"});
-  s.cuda_mlp_tile = tile == "auto" ? 0 : std::stoi(tile);
-  const auto per_sm = b.get_choice("cuda_mlp_blocks_per_sm", "auto", {"auto", "1", "2", "4", "8", "16"});
-  s.cuda_mlp_blocks_per_sm = per_sm == "auto" ? 0 : std::stoi(per_sm);
-  const auto head_rows = b.get_choice("cuda_mlp_head_rows", "auto", {"auto", "1", "2", "4", "8"});
-  s.cuda_mlp_head_rows = head_rows == "auto" ? 0 : std::stoi(head_rows);
-  const auto gemm = b.get_choice("cuda_mlp_gemm", "auto", {"auto", "tiled", "pipelined", "cublas", "cublaslt", "tf32x3", "cluster"});
+  const auto gemm = b.get_choice("cuda_mlp_gemm", "auto", {"auto", "tiled", "pipelined", "cublas", "cublaslt"});
   s.cuda_mlp_gemm = gemm == "auto"        ? KernelSettings::MlpGemm::kAuto
                     : gemm == "tiled"     ? KernelSettings::MlpGemm::kTiled
                     : gemm == "pipelined" ? KernelSettings::MlpGemm::kPipelined
                     : gemm == "cublas"    ? KernelSettings::MlpGemm::kCublas
-                    : gemm == "cublaslt"  ? KernelSettings::MlpGemm::kCublasLt
-                    : gemm == "tf32x3"    ? KernelSettings::MlpGemm::kTf32x3
-                                          : KernelSettings::MlpGemm::kCluster;
+                                          : KernelSettings::MlpGemm::kCublasLt;
   s.cuda_mlp_prior_fused = pick(b, "cuda_mlp_prior", "aten", "fused", true);
-  s.cuda_mlp_update_fused = pick(b, "cuda_mlp_update", "separate", "fused", false);
   const auto tail = b.get_choice("cuda_mlp_tail", "auto", {"auto", "gemm", "columns"});
   s.cuda_mlp_tail = tail == "auto"   ? KernelSettings::MlpTail::kAuto
                     : tail == "gemm" ? KernelSettings::MlpTail::kGemm
                                      : KernelSettings::MlpTail::kColumns;
   s.cuda_mlp_forward = launch_of(b, "cuda_mlp_forward");
   s.cuda_mlp_wgrad = launch_of(b, "cuda_mlp_wgrad");
-  s.cuda_pdl = pick(b, "cuda_pdl", "off", "on", false);
-  const auto streams = b.get_choice("cuda_mlp_streams", "auto", {"auto", "1", "2"});
-  s.cuda_mlp_streams = streams == "auto" ? 0 : std::stoi(streams);
   const auto kparts = b.get_choice("cuda_mlp_kparts", "auto", {"auto", "1", "2", "4", "8"});
   s.cuda_mlp_kparts = kparts == "auto" ? 0 : std::stoi(kparts);
   s.cuda_gemm_cache = b.get_string("cuda_gemm_cache", "auto");

@@ -1,5 +1,5 @@
 // The MLP's activations and their derivatives as host-device functions, one definition for the CUDA
-// kernels (activation_cuda.cu, mlp_fused_cuda.cu) and their CPU reference (mlp_fused_reference.cpp).
+// kernels (mlp_fused_cuda.cu, mlp_forward_head_cuda.cu) and their CPU reference (mlp_fused_reference.cpp).
 // The formulas are ATen's CUDA ones: sigmoid 1/(1 + e^−x), relu x ≤ 0 ? 0 : x (NaN stays NaN, as
 // clamp_min), tanh; the derivatives from the activation's output y, as autograd takes them:
 // sigmoid' g·(1 − y)·y, relu' y ≤ 0 ? 0 : g, tanh' g·(1 − y²).

@@ -120,15 +120,6 @@ void write_step_params(FusedRule rule, const FusedScalars& s, NoiseStream noise,
                        void* dst);
 void fused_update_from(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tensor>& state,
                        const torch::Tensor& grad, const torch::Tensor& step_params);
-// A prepared graph-safe update (fused_update_from's arguments) for another kernel to apply element by
-// element where it finishes the gradient (the fused MLP pass's last launch, kernels/mlp_fused.h): element
-// i of θ, the state and ∇Ũ (flat buffers of one group) gets `rule` with normal i of the stream that
-// `step_params` (write_step_params' bytes on θ's device) names: the numbers fused_update_from would use.
-struct FusedUpdateArgs {
-  FusedRule rule = FusedRule::kNoise;
-  torch::Tensor theta, grad, step_params;
-  std::vector<torch::Tensor> state;
-};
 #if defined(SGMCMC_WITH_CUDA)
 // The Philox key and offset a CUDA fused update of `numel` elements would draw from `generator`,
 // advancing it the same way (not during a graph capture).

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "kernels/fused_elementwise.h"
-#include "kernels/pdl_cuda.h"
+#include "kernels/launch_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -39,7 +39,6 @@ namespace {
 template <FusedRule R, typename T, bool kVec>
 __global__ void fused_kernel(T* th, T* s0, T* s1, T* s2, T* s3, const T* gr, int64_t n, FusedCoefs<T> kv,
                              const FusedCoefs<T>* kp, const NoiseStream* np, at::PhiloxCudaState philox) {
-  pdl_enter();
   const FusedCoefs<T> k = kp ? *kp : kv;
   uint64_t key, offset;
   if (np) {
@@ -81,8 +80,8 @@ void launch(FusedRule rule, torch::Tensor& theta, const std::vector<torch::Tenso
   const bool vec = aligned(th) && aligned(sp[0]) && aligned(sp[1]) && aligned(sp[2]) && aligned(sp[3]) && aligned(gr);
 #define SGMCMC_FUSED_LAUNCH(R)                                                                                   \
   case R:                                                                                                        \
-    launch_pdl(vec ? fused_kernel<R, T, true> : fused_kernel<R, T, false>, dim3(static_cast<unsigned>(grid)),  \
-               dim3(threads), 0, stream, th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, np, philox);             \
+    launch_kernel(vec ? fused_kernel<R, T, true> : fused_kernel<R, T, false>, dim3(static_cast<unsigned>(grid)),  \
+                  dim3(threads), 0, stream, th, sp[0], sp[1], sp[2], sp[3], gr, n, k, kp, np, philox);          \
     break;
   switch (rule) {
     SGMCMC_FUSED_LAUNCH(FusedRule::kNoise)

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "kernels/gather_rows.h"
-#include "kernels/pdl_cuda.h"
+#include "kernels/launch_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -23,7 +23,6 @@ namespace {
 template <int V>
 __global__ void gather_pair_kernel(uint32_t* a_out, const uint32_t* a, int64_t wa, uint32_t* b_out, const uint32_t* b,
                                    int64_t wb, const int64_t* idx, int64_t n, int64_t rows) {
-  pdl_enter();
   using Vec = std::conditional_t<V == 4, uint4, uint32_t>;
   const int64_t va = wa / V;
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < n;
@@ -82,7 +81,7 @@ bool gather_rows_pair_cuda(torch::Tensor& a_out, const torch::Tensor& a, torch::
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t* ix = idx.data_ptr<int64_t>();
   const int64_t rows = a.size(0);
-  launch_pdl(vec4 ? gather_pair_kernel<4> : gather_pair_kernel<1>, grid, block, 0, stream, ao, ai, wa, bo, bi, wb, ix, n, rows);
+  launch_kernel(vec4 ? gather_pair_kernel<4> : gather_pair_kernel<1>, grid, block, 0, stream, ao, ai, wa, bo, bi, wb, ix, n, rows);
   return true;
 }
 

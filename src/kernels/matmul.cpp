@@ -4,7 +4,6 @@
 #include "core/kernel_settings.h"
 
 #if defined(SGMCMC_WITH_CUDA)
-#include "kernels/activation_cuda.h"
 #endif
 
 #include <ATen/record_function.h>
@@ -213,12 +212,6 @@ void cuda_fp32_matmul(torch::Tensor& out, const torch::Tensor& a, const torch::T
   const int64_t m = out.size(0), n = out.size(1);
   if (m <= 16 && m < n) out.copy_(at::mm(b.t(), a.t()).t());
   else at::mm_out(out, a, b);
-#if defined(SGMCMC_WITH_CUDA)
-  // the bias and the activation in one kernel (kernels/activation_cuda.h; kernels.cuda_act: fused)
-  if (activation_cuda_enabled() && out.is_contiguous() && (bias.defined() || act != Activation::kNone) &&
-      (!bias.defined() || (bias.dim() == 1 && bias.is_contiguous() && bias.scalar_type() == out.scalar_type())))
-    return bias_activation_cuda(out, bias, act);
-#endif
   if (bias.defined()) out.add_(bias);
   activate_(out, act);
 }

@@ -8,7 +8,7 @@
 #include "kernels/activation_hd.h"
 #include "kernels/mlp_forward_head.h"
 #include "kernels/mlp_head_cuda.h"
-#include "kernels/pdl_cuda.h"
+#include "kernels/launch_cuda.h"
 #include "kernels/smem_cuda.h"
 
 namespace sgmcmc::kernels {
@@ -44,7 +44,6 @@ struct Args {
 
 template <typename T>
 __global__ void __launch_bounds__(S::kThreads) forward_head_kernel(const __grid_constant__ Args<T> p) {
-  pdl_enter();
   SGMCMC_DYNAMIC_SMEM(forward_head_smem);
   T* const sm = reinterpret_cast<T*>(forward_head_smem);  // rows [0, kRows) of a, then kUnits rows of W
   __shared__ int is_last;
@@ -164,8 +163,8 @@ bool launch(const MlpForwardHeadArgs& t) {
     allow_dynamic_smem(reinterpret_cast<const void*>(forward_head_kernel<T>), static_cast<int>(S::kMaxSmemBytes),
                        t.a.device().index());
   const int groups = (p.n + S::kRows - 1) / S::kRows;
-  launch_pdl(forward_head_kernel<T>, dim3(static_cast<unsigned>(groups * p.slices)), dim3(S::kThreads), smem,
-             at::cuda::getCurrentCUDAStream(), p);
+  launch_kernel(forward_head_kernel<T>, dim3(static_cast<unsigned>(groups * p.slices)), dim3(S::kThreads), smem,
+                at::cuda::getCurrentCUDAStream(), p);
   return true;
 }
 

@@ -8,9 +8,7 @@
 //   g_l = (g_{l+1} W_l) ⊙ act'(h_l)                        0 < l < L−1 (one kernel each)
 //   ∇W_l = g_{l+1}ᵀ h_l,  ∇b_l = Σ_i g_{l+1,i},  nll = Σ_i nll_i          (one kernel for all layers)
 // and, given the prior's precisions, ∇W_l + λ_W W_l and ∇b_l + λ_b b_l in that last kernel's epilogue
-// (kernels.cuda_mlp_prior: fused; the trainer otherwise seeds .grad with λθ in one ATen op per tensor),
-// and, given the sampler's prepared update (MlpFusedScratch::update), that update of each element of θ and
-// the sampler's state in the same epilogue, once its gradient is final (kernels.cuda_mlp_update: fused).
+// (kernels.cuda_mlp_prior: fused; the trainer otherwise seeds .grad with λθ in one ATen op per tensor).
 // App. H.1's 784-100-10 step is 3 kernels (ATen's path: ~16 for the same work, docs/performance.md);
 // FNN-800's 784-800-800-10 is 5.
 //
@@ -22,8 +20,8 @@
 // them in split order and applies the epilogue. Every sum runs in a fixed order, so a call's results are
 // deterministic; they are not ATen's summation order (the tests' tolerances are float rounding).
 // TF32 is never used: the products are float32 FMAs. kernels.cuda_mlp_gemm picks the kernel: this tiled
-// one, a pipelined one, or the cuBLAS route (the hidden layers' products on cuBLAS, or as 3xTF32 on tensor
-// cores: kernels/gemm_tf32x3.h; the rest in the pass's kernels; mlp_fused_cuda.cu says which does what).
+// one, a pipelined one, or the cuBLAS route (the hidden layers' products on cuBLAS or cuBLASLt, the rest in
+// the pass's kernels; mlp_fused_cuda.cu says which does what).
 // On that route the last kernel's sums run as column blocks, each sum inside one block, no split-K partial
 // sums (kernels/mlp_tail.h), where they apply (kernels.cuda_mlp_tail: columns; auto keeps the GEMM kernel),
 // and the last hidden layer's product with the head can run as one launch (kernels/mlp_forward_head.h;
@@ -59,7 +57,6 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/fused_update.h"  // FusedUpdateArgs
 #include "kernels/matmul.h"  // Activation
 
 namespace sgmcmc::kernels {
@@ -90,16 +87,6 @@ struct MlpFusedScratch {
   // A sum of another dtype, shape or device makes the pass decline (an undefined result).
   torch::Tensor loss_sum;
   double loss_weight = 1.0;
-  std::shared_ptr<void> side;  // kernels.cuda_mlp_streams: 2 — the second stream and its events (CUDA)
-  // Optional: the sampler's prepared update of this step (a graph-replayed step's, kernels.cuda_mlp_update:
-  // fused), which the pass's last launch then applies to every element as it finishes its gradient: one
-  // kernel a step less than the sampler's own launch. Taken only where that is the whole update: one
-  // chain, one stream, a rule of SGLD, pSGLD or SGHMC, and the layers' parameters and gradients covering
-  // the flat group's θ and ∇Ũ exactly, at the same offsets. `update_applied` says whether the last call
-  // took it (the caller then launches nothing); the caller's gradient must be complete after the pass
-  // (its prior's λθ seeded or in the epilogue).
-  const FusedUpdateArgs* update = nullptr;
-  bool update_applied = false;
 };
 
 // False with kernels.cuda_mlp: aten (core/kernel_settings.h).

@@ -4,42 +4,33 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/macros/Macros.h>
 
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAStream.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/kernel_settings.h"
-#include "kernels/activation_cuda.h"
 #include "kernels/activation_hd.h"
 #include "kernels/block_sum_cuda.h"
 #include "kernels/fused_elementwise.h"
 #include "kernels/mlp_forward_head.h"
 #include "kernels/mlp_fused.h"
 #include "kernels/mlp_head_cuda.h"
-#include "kernels/gemm_cluster.h"
 #include "kernels/gemm_lt.h"
-#include "kernels/gemm_tf32x3.h"
 #include "kernels/mlp_tail.h"
-#include "kernels/pass_update_cuda.h"
-#include "kernels/pdl_cuda.h"
+#include "kernels/launch_cuda.h"
 #include "kernels/smem_cuda.h"
 #include "kernels/softmax_xent_row.h"
 #include "kernels/weight_grad.h"
-#include "kernels/weight_grad_cuda.h"
 
 namespace sgmcmc::kernels {
 
 namespace {
 
-// A block is 16 × 16 threads over a square BM × BM tile (BM = 32: 2 × 2 outputs per thread; BM = 64:
-// 4 × 4, half the shared-memory reads per FMA, for wide layers), 16 deep.
+// A block is 16 × 16 threads over a square 32 × 32 tile (2 × 2 outputs per thread), 16 deep. A 64-wide
+// tile (4 × 4 a thread) measured slower on every shape tried (docs/gpu_kernels.md).
 constexpr int kBK = 16, kThreadsN = 16, kThreadsM = 16;
 constexpr int kThreads = kThreadsN * kThreadsM;  // 256
 constexpr int kMaxProblems = 8;
@@ -53,8 +44,7 @@ constexpr size_t kHeadSmemBytes = 48 * 1024;  // the default dynamic shared memo
 constexpr int64_t kAutoMaxLayer = 640000;
 
 // kAddPrior: C(m, j) += λ_c·prior_c(m, j) alone (k = 0), after cuBLAS wrote C (the cuBLAS route below).
-// kKeep: C(m, j) as it is (k = 0): a problem for the sampler's update alone, after cuBLAS wrote C.
-enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative, kAddPrior, kKeep };
+enum class Epilogue : int { kStore, kAccumulate, kBiasActivation, kDerivative, kAddPrior };
 
 // C(m, j) ← epilogue(Σ_k A(m, k) B(k, j)) with A(m, k) = a[m·a_rs + k·a_cs], B(k, j) = b[k·b_rs + j·b_cs];
 // with `ones`, B has a column j = n of ones whose results go to extra[m] (the bias gradient).
@@ -77,7 +67,6 @@ struct Gemm {
   const T* prior_e = nullptr;
   const T* lambda_e = nullptr;
   Epilogue epi = Epilogue::kStore;
-  bool update = false;  // the batch's PassUpdate for every element of C and extra the epilogue finishes
   Activation act = Activation::kNone;
   T* work = nullptr;       // [chains, splits, m, n + ones] partial sums (splits > 1)
   int* counters = nullptr;  // [chains, tiles] arrivals
@@ -99,7 +88,6 @@ struct GemmBatch {
   T* sum_out = nullptr;
   double* loss_sum = nullptr;  // with sum_out: *loss_sum += loss_weight · *sum_out
   double loss_weight = 0;
-  PassUpdate<T> up;  // the problems with `update` set apply it (the kernels' kUpdate instances only)
 };
 
 template <typename T, int kN>
@@ -116,8 +104,8 @@ __device__ void block_sum(const T* in, int n, T* out, double* loss_sum, double l
 // the work buffer and the tile's last split to arrive adds all of them in split order (the same bits
 // from one call to the next); then the epilogue. row(i) and col(j) are the thread's output coordinates
 // within the tile; every thread of the block calls it (it synchronises).
-template <typename T, int kTM, int kTN, int kBM, bool kUpdate, typename Row, typename Col>
-__device__ void finish_tile(const Gemm<T>& g, const PassUpdate<T>& up, int64_t chain, int tile, int split,
+template <typename T, int kTM, int kTN, int kBM, typename Row, typename Col>
+__device__ void finish_tile(const Gemm<T>& g, int64_t chain, int tile, int split,
                             T (&acc)[kTM][kTN], Row row, Col col, int* is_last) {
   const int tid = threadIdx.x;
   const int m0 = (tile / g.tiles_n) * kBM, n0 = (tile % g.tiles_n) * kBM;
@@ -183,10 +171,6 @@ __device__ void finish_tile(const Gemm<T>& g, const PassUpdate<T>& up, int64_t c
   const T* const y_ptr = g.y == nullptr ? nullptr : g.y + chain * g.y_bs;
   const T* const prior_c_ptr = g.prior_c == nullptr ? nullptr : g.prior_c + chain * g.prior_c_bs;
   const T* const prior_e_ptr = g.prior_e == nullptr ? nullptr : g.prior_e + chain * g.prior_e_bs;
-  FusedCoefs<T> k;
-  uint64_t key = 0, offset = 0;
-  const bool update = kUpdate && g.update;
-  if (update) k = up.params->k, key = up.params->noise.key, offset = up.params->noise.offset;
 #pragma unroll
   for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -198,7 +182,6 @@ __device__ void finish_tile(const Gemm<T>& g, const PassUpdate<T>& up, int64_t c
         T* e = extra_ptr + gm;
         if (g.lambda_e != nullptr) *e = v + *g.lambda_e * prior_e_ptr[gm];
         else *e = g.epi == Epilogue::kAccumulate ? *e + v : v;
-        if (update) update_element(up, k, key, offset, e - up.gr);
         continue;
       }
       T* out = c_ptr + gm * g.c_rs + gn;
@@ -208,9 +191,7 @@ __device__ void finish_tile(const Gemm<T>& g, const PassUpdate<T>& up, int64_t c
         case Epilogue::kBiasActivation: *out = activate_hd(g.act, v + bias_ptr[gn]); break;
         case Epilogue::kDerivative: *out = derivative_times_hd(g.act, v, y_ptr[static_cast<int64_t>(gm) * g.n + gn]); break;
         case Epilogue::kAddPrior: *out = *out + *g.lambda_c * prior_c_ptr[gm * g.c_rs + gn]; break;
-        case Epilogue::kKeep: break;
       }
-      if (update) update_element(up, k, key, offset, out - up.gr);
     }
 }
 
@@ -265,7 +246,7 @@ __device__ void staging_of(const Gemm<T>& g, int tid, int (&am)[kLoads], int (&a
   }
 }
 
-template <typename T, int kBM, bool kUpdate>
+template <typename T, int kBM>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ GemmBatch<T> batch) {
   constexpr int kBN = kBM, kTM = kBM / kThreadsM, kTN = kBN / kThreadsN;
   constexpr int kLoads = kBM * kBK / kThreads;  // elements of each operand a thread stages per k step
@@ -273,7 +254,6 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
   __shared__ T As[kBK][kBM + 1];
   __shared__ T Bs[kBK][kBN + 1];
   __shared__ int is_last;
-  pdl_enter();
   const int tid = threadIdx.x;
   const int block = blockIdx.x;
   const int64_t chain = blockIdx.y;
@@ -326,8 +306,8 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const __grid_constant__ 
     }
     __syncthreads();
   }
-  finish_tile<T, kTM, kTN, kBM, kUpdate>(
-      g, batch.up, chain, w.tile, w.split, acc, [&](int i) { return ty + i * kThreadsM; },
+  finish_tile<T, kTM, kTN, kBM>(
+      g, chain, w.tile, w.split, acc, [&](int i) { return ty + i * kThreadsM; },
       [&](int j) { return tx + j * kThreadsN; }, &is_last);
 }
 
@@ -368,7 +348,7 @@ __device__ __forceinline__ void copy_async_wait() {
 constexpr int kPipeThreads = 256, kPipeStages = 4, kPipeBM = 32, kPipeSlices = 4;
 constexpr int kPipeLd = kPipeBM + 4;  // padded rows: fewer bank conflicts on the copies, float4 still aligned
 
-template <typename T, bool kUpdate>
+template <typename T>
 __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const __grid_constant__ GemmBatch<T> batch) {
   constexpr int kBM = kPipeBM, kTM = 4, kTN = 4, kSide = kBM / kTM;  // 8 × 8 threads a slice
   constexpr int kSliceThreads = kSide * kSide, kSliceK = kBK / kPipeSlices;
@@ -379,7 +359,6 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
   static_assert(kPipeSlices * kBM * kBM <= kPipeStages * kStage, "the partial tiles fit the stage buffers");
   __shared__ __align__(16) T smem[kPipeStages * kStage];
   __shared__ int is_last;
-  pdl_enter();
   auto As = [&](int buf, int k, int m) -> T& { return smem[buf * kStage + k * kPipeLd + m]; };
   auto Bs = [&](int buf, int k, int n) -> T& { return smem[buf * kStage + (kBK + k) * kPipeLd + n]; };
   const int tid = threadIdx.x;
@@ -459,8 +438,8 @@ __global__ void __launch_bounds__(kPipeThreads, 2) gemm_pipelined_kernel(const _
     for (int sl = 1; sl < kPipeSlices; ++sl) s += part[(sl * kBM + row) * kBM + col0 + j];
     out[0][j] = s;
   }
-  finish_tile<T, 1, kTN, kBM, kUpdate>(
-      g, batch.up, chain, w.tile, w.split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
+  finish_tile<T, 1, kTN, kBM>(
+      g, chain, w.tile, w.split, out, [&](int) { return row; }, [&](int j) { return col0 + j; }, &is_last);
 }
 
 // The output layer for `rows_per_block` rows per block (head_rows, mlp_head_cuda.h). Chain c = blockIdx.y:
@@ -472,7 +451,6 @@ __global__ void __launch_bounds__(kHeadThreads)
     head_kernel(const T* h, const T* w, const T* bias, const int64_t* y, int n, int hdim, int outs, int rows_per_block,
                 T scale, Activation act, T* g, T* d, T* row_nll, const T* pre_bias, T* h_out, int parts,
                 int64_t part_stride, bool shared) {
-  pdl_enter();
   const int64_t chain = blockIdx.y;
   const int64_t hid_cs = shared ? hdim : int64_t{n} * hdim;  // chain c's first hidden value
   const int64_t rs = shared ? int64_t{gridDim.y} * hdim : hdim;
@@ -503,17 +481,17 @@ torch::Tensor& ensure2(torch::Tensor& slot, int64_t rows, int64_t cols, const to
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Tiles and k splits for one product over `chains` chains (about kernels.cuda_mlp_blocks_per_sm blocks
-// per SM, auto: 2, when the chains' tiles are fewer; at least 64 of k per split), with its partial-sum
-// and counter buffers from scratch slot `slot`. More blocks hide more of the global loads' latency
-// (each k step of a block is 16 deep) at the price of more partial sums; the A/B decides.
+// Tiles and k splits for one product over `chains` chains (about kBlocksPerSm blocks per SM when the chains'
+// tiles are fewer; at least 64 of k per split), with its partial-sum and counter buffers from scratch slot
+// `slot`. More blocks hide more of the global loads' latency (each k step of a block is 16 deep) at the price
+// of more partial sums: 2 measured fastest on an H100 (1, 4, 8 and 16 slower; docs/gpu_kernels.md).
+constexpr int kTile = 32, kBlocksPerSm = 2;
 template <typename T>
-void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
+void plan(Gemm<T>& g, int sms, int chains, MlpFusedScratch& s, size_t slot, const torch::Tensor& like) {
   const int n_all = g.n + (g.ones ? 1 : 0);
-  g.tiles_n = ceil_div(n_all, tile);
-  const int tiles = ceil_div(g.m, tile) * g.tiles_n;
-  const int per_sm = kernel_settings().cuda_mlp_blocks_per_sm != 0 ? kernel_settings().cuda_mlp_blocks_per_sm : 2;
-  const int want = std::max(1, std::min(per_sm * sms / std::max(tiles * chains, 1), g.k / 64));
+  g.tiles_n = ceil_div(n_all, kTile);
+  const int tiles = ceil_div(g.m, kTile) * g.tiles_n;
+  const int want = std::max(1, std::min(kBlocksPerSm * sms / std::max(tiles * chains, 1), g.k / 64));
   g.k_chunk = std::max(kBK, ceil_div(ceil_div(std::max(g.k, 1), want), kBK) * kBK);
   g.splits = std::max(1, ceil_div(g.k, g.k_chunk));
   if (g.splits > 1) {
@@ -524,18 +502,13 @@ void plan(Gemm<T>& g, int tile, int sms, int chains, MlpFusedScratch& s, size_t 
   }
 }
 
-// The tile edge for a launch: kernels.cuda_mlp_tile, or (auto) 32. The 64-wide tile measured slower on
-// every shape tried (H.1 142 against 80 µs a step, FNN-800 243 against 164: a quarter of the blocks, and
-// the split-K partial sums grow with the splits), so it is there for the A/B only.
-int tile_edge() { return kernel_settings().cuda_mlp_tile != 0 ? kernel_settings().cuda_mlp_tile : 32; }
-
 // kernels.cuda_mlp_gemm, auto: the cuBLAS route for one chain wherever it applies (up to 4 layers; its
 // graph-replayed step on an H100: H.1 49.5 µs against pipelined 61, FNN-800 92 µs against pipelined 132;
 // docs/performance.md), its products on cuBLASLt with the kernel and split-K measured per shape and kept
 // in kernels.cuda_gemm_cache (on an H200: H.1 45.3 µs against cuBLAS's 46.2, FNN-800 90.4–90.7 against
 // 92.4–92.5; float64 stays on cuBLAS), the pipelined kernel for one chain beyond, the tiled kernel for
 // chains (100 chains 2.35 ms a step against pipelined 2.38; kernels.cuda_mlp: auto leaves chains to
-// ATen). The cluster products measured slower (H.1 50.2–50.4 µs, FNN-800 119.4–119.5) and stay opt-in.
+// ATen).
 using MlpGemm = KernelSettings::MlpGemm;
 MlpGemm gemm_choice(int chains, size_t layers) {
   const auto g = kernel_settings().cuda_mlp_gemm;
@@ -545,46 +518,35 @@ MlpGemm gemm_choice(int chains, size_t layers) {
 }
 
 // The chains' shared minibatch takes the cuBLAS route only (its two large products are plain 2-D GEMMs, as
-// one chain's): auto is cublaslt as for one chain; tiled, pipelined and cluster decline (autograd runs).
-bool shared_gemm_taken(MlpGemm g) {
-  return g == MlpGemm::kAuto || g == MlpGemm::kCublas || g == MlpGemm::kCublasLt || g == MlpGemm::kTf32x3;
-}
+// one chain's): auto is cublaslt as for one chain; tiled and pipelined decline (autograd runs).
+bool shared_gemm_taken(MlpGemm g) { return g == MlpGemm::kAuto || g == MlpGemm::kCublas || g == MlpGemm::kCublasLt; }
 MlpGemm shared_gemm_choice() {
   const auto g = kernel_settings().cuda_mlp_gemm;
   return g == MlpGemm::kAuto ? MlpGemm::kCublasLt : g;
 }
 
 template <typename T>
-void launch(GemmBatch<T>& batch, int tile, int chains, bool pipe, cudaStream_t stream) {
+void launch(GemmBatch<T>& batch, int chains, bool pipe, cudaStream_t stream) {
   int blocks = 0;
   for (int i = 0; i < batch.count; ++i) {
     auto& g = batch.p[i];
     g.first_block = blocks;
-    blocks += ceil_div(g.m, tile) * g.tiles_n * g.splits;
+    blocks += ceil_div(g.m, kTile) * g.tiles_n * g.splits;
   }
   batch.gemm_blocks = blocks;
   if (batch.sum_out != nullptr) ++blocks;
   if (blocks == 0) return;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(chains));
-  // the update's instances only for a launch that applies it: the others keep their registers
-  if (batch.up.rule >= 0) {
-    if (tile == 64) launch_pdl(gemm_kernel<T, 64, true>, grid, dim3(kThreads), 0, stream, batch);
-    else if (pipe) launch_pdl(gemm_pipelined_kernel<T, true>, grid, dim3(kPipeThreads), 0, stream, batch);
-    else launch_pdl(gemm_kernel<T, 32, true>, grid, dim3(kThreads), 0, stream, batch);
-  } else {
-    if (tile == 64) launch_pdl(gemm_kernel<T, 64, false>, grid, dim3(kThreads), 0, stream, batch);
-    else if (pipe) launch_pdl(gemm_pipelined_kernel<T, false>, grid, dim3(kPipeThreads), 0, stream, batch);
-    else launch_pdl(gemm_kernel<T, 32, false>, grid, dim3(kThreads), 0, stream, batch);
-  }
+  if (pipe) launch_kernel(gemm_pipelined_kernel<T>, grid, dim3(kPipeThreads), 0, stream, batch);
+  else launch_kernel(gemm_kernel<T, kTile>, grid, dim3(kThreads), 0, stream, batch);
 }
 
-// Plans every product of `batch` for one tile edge and launches it.
+// Plans every product of `batch` and launches it.
 template <typename T>
 void plan_and_launch(GemmBatch<T>& batch, int sms, int chains, bool pipe, MlpFusedScratch& s, size_t& slot,
                      const torch::Tensor& like, cudaStream_t stream) {
-  const int tile = tile_edge();
-  for (int i = 0; i < batch.count; ++i) plan(batch.p[i], tile, sms, chains, s, slot++, like);
-  launch(batch, tile, chains, pipe, stream);
+  for (int i = 0; i < batch.count; ++i) plan(batch.p[i], sms, chains, s, slot++, like);
+  launch(batch, chains, pipe, stream);
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() / 2; }
@@ -593,23 +555,9 @@ bool fits_int(int64_t v) { return v >= 0 && v < std::numeric_limits<int>::max() 
 int64_t outs_of(const torch::Tensor& W) { return W.size(W.dim() - 2); }
 int64_t ins_of(const torch::Tensor& W) { return W.size(W.dim() - 1); }
 
-// kernels.cuda_mlp_streams: 2 — the cuBLAS route's second stream and the events that fork work onto it
-// and join it back, kept in the scratch from one call to the next (a captured step replays them).
-struct SideStream {
-  explicit SideStream(c10::DeviceIndex device) : stream(c10::cuda::getStreamFromPool(false, device)) {}
-  c10::cuda::CUDAStream stream;
-  at::cuda::CUDAEvent fork_prior, prior_done, fork_tail, tail_done;
-};
-
-void fork_to(at::cuda::CUDAEvent& e, const c10::cuda::CUDAStream& from, const c10::cuda::CUDAStream& to) {
-  e.record(from);
-  e.block(to);
-}
-
 // out ← act(out + b) in place over [rows, w], b one chain's [w] (or [1, w]) or the chains' [C, w]
-// (rows chain-major): kernels.cuda_act's one kernel for one chain where it is on, else ATen's ops.
+// (rows chain-major): ATen's ops (a fused bias-and-activation kernel measured slower, docs/gpu_kernels.md).
 void bias_activate(torch::Tensor& out, const torch::Tensor& b, Activation act, int chains) {
-  if (chains == 1 && activation_cuda_enabled()) return bias_activation_cuda(out, b.reshape({-1}), act);
   out.view({chains, -1, out.size(1)}).add_(b.reshape({chains, 1, -1}));
   switch (act) {
     case Activation::kSigmoid: out.sigmoid_(); break;
@@ -620,7 +568,7 @@ void bias_activate(torch::Tensor& out, const torch::Tensor& b, Activation act, i
 }
 
 // g ← g ⊙ act'(y) in place, y the activated values: ATen's backward ops, the formulas of
-// kernels/activation_cuda.h (and of the tiled kernel's kDerivative epilogue).
+// kernels/activation_hd.h (and of the tiled kernel's kDerivative epilogue).
 void times_derivative(torch::Tensor& g, const torch::Tensor& y, Activation act) {
   switch (act) {
     case Activation::kSigmoid: at::sigmoid_backward_out(g, g, y); break;
@@ -628,15 +576,6 @@ void times_derivative(torch::Tensor& g, const torch::Tensor& y, Activation act) 
     case Activation::kTanh: at::tanh_backward_out(g, g, y); break;
     case Activation::kNone: break;
   }
-}
-
-// The scratch's update (MlpFusedScratch::update) where the last launch can apply all of it: one chain, one
-// stream (with two, the last launch runs beside the hidden layers' ∇W products) and pass_update_of's
-// conditions (kernels/pass_update_cuda.h). rule −1 otherwise (the caller launches it).
-template <typename T>
-PassUpdate<T> update_of(const MlpFusedScratch& s, const std::vector<MlpLayerTensors>& layers, int chains, bool two) {
-  if (chains != 1 || two) return {};
-  return pass_update_of<T>(s.update, layers);
 }
 
 // c [kp, m, n] ← the kp partial products of a [m, k] · b [k, n] over consecutive k ranges of k / kp, in one
@@ -663,10 +602,9 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   const int64_t rows = int64_t{n} * chains;  // every chain's rows (shared: the same n, C times)
   const int outs = static_cast<int>(outs_of(layers[L - 1].weight)), hdim = static_cast<int>(ins_of(layers[L - 1].weight));
   const int per_row = hdim + 2 * outs;
-  // rows per head block: kernels.cuda_mlp_head_rows (auto: kHeadRows), fewer where shared memory or n end
-  const int want_rows = kernel_settings().cuda_mlp_head_rows != 0 ? kernel_settings().cuda_mlp_head_rows : kHeadRows;
+  // rows per head block: kHeadRows, fewer where shared memory or n end
   const int head_rows = std::min<int64_t>(
-      {want_rows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
+      {kHeadRows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
   if (head_rows < 1) return {};
   const auto opts = x.options();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
@@ -680,69 +618,25 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   // product of the hidden layers on cuBLAS (ATen's mm, or bmm for chains: the same float32 arithmetic
   // without TF32 unless train.tf32 allows it), h_{l+1} = x W_lᵀ (the inputs' layer) or h_l W_lᵀ, then
   // g_l = g_{l+1} W_l and ∇W_l = g_{l+1}ᵀ h_l; the rest in the pass's kernels and ATen's elementwise ops:
-  // a middle layer's bias and activation after its product (kernels.cuda_act's one kernel, or ATen's
-  // two), the last hidden layer's in the head as it loads it, a middle layer's act' after its product
+  // a middle layer's bias and activation after its product (ATen's two ops), the last hidden layer's in
+  // the head as it loads it, a middle layer's act' after its product
   // (ATen's backward op), and the last launch adds each hidden layer's ∇b_l (a product against the ones
   // column alone) and λ_W W_l (an epilogue alone, k = 0) beside the output layer's gradients.
-  // kernels.cuda_mlp_gemm: tf32x3 takes the products as 3xTF32 on tensor cores where that applies (a
-  // build with CUTLASS, float32, widths in multiples of 4; kernels/gemm_tf32x3.h), cublaslt on cuBLASLt
-  // with the kernel and split-K measured per shape (float32; kernels/gemm_lt.h), cluster split-K across a
-  // thread-block cluster (float32, one chain, sm_90; kernels/gemm_cluster.h), cuBLAS otherwise.
+  // kernels.cuda_mlp_gemm: cublaslt takes them on cuBLASLt with the kernel and split-K measured per shape
+  // (float32; kernels/gemm_lt.h), cuBLAS otherwise.
   // Up to 4 layers (the last launch's problems: 2L − 1 of kMaxProblems).
   const MlpGemm gemm = shared ? shared_gemm_choice() : gemm_choice(chains, L);
-  const bool tf32x3 = gemm == MlpGemm::kTf32x3 && std::is_same_v<T, float>;
   const bool lt = gemm == MlpGemm::kCublasLt && std::is_same_v<T, float>;
-  const bool cluster = gemm == MlpGemm::kCluster && std::is_same_v<T, float>;
-  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kCublasLt || gemm == MlpGemm::kTf32x3 ||
-                      gemm == MlpGemm::kCluster) && L >= 2 &&
+  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kCublasLt) && L >= 2 &&
                      2 * static_cast<int>(L) - 1 <= kMaxProblems,
              pipe = gemm == MlpGemm::kPipelined;
-  // kernels.cuda_mlp_streams: 2 (the route only): what does not wait for the hidden layers' ∇W products
-  // runs on a second stream beside them. λ_W W_l is stored into ∇W_l while the forward pass runs (the
-  // products then add onto it: overwriting with the prior's precisions), and the last launch (∇b_l, the
-  // output layer's gradients, the nll) runs beside the ∇W products; the main stream waits for both.
-  const bool two = route && kernel_settings().cuda_mlp_streams == 2;
-  const auto main_stream = at::cuda::getCurrentCUDAStream();
-  SideStream* side = nullptr;
-  if (two) {
-    if (!s.side || static_cast<SideStream*>(s.side.get())->stream.device_index() != x.device().index())
-      s.side = std::make_shared<SideStream>(x.device().index());
-    side = static_cast<SideStream*>(s.side.get());
-  }
-  // which hidden layers have λ_W W_l stored first (those with precisions, overwriting)
-  const auto prior_first_at = [&](size_t l) { return two && overwrite && layers[l].weight_lambda.defined(); };
-  bool prior_first = false;
-  for (size_t l = 0; l + 1 < L; ++l) prior_first = prior_first || prior_first_at(l);
-  const PassUpdate<T> up = update_of<T>(s, layers, chains, two);  // applied in the last launch (rule ≥ 0)
-  const bool update = up.rule >= 0;
-  s.update_applied = false;
-  if (prior_first) {  // ∇W_l = λ_W W_l for those hidden layers, on the side stream, beside the forward pass
-    GemmBatch<T> pb;
-    for (size_t l = 0; l + 1 < L; ++l) {
-      if (!prior_first_at(l)) continue;
-      Gemm<T>& p = pb.p[pb.count++];
-      p.m = static_cast<int>(outs_of(layers[l].weight)), p.n = static_cast<int>(ins_of(layers[l].weight)), p.k = 0;
-      p.a = layers[l].weight.template data_ptr<T>(), p.b = p.a;  // never read (k = 0)
-      p.c = layers[l].weight_grad.template data_ptr<T>(), p.c_rs = p.n;
-      p.epi = Epilogue::kStore;
-      p.prior_c = layers[l].weight.template data_ptr<T>(), p.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
-    }
-    const int tile = tile_edge();
-    for (int i = 0; i < pb.count; ++i) plan(pb.p[i], tile, sms, chains, s, slot++, x);
-    fork_to(side->fork_prior, main_stream, side->stream);
-    launch(pb, tile, chains, false, side->stream.stream());
-    side->prior_done.record(side->stream);
-  }
   // c = a·b (accumulate: c += a·b): [m, k]·[k, n] for one chain, [C, m, k]·[C, k, n] for chains
   const auto product = [&](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
     if (lt && gemm_lt(a, b, c, accumulate)) return;  // 2-D or chains' 3-D
-    if (cluster && gemm_cluster(a, b, c, accumulate)) return;  // 2-D, one chain
     if (c.dim() == 2) {
-      if (tf32x3 && gemm_tf32x3(a, b, c, accumulate)) return;
       if (accumulate) c.addmm_(a, b);
       else at::mm_out(c, a, b);
     } else {
-      if (tf32x3 && gemm_tf32x3_batched(a, b, c, accumulate)) return;
       if (accumulate) c.baddbmm_(a, b);
       else at::bmm_out(c, a, b);
     }
@@ -830,7 +724,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
     T* h_out = route ? ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>() : nullptr;
     const T* pre_bias = route ? layers[L - 2].bias.template data_ptr<T>() : nullptr;
-    launch_pdl(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream, h[L - 1], layers[L - 1].weight.template data_ptr<T>(),
+    launch_kernel(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream, h[L - 1], layers[L - 1].weight.template data_ptr<T>(),
                layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(), n, hdim, outs, head_rows, scale, act,
                gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts,
                int64_t{rows} * hdim, shared);
@@ -867,7 +761,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
   s.wgrad_applied = 0;
   const auto weight_grad_product = [&](size_t l) {
     auto gw = weight_of(layers[l].weight_grad);
-    const bool accumulate = !overwrite || prior_first_at(l);
+    const bool accumulate = !overwrite;
     if (wgrad_tiles && weight_grad_cuda(weight_grad_of(s.g[l + 1], h_of(l), gw, accumulate))) {
       ++s.wgrad_applied;
       return;
@@ -880,11 +774,9 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     }
     product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, accumulate);
   };
-  // kernels.cuda_mlp_wgrad: fused with one stream: every layer's ∇W_l and ∇b_l (λθ added) and the nll in one
-  // tiled launch (kernels/weight_grad.h) instead of the hidden layers' products and the last launch, with the
-  // sampler's update where the pass has one (update_of's checks: the layers cover θ, and every element's
-  // gradient is a problem's)
-  if (route && wgrad_tiles && !two && rows > 0) {
+  // kernels.cuda_mlp_wgrad: fused: every layer's ∇W_l and ∇b_l (λθ added) and the nll in one tiled launch
+  // (kernels/weight_grad.h) instead of the hidden layers' products and the last launch
+  if (route && wgrad_tiles && rows > 0) {
     WeightGradLaunch wl;
     wl.accumulate = !overwrite;
     for (size_t l = 0; l < L; ++l) {
@@ -899,23 +791,21 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     auto nll = at::empty({}, opts);
     wl.row_nll = row_nll.narrow(0, 0, rows), wl.nll = nll;
     wl.loss_sum = s.loss_sum, wl.loss_weight = s.loss_weight;
-    if (weight_grad_cuda_with_update<T>(wl, up)) {
+    if (weight_grad_cuda(wl)) {
       s.wgrad_applied = static_cast<int>(L) - 1;
-      s.update_applied = update;
       return nll;
     }
   }
   // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
   // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto stays on the GEMM
   // kernel until a GPU has timed the blocks' current shape (docs/performance.md)
-  if (route && !two && chains == 1 && n > 0 && kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
+  if (route && chains == 1 && n > 0 && kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
     MlpTailArgs ta;
     ta.g_out = s.g[L], ta.h_last = s.h[L - 1], ta.out = layers[L - 1];
     for (size_t l = 0; l + 1 < L; ++l) ta.g_hidden.push_back(s.g[l + 1]), ta.hidden.push_back(layers[l]);
     ta.accumulate = !overwrite;
     ta.row_nll = row_nll.narrow(0, 0, rows);
     ta.loss_sum = s.loss_sum, ta.loss_weight = s.loss_weight;
-    if (update) ta.update = s.update;  // the checks update_of made: the column blocks apply all of it
     // kernels.cuda_mlp_kparts: each hidden layer's ∇W_l as kp partial products over ranges of the rows, in
     // one batched cuBLASLt product, which the column blocks' elementwise blocks add in order (no split-K
     // reduction kernel)
@@ -937,9 +827,7 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
         if (parts) ta.weight_grad_parts[l] = torch::Tensor();  // not taken: the plain product writes ∇W_l
         weight_grad_product(l);
       }
-      auto nll = mlp_tail_cuda(ta, &s.update_applied);
-      TORCH_INTERNAL_ASSERT(s.update_applied == update, "the column blocks and the pass disagree on the update");
-      return nll;
+      return mlp_tail_cuda(ta);
     }
   }
   // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: the hidden layers' ∇W_l
@@ -957,14 +845,12 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layers[l].bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    g.update = update;
     if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting, one chain
       g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
       g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
     }
   }
   // the route's hidden layers: ∇b_l = Σ_i g_{l+1,i} (+ λ_b b_l), the ones column alone; then ∇W_l += λ_W W_l
-  // (and the update: ∇W_l is final then), or with no prior a problem for the update alone
   for (size_t l = 0; route && l + 1 < L; ++l) {
     const MlpLayerTensors& layer = layers[l];
     const int out = static_cast<int>(outs_of(layer.weight)), in = static_cast<int>(ins_of(layer.weight));
@@ -976,44 +862,22 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     g.c = layer.weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layer.bias_grad.template data_ptr<T>(), g.e_bs = out;
     g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    g.update = update;
-    if (layer.weight_lambda.defined()) {
-      g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
-      if (prior_first_at(l)) continue;  // λ_W W_l is in ∇W_l already (two streams: no update)
-    } else if (!update) {
-      continue;
-    }
+    if (!layer.weight_lambda.defined()) continue;
+    g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
     Gemm<T>& p = b.p[b.count++];
     p.m = out, p.n = in, p.k = 0;
     p.a = g.a, p.b = g.b;  // never read (k = 0)
     p.c = g.c, p.c_rs = in;
-    p.update = update;
-    if (layer.weight_lambda.defined()) {
-      p.epi = Epilogue::kAddPrior;
-      p.prior_c = layer.weight.template data_ptr<T>(), p.lambda_c = layer.weight_lambda.template data_ptr<T>();
-    } else {
-      p.epi = Epilogue::kKeep;
-    }
+    p.epi = Epilogue::kAddPrior;
+    p.prior_c = layer.weight.template data_ptr<T>(), p.lambda_c = layer.weight_lambda.template data_ptr<T>();
   }
   auto nll = at::empty({}, opts);
   b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
   if (s.loss_sum.defined()) b.loss_sum = s.loss_sum.data_ptr<double>(), b.loss_weight = s.loss_weight;
-  b.up = up;
-  // planned before anything goes to the side stream: a first call allocates (and zeroes) the launch's
-  // scratch on this stream, ahead of the fork
-  const int tile = tile_edge();
-  for (int i = 0; i < b.count; ++i) plan(b.p[i], tile, sms, chains, s, slot++, x);
-  if (two) {  // the last launch needs the head's outputs only: on the side stream, beside the products
-    fork_to(side->fork_tail, main_stream, side->stream);
-    launch(b, tile, chains, pipe, side->stream.stream());
-    side->tail_done.record(side->stream);
-  }
-  if (prior_first) side->prior_done.block(main_stream);
+  for (int i = 0; i < b.count; ++i) plan(b.p[i], sms, chains, s, slot++, x);
   if (route)
     for (size_t l = 0; l + 1 < L; ++l) weight_grad_product(l);
-  if (two) side->tail_done.block(main_stream);
-  else launch(b, tile, chains, pipe, stream);
-  s.update_applied = update;
+  launch(b, chains, pipe, stream);
   return nll;
 }
 
@@ -1064,7 +928,6 @@ bool mlp_fused_prior_enabled() { return kernel_settings().cuda_mlp_prior_fused; 
 torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tensor& targets,
                                       const std::vector<MlpLayerTensors>& layers, Activation act, double scale,
                                       bool overwrite, MlpFusedScratch& scratch, int64_t chains, bool shared) {
-  scratch.update_applied = false;
   shared = shared && chains > 1;  // one chain's shared minibatch is its own
   if (!handled(x, targets, layers, overwrite, chains, shared)) return {};
   const auto& sum = scratch.loss_sum;

@@ -28,8 +28,7 @@
 // - The epilogue: overwriting, ∇W = v or, with the prior's precisions, fma(λ_W, W, v) (∇b likewise with
 //   λ_b, b); accumulating, ∇W + v.
 // - Prior blocks: ∇W_l ← fma(λ_W, W_l, ∇W_l) elementwise (after cuBLAS wrote ∇W_l), 2,048 elements a block;
-//   with ∇W_l as S partial products (weight_grad_parts), ∇W_l ← fma(λ_W, W_l, ((p_0 + p_1) + …) + p_S−1)
-//   (with the sampler's update in the launch, every hidden layer's, λ_W or not: they apply it to W_l).
+//   with ∇W_l as S partial products (weight_grad_parts), ∇W_l ← fma(λ_W, W_l, ((p_0 + p_1) + …) + p_S−1).
 // - One block sums nll_i as the GEMM kernel's block_sum does (thread t from t in steps of 512, then a tree
 //   over the threads) and adds loss_weight · nll to the trainer's float64 loss sum.
 // The blocks run in that order in one launch (App. H.1: 13 + 13 column blocks, 39 prior blocks, 1 sum).
@@ -38,7 +37,7 @@
 //
 // Taken by the pass with kernels.cuda_mlp_tail: columns where it applies
 // (mlp_tail_applies: one chain, float32 or float64 contiguous tensors, m ≤ 16, g_L and the group sums within
-// 48 KB of shared memory) and the pass runs on one stream; otherwise the pass's GEMM kernel runs the launch.
+// 48 KB of shared memory); otherwise the pass's GEMM kernel runs the launch.
 #pragma once
 
 #include <torch/torch.h>
@@ -70,12 +69,6 @@ struct MlpTailArgs {
   torch::Tensor row_nll;    // [n]
   torch::Tensor loss_sum;   // optional float64 0-dim: += loss_weight · nll
   double loss_weight = 1.0;
-  // Optional: the sampler's prepared update (kernels.cuda_mlp_update: fused), applied to each element of θ
-  // and the sampler's state by the thread that finishes its gradient, with the normal the sampler's own
-  // kernel would draw for it; taken where the layers' parameters cover the flat group exactly
-  // (kernels/pass_update_cuda.h), every hidden layer's ∇W_l then finished by the elementwise blocks (with
-  // or without λ_W). Not in mlp_tail_reference: the GPU tests compare it with the sampler's own kernel.
-  const FusedUpdateArgs* update = nullptr;
   // Optional, per hidden layer (empty or undefined: none): ∇W_l's sums as S partial sums [S, out_l, in_l]
   // (the products over S ranges of the rows, kernels.cuda_mlp_kparts), which the elementwise blocks add
   // in part order before λ_W W_l, writing ∇W_l (overwriting only).
@@ -92,8 +85,7 @@ bool mlp_tail_applies(const MlpTailArgs& t);
 torch::Tensor mlp_tail_reference(const MlpTailArgs& t);
 
 // The launch on the current CUDA stream (graph-capturable): nll as a 0-dim tensor, or an undefined tensor
-// with nothing launched where mlp_tail_applies is false; *update_applied (when given) says whether it
-// applied t.update. Defined in CUDA builds only (mlp_tail_cuda.cu).
-torch::Tensor mlp_tail_cuda(const MlpTailArgs& t, bool* update_applied = nullptr);
+// with nothing launched where mlp_tail_applies is false. Defined in CUDA builds only (mlp_tail_cuda.cu).
+torch::Tensor mlp_tail_cuda(const MlpTailArgs& t);
 
 }  // namespace sgmcmc::kernels

@@ -8,9 +8,8 @@
 #include <type_traits>
 
 #include "kernels/block_sum_cuda.h"
+#include "kernels/launch_cuda.h"
 #include "kernels/mlp_tail.h"
-#include "kernels/pass_update_cuda.h"
-#include "kernels/pdl_cuda.h"
 #include "kernels/smem_cuda.h"
 
 namespace sgmcmc::kernels {
@@ -42,7 +41,7 @@ struct Problem {
   int first_block = 0;
 };
 
-// c ← fma(λ, w, c) over `count` elements (λ == nullptr: c as it is; the update's only). With parts > 1, c's
+// c ← fma(λ, w, c) over `count` elements (λ == nullptr: c as it is). With parts > 1, c's
 // sums come as that many partial sums, part_stride apart: c ← fma(λ, w, ((p_0 + p_1) + …)) (or the sum).
 template <typename T>
 struct Prior {
@@ -68,15 +67,7 @@ struct Args {
   T* nll = nullptr;
   double* loss_sum = nullptr;
   double loss_weight = 0;
-  PassUpdate<T> up;  // rule ≥ 0: applied to every element whose gradient a block finishes
 };
-
-// The update of the element whose gradient is at `g` (just written by this thread), if the launch has one.
-template <typename T>
-__device__ __forceinline__ void update_at(const PassUpdate<T>& up, const T* g) {
-  if (up.rule < 0) return;
-  update_element(up, up.params->k, up.params->noise.key, up.params->noise.offset, g - up.gr);
-}
 
 // One rounding of a·b + c in T (fmaf for float: no detour through double).
 template <typename T>
@@ -197,21 +188,14 @@ __device__ void column_block_m(const Args<T>& args, const Problem<T>& p, int blo
   if (tid >= m * S::kCols) return;
   const int i = tid / S::kCols, jj = col0 + tid % S::kCols;
   if (jj >= n_all) return;
-  T* out;
   if constexpr (kOnes) {
-    out = p.e + jj;
-    *out = finish(v, p.e, p.prior_e, p.lambda_e, jj, args.accumulate);
+    p.e[jj] = finish(v, p.e, p.prior_e, p.lambda_e, jj, args.accumulate);
+  } else if (jj < w) {
+    const int64_t at = static_cast<int64_t>(i) * w + jj;
+    p.c[at] = finish(v, p.c, p.prior_c, p.lambda_c, at, args.accumulate);
   } else {
-    if (jj < w) {
-      const int64_t at = static_cast<int64_t>(i) * w + jj;
-      out = p.c + at;
-      *out = finish(v, p.c, p.prior_c, p.lambda_c, at, args.accumulate);
-    } else {
-      out = p.e + i;
-      *out = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
-    }
+    p.e[i] = finish(v, p.e, p.prior_e, p.lambda_e, i, args.accumulate);
   }
-  update_at(args.up, out);
 }
 
 template <typename T>
@@ -266,7 +250,6 @@ __device__ void prior_block(const Args<T>& args, int block) {
     if (at >= q.count) continue;
     if (q.lambda != nullptr) q.c[at] = fma_t(lambda, wv[t], cv[t]);
     else if (q.parts != nullptr) q.c[at] = cv[t];
-    update_at(args.up, q.c + at);
   }
 }
 
@@ -283,7 +266,6 @@ template <typename T>
 __global__ void __launch_bounds__(S::kThreads) tail_kernel(const __grid_constant__ Args<T> args) {
   SGMCMC_DYNAMIC_SMEM(smem_bytes);
   T* smem = reinterpret_cast<T*>(smem_bytes);
-  pdl_enter();
   const int block = blockIdx.x;
   if (block < args.column_blocks) column_block(args, block, smem);
   else if (block < args.prior_end) prior_block(args, block);
@@ -298,14 +280,8 @@ const T* ptr_or_null(const torch::Tensor& t) {
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 template <typename T>
-bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
+void launch(const MlpTailArgs& t, torch::Tensor& nll) {
   Args<T> g;
-  if (t.update != nullptr) {
-    std::vector<MlpLayerTensors> layers = t.hidden;
-    layers.push_back(t.out);
-    g.up = pass_update_of<T>(t.update, layers);
-  }
-  const bool update = g.up.rule >= 0;
   g.n = static_cast<int>(t.g_out.size(0));
   g.accumulate = t.accumulate;
   size_t smem = sizeof(T) * S::kThreads;  // the nll block's
@@ -340,7 +316,7 @@ bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
   for (size_t l = 0; l < t.hidden.size(); ++l) {
     const auto& L = t.hidden[l];
     const bool parts = l < t.weight_grad_parts.size() && t.weight_grad_parts[l].defined();
-    if (!L.weight_lambda.defined() && !update && !parts) continue;
+    if (!L.weight_lambda.defined() && !parts) continue;
     Prior<T> q;
     q.c = L.weight_grad.data_ptr<T>(), q.w = L.weight.data_ptr<T>(), q.lambda = ptr_or_null<T>(L.weight_lambda);
     if (parts) {
@@ -357,23 +333,20 @@ bool launch(const MlpTailArgs& t, torch::Tensor& nll) {
   g.row_nll = t.row_nll.data_ptr<T>();
   g.nll = nll.data_ptr<T>();
   if (t.loss_sum.defined()) g.loss_sum = t.loss_sum.data_ptr<double>(), g.loss_weight = t.loss_weight;
-  launch_pdl(tail_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), smem, at::cuda::getCurrentCUDAStream(), g);
-  return update;
+  launch_kernel(tail_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), smem, at::cuda::getCurrentCUDAStream(), g);
 }
 
 }  // namespace
 }  // namespace tail_columns
 
-torch::Tensor mlp_tail_cuda(const MlpTailArgs& t, bool* update_applied) {
-  if (update_applied != nullptr) *update_applied = false;
+torch::Tensor mlp_tail_cuda(const MlpTailArgs& t) {
   if (!t.g_out.defined() || !t.g_out.is_cuda() || t.hidden.size() + 1 > tail_columns::kMaxProblems ||
       !mlp_tail_applies(t))
     return {};
   const c10::cuda::CUDAGuard guard(t.g_out.device());
   auto nll = at::empty({}, t.g_out.options());
-  const bool applied = t.g_out.scalar_type() == torch::kFloat64 ? tail_columns::launch<double>(t, nll)
-                                                                 : tail_columns::launch<float>(t, nll);
-  if (update_applied != nullptr) *update_applied = applied;
+  if (t.g_out.scalar_type() == torch::kFloat64) tail_columns::launch<double>(t, nll);
+  else tail_columns::launch<float>(t, nll);
   return nll;
 }
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 
-#include "kernels/activation_cuda.h"
 #include "kernels/softmax_xent_cuda.h"
 #include "kernels/softmax_xent_row.h"
 
@@ -47,12 +46,8 @@ torch::Tensor softmax_xent_backward_cuda(const torch::Tensor& logits, const torc
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   if (bias_grad.defined()) {
-    if (activation_cuda_enabled()) {  // the column sums in one kernel (kernels/activation_cuda.h)
-      activation_backward_cuda(grad, grad, torch::Tensor(), Activation::kNone, bias_grad);
-    } else {
-      torch::Tensor b = bias_grad;  // the same storage
-      b.add_(grad.sum(0));
-    }
+    torch::Tensor b = bias_grad;  // the same storage
+    b.add_(grad.sum(0));
   }
   return row_nll.sum();
 }

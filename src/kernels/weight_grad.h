@@ -23,9 +23,8 @@
 //
 // weight_grad_reference computes the same on the CPU in the same order (std::fma, no contraction), so the
 // GPU's results are the reference's bit for bit; against exact sums the error is float rounding: (r + 8)·2^-24
-// of Σ_i |a_i||b_i| at most (float32). The pass takes the whole launch with one chain and one stream, the
-// sampler's update in its epilogue where the pass has one (weight_grad_cuda.h); with two streams each ∇W_l
-// alone (weight_grad_of) beside its last launch.
+// of Σ_i |a_i||b_i| at most (float32). The pass takes the whole launch with one chain; with the column blocks
+// as its last launch each ∇W_l alone (weight_grad_of).
 #pragma once
 
 #include <torch/torch.h>

@@ -5,10 +5,9 @@
 #include <cstdint>
 
 #include "kernels/block_sum_cuda.h"
-#include "kernels/pdl_cuda.h"
+#include "kernels/launch_cuda.h"
 #include "kernels/smem_cuda.h"
 #include "kernels/weight_grad.h"
-#include "kernels/weight_grad_cuda.h"
 
 namespace sgmcmc::kernels {
 
@@ -46,7 +45,6 @@ struct Args {
   T* nll = nullptr;
   double* loss_sum = nullptr;
   double loss_weight = 0;
-  PassUpdate<T> up;  // rule ≥ 0: applied to every element whose gradient a block finishes
 };
 
 // The nll block: the rows' nll summed by block_tree_sum in part [kThreads] (the tiles' shared memory), and
@@ -62,7 +60,6 @@ __device__ void nll_sum(const Args<T>& g, T* part) {
 
 template <typename T>
 __global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_constant__ Args<T> g) {
-  pdl_enter();
   __shared__ __align__(16) T as[S::kChunk * S::kM];  // [row][m], as in memory
   __shared__ __align__(16) T bs[S::kChunk * S::kN];  // [row][n]
   if (static_cast<int>(blockIdx.x) >= g.tile_blocks) {
@@ -138,26 +135,20 @@ __global__ void __launch_bounds__(S::kThreads) weight_grad_kernel(const __grid_c
 #pragma unroll
     for (int j = 0; j < 4; ++j) red[(warp * S::kM + 4 * lr + i) * S::kN + 4 * lc + j] = acc[i][j];
   __syncthreads();
-  FusedCoefs<T> k;
-  uint64_t key = 0, offset = 0;
-  const bool update = g.up.rule >= 0;
-  if (update) k = g.up.params->k, key = g.up.params->noise.key, offset = g.up.params->noise.offset;
   for (int o = tid; o < S::kM * S::kN; o += S::kThreads) {
     T z = red[o];
 #pragma unroll
     for (int w = 1; w < S::kWarps; ++w) z += red[w * S::kM * S::kN + o];
     const int i = m0 + o / S::kN, j = n0 + o % S::kN;
     if (i >= p.m) continue;
-    T* out = nullptr;
     if (j < p.n) {
       const int64_t at = static_cast<int64_t>(i) * p.n + j;
-      out = p.c + at;
+      T* const out = p.c + at;
       *out = g.accumulate ? *out + z : p.lw != nullptr ? fma(*p.lw, p.w[at], z) : z;
     } else if (j == p.n && p.e != nullptr) {
-      out = p.e + i;
+      T* const out = p.e + i;
       *out = g.accumulate ? *out + z : p.lb != nullptr ? fma(*p.lb, p.bb[i], z) : z;
     }
-    if (update && out != nullptr) update_element(g.up, k, key, offset, out - g.up.gr);
   }
 }
 
@@ -168,14 +159,13 @@ namespace weight_grad_tiles {
 namespace {
 
 template <typename T>
-bool launch(const WeightGradLaunch& t, const PassUpdate<T>& up) {
+bool launch(const WeightGradLaunch& t) {
   if (!weight_grad_applies(t) || !t.problems.front().a.is_cuda() ||
       t.problems.front().a.scalar_type() != c10::CppTypeToScalarType<T>::value)
     return false;
   Args<T> g;
   g.r = static_cast<int>(t.problems.front().a.size(0));
   g.accumulate = t.accumulate;
-  g.up = up;
   int blocks = 0;
   for (const auto& q : t.problems) {
     Problem<T>& p = g.p[g.problems++];
@@ -195,8 +185,8 @@ bool launch(const WeightGradLaunch& t, const PassUpdate<T>& up) {
     g.row_nll = t.row_nll.data_ptr<T>(), g.nll = t.nll.data_ptr<T>(), ++blocks;
     if (t.loss_sum.defined()) g.loss_sum = t.loss_sum.data_ptr<double>(), g.loss_weight = t.loss_weight;
   }
-  launch_pdl(weight_grad_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), 0,
-             at::cuda::getCurrentCUDAStream(), g);
+  launch_kernel(weight_grad_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads), 0,
+                at::cuda::getCurrentCUDAStream(), g);
   return true;
 }
 
@@ -205,15 +195,8 @@ bool launch(const WeightGradLaunch& t, const PassUpdate<T>& up) {
 
 bool weight_grad_cuda(const WeightGradLaunch& t) {
   if (!t.problems.empty() && t.problems.front().a.defined() && t.problems.front().a.scalar_type() == torch::kFloat64)
-    return weight_grad_tiles::launch<double>(t, PassUpdate<double>{});
-  return weight_grad_tiles::launch<float>(t, PassUpdate<float>{});
+    return weight_grad_tiles::launch<double>(t);
+  return weight_grad_tiles::launch<float>(t);
 }
-
-template <typename T>
-bool weight_grad_cuda_with_update(const WeightGradLaunch& t, const PassUpdate<T>& up) {
-  return weight_grad_tiles::launch<T>(t, up);
-}
-template bool weight_grad_cuda_with_update<float>(const WeightGradLaunch&, const PassUpdate<float>&);
-template bool weight_grad_cuda_with_update<double>(const WeightGradLaunch&, const PassUpdate<double>&);
 
 }  // namespace sgmcmc::kernels

@@ -59,11 +59,6 @@ bool Mlp::set_loss_sink(const torch::Tensor& sum, double weight) {
   return true;
 }
 
-void Mlp::set_step_update(const kernels::FusedUpdateArgs* update) {
-  bwd_.fused.update = update;
-  bwd_.fused.update_applied = false;
-}
-
 torch::Tensor Mlp::nll_backward_overwrite(const Batch& batch, double scale) {
   return backward_pass(batch, scale, true);
 }

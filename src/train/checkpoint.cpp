@@ -176,7 +176,7 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   static const std::set<std::string> counts = {"samples", "steps", "chains", "threads", "world_size", "chains_all_ranks",
                                                "graph_warmup_steps", "graph_captures", "graph_replays",
                                                "graph_block_warmups", "graph_block_captures", "graph_block_replays",
-                                               "graph_epoch_captures", "graph_epoch_replays", "graph_updates_in_model"};
+                                               "graph_epoch_captures", "graph_epoch_replays"};
   for (const auto& [k, x] : summary.values) {
     if (counts.count(k) && std::isfinite(x)) j[k] = static_cast<int64_t>(x);
     else j[k] = x;
