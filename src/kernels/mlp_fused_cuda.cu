@@ -589,50 +589,77 @@ bool gemm_lt_k_parts(const torch::Tensor& a, const torch::Tensor& b, torch::Tens
                  b.as_strided({kp, kk, n}, {kk * b.stride(0), b.stride(0), b.stride(1)}), c, false);
 }
 
-// Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked
-// along dim 0; each kernel runs every chain at once (blockIdx.y), each chain's rows against its own
-// layers. Scratch rows are chain-major too. `shared` (handled(): one hidden layer, the cuBLAS route): x
-// holds the n rows every chain uses, and the hidden layer's scratch (its pre-activations, h_1, g_1) is
-// [n, C·h] (mlp_fused.h).
+// One call of the pass: its shapes, the route it takes and the steps below, in the order run() calls them.
+// Chains: x holds `chains` blocks of n rows (chain-major) and every layer's tensors are stacked along dim 0;
+// each kernel runs every chain at once (blockIdx.y), each chain's rows against its own layers. Scratch rows
+// are chain-major too. `shared` (handled(): one hidden layer, the cuBLAS route): x holds the n rows every
+// chain uses, and the hidden layer's scratch (its pre-activations, h_1, g_1) is [n, C·h] (mlp_fused.h).
+//
+// The cuBLAS route (kernels.cuda_mlp_gemm: cublas or cublaslt, auto for one chain): every product of the
+// hidden layers on cuBLAS (ATen's mm, or bmm for chains: the same float32 arithmetic without TF32 unless
+// train.tf32 allows it) or, with cublaslt, on cuBLASLt with the kernel and split-K measured per shape
+// (float32; kernels/gemm_lt.h): h_{l+1} = x W_lᵀ (the inputs' layer) or h_l W_lᵀ, then g_l = g_{l+1} W_l
+// and ∇W_l = g_{l+1}ᵀ h_l; the rest in the pass's kernels and ATen's elementwise ops: a middle layer's bias
+// and activation after its product (ATen's two ops), the last hidden layer's in the head as it loads it, a
+// middle layer's act' after its product (ATen's backward op), and the last launch adds each hidden layer's
+// ∇b_l (a product against the ones column alone) and λ_W W_l (an epilogue alone, k = 0) beside the output
+// layer's gradients. Up to 4 layers (the last launch's problems: 2L − 1 of kMaxProblems).
 template <typename T>
-torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
-                  Activation act, T scale, bool overwrite, int chains, bool shared, MlpFusedScratch& s) {
-  const size_t L = layers.size();
-  const int n = static_cast<int>(shared ? x.size(0) : x.size(0) / chains);  // rows per chain
-  const int64_t rows = int64_t{n} * chains;  // every chain's rows (shared: the same n, C times)
-  const int outs = static_cast<int>(outs_of(layers[L - 1].weight)), hdim = static_cast<int>(ins_of(layers[L - 1].weight));
-  const int per_row = hdim + 2 * outs;
-  // rows per head block: kHeadRows, fewer where shared memory or n end
-  const int head_rows = std::min<int64_t>(
-      {kHeadRows, n, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs} * hdim) / per_row});
-  if (head_rows < 1) return {};
-  const auto opts = x.options();
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  s.h.resize(L);
-  s.g.resize(L + 1);
-  std::vector<const T*> h(L);
-  h[0] = x.template data_ptr<T>();
-  size_t slot = 0;
-  // The cuBLAS route (kernels.cuda_mlp_gemm: cublas, auto for one chain): every
-  // product of the hidden layers on cuBLAS (ATen's mm, or bmm for chains: the same float32 arithmetic
-  // without TF32 unless train.tf32 allows it), h_{l+1} = x W_lᵀ (the inputs' layer) or h_l W_lᵀ, then
-  // g_l = g_{l+1} W_l and ∇W_l = g_{l+1}ᵀ h_l; the rest in the pass's kernels and ATen's elementwise ops:
-  // a middle layer's bias and activation after its product (ATen's two ops), the last hidden layer's in
-  // the head as it loads it, a middle layer's act' after its product
-  // (ATen's backward op), and the last launch adds each hidden layer's ∇b_l (a product against the ones
-  // column alone) and λ_W W_l (an epilogue alone, k = 0) beside the output layer's gradients.
-  // kernels.cuda_mlp_gemm: cublaslt takes them on cuBLASLt with the kernel and split-K measured per shape
-  // (float32; kernels/gemm_lt.h), cuBLAS otherwise.
-  // Up to 4 layers (the last launch's problems: 2L − 1 of kMaxProblems).
-  const MlpGemm gemm = shared ? shared_gemm_choice() : gemm_choice(chains, L);
-  const bool lt = gemm == MlpGemm::kCublasLt && std::is_same_v<T, float>;
-  const bool route = (gemm == MlpGemm::kCublas || gemm == MlpGemm::kCublasLt) && L >= 2 &&
-                     2 * static_cast<int>(L) - 1 <= kMaxProblems,
-             pipe = gemm == MlpGemm::kPipelined;
+class Pass {
+ public:
+  Pass(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers, Activation act,
+       T scale, bool overwrite, int chains, bool shared, MlpFusedScratch& s)
+      : x_(x), targets_(targets), layers_(layers), act_(act), scale_(scale), overwrite_(overwrite), chains_(chains),
+        shared_(shared), s_(s), L_(layers.size()),
+        n_(static_cast<int>(shared ? x.size(0) : x.size(0) / chains)),
+        rows_(int64_t{n_} * chains),
+        outs_(static_cast<int>(outs_of(layers[L_ - 1].weight))),
+        hdim_(static_cast<int>(ins_of(layers[L_ - 1].weight))),
+        opts_(x.options()),
+        sms_(at::cuda::getCurrentDeviceProperties()->multiProcessorCount),
+        stream_(at::cuda::getCurrentCUDAStream()),
+        gemm_(shared ? shared_gemm_choice() : gemm_choice(chains, L_)),
+        lt_(gemm_ == MlpGemm::kCublasLt && std::is_same_v<T, float>),
+        route_((gemm_ == MlpGemm::kCublas || gemm_ == MlpGemm::kCublasLt) && L_ >= 2 &&
+               2 * static_cast<int>(L_) - 1 <= kMaxProblems),
+        pipe_(gemm_ == MlpGemm::kPipelined),
+        wgrad_tiles_(chains == 1 && kernel_settings().cuda_mlp_wgrad == KernelSettings::MlpLaunch::kFused) {
+    // rows per head block: kHeadRows, fewer where shared memory or n end
+    head_rows_ = static_cast<int>(std::min<int64_t>(
+        {kHeadRows, n_, (static_cast<int64_t>(kHeadSmemBytes / sizeof(T)) - int64_t{outs_} * hdim_) / per_row()}));
+  }
+
+  // nll = Σ_i nll_i (0-dim), or undefined where the head's weights do not fit its shared memory.
+  torch::Tensor run() {
+    if (head_rows_ < 1) return {};
+    s_.h.resize(L_);
+    s_.g.resize(L_ + 1);
+    h_.assign(L_, nullptr);
+    h_[0] = x_.template data_ptr<T>();
+    s_.forward_head_applied = false;
+    s_.forward_applied = 0;
+    s_.wgrad_applied = 0;
+    if (route_) forward_route();
+    forward_tiled();
+    head();
+    backward_hidden();
+    if (route_ && wgrad_tiles_ && rows_ > 0) {
+      auto nll = backward_tiles();
+      if (nll.defined()) return nll;
+    }
+    if (route_ && chains_ == 1 && n_ > 0 && kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
+      auto nll = tail_columns();
+      if (nll.defined()) return nll;
+    }
+    return last_launch();
+  }
+
+ private:
+  int per_row() const { return hdim_ + 2 * outs_; }
+
   // c = a·b (accumulate: c += a·b): [m, k]·[k, n] for one chain, [C, m, k]·[C, k, n] for chains
-  const auto product = [&](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) {
-    if (lt && gemm_lt(a, b, c, accumulate)) return;  // 2-D or chains' 3-D
+  void product(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, bool accumulate) const {
+    if (lt_ && gemm_lt(a, b, c, accumulate)) return;  // 2-D or chains' 3-D
     if (c.dim() == 2) {
       if (accumulate) c.addmm_(a, b);
       else at::mm_out(c, a, b);
@@ -640,229 +667,264 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
       if (accumulate) c.baddbmm_(a, b);
       else at::bmm_out(c, a, b);
     }
-  };
+  }
   // one chain's [rows, w] as [rows, w], chains' as [C, n, w]
-  const auto per_chain = [&](const torch::Tensor& t) { return chains == 1 ? t : t.view({chains, n, t.size(-1)}); };
-  // layer l's W [out, in] (chains: [C, out, in]) and ∇W, and h_l as a tensor (h_0 = x)
-  const auto weight_of = [&](const torch::Tensor& W) {
-    return chains == 1 ? W.view({outs_of(W), ins_of(W)}) : W;
-  };
-  const auto h_of = [&](size_t l) -> const torch::Tensor& { return l == 0 ? x : s.h[l]; };
-  int head_parts = 1;  // the head's input as that many partial products over k (kernels.cuda_mlp_kparts)
-  s.forward_head_applied = false;  // kernels.cuda_mlp_forward: fused ran the last hidden layer and the head
-  s.forward_applied = 0;
-  if (route) {  // h_{l+1} for every hidden layer; the last one's pre-activation goes to the head
-    for (size_t l = 0; l + 1 < L; ++l) {
-      const bool last = l + 2 == L;
-      const int64_t out_l = outs_of(layers[l].weight), in_l = ins_of(layers[l].weight);
-      if (chains == 1 && rows > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpLaunch::kFused) {
-        // the product, bias and activation in one launch (kernels/mlp_forward_head.h), and for the last hidden
-        // layer the head in the same launch
-        MlpForwardHeadArgs f;
-        f.a = h_of(l), f.weight = layers[l].weight.view({out_l, in_l}), f.bias = layers[l].bias, f.act = act;
-        f.h_out = ensure2(s.h[l + 1], rows, out_l, opts);
-        if (last) {
-          f.out_weight = layers[L - 1].weight.view({outs, hdim}), f.out_bias = layers[L - 1].bias;
-          f.targets = targets, f.scale = static_cast<double>(scale);
-          f.g_out = ensure2(s.g[L], rows, outs, opts), f.g_hidden = ensure2(s.g[L - 1], rows, hdim, opts);
-          f.row_nll = ensure(s.row_nll, rows, opts, false).narrow(0, 0, rows);
-          const int64_t groups = (rows + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows;
-          f.counters = ensure(s.forward_counters, groups, opts.dtype(torch::kInt32), true);
-        }
-        if (mlp_forward_head_cuda(f)) {
-          h[l + 1] = f.h_out.template data_ptr<T>();
-          ++s.forward_applied;
-          if (last) s.forward_head_applied = true;
-          continue;
-        }
-      }
-      const int kp = kernel_settings().cuda_mlp_kparts;
-      if (last && lt && chains == 1 && kp > 1 && in_l % kp == 0 && rows > 0) {
-        // kp partial products over k (the head adds the parts in order)
-        auto c = ensure(s.pre_parts, kp * rows * out_l, opts, false).narrow(0, 0, kp * rows * out_l).view({kp, rows, out_l});
-        if (gemm_lt_k_parts(h_of(l), layers[l].weight.view({out_l, in_l}).transpose(0, 1), c)) {
-          head_parts = kp;
-          h[l + 1] = c.template data_ptr<T>();
-          continue;
-        }
-      }
-      auto& dst = ensure2(last ? s.pre : s.h[l + 1], rows, out_l, opts);
-      if (shared) {  // every chain's pre-activations in one product: x · [W_0^(1); …; W_0^(C)]ᵀ, [n, C·h]
-        auto p = dst.view({n, chains * out_l});
-        product(x, layers[l].weight.view({chains * out_l, in_l}).transpose(0, 1), p, false);
-        h[l + 1] = dst.template data_ptr<T>();
+  torch::Tensor per_chain(const torch::Tensor& t) const { return chains_ == 1 ? t : t.view({chains_, n_, t.size(-1)}); }
+  // layer l's W [out, in] (chains: [C, out, in]) and ∇W
+  torch::Tensor weight_of(const torch::Tensor& W) const { return chains_ == 1 ? W.view({outs_of(W), ins_of(W)}) : W; }
+  // h_l as a tensor (h_0 = x)
+  const torch::Tensor& h_of(size_t l) const { return l == 0 ? x_ : s_.h[l]; }
+
+  // The route's forward products: h_{l+1} for every hidden layer; the last one's pre-activation goes to the
+  // head (or, kernels.cuda_mlp_forward: fused, the last hidden layer and the head in one launch).
+  void forward_route() {
+    for (size_t l = 0; l + 1 < L_; ++l) {
+      const bool last = l + 2 == L_;
+      if (chains_ == 1 && rows_ > 0 && kernel_settings().cuda_mlp_forward == KernelSettings::MlpLaunch::kFused &&
+          forward_own_launch(l, last))
+        continue;
+      if (last && forward_k_parts(l)) continue;
+      const int64_t out_l = outs_of(layers_[l].weight), in_l = ins_of(layers_[l].weight);
+      auto& dst = ensure2(last ? s_.pre : s_.h[l + 1], rows_, out_l, opts_);
+      if (shared_) {  // every chain's pre-activations in one product: x · [W_0^(1); …; W_0^(C)]ᵀ, [n, C·h]
+        auto p = dst.view({n_, chains_ * out_l});
+        product(x_, layers_[l].weight.view({chains_ * out_l, in_l}).transpose(0, 1), p, false);
+        h_[l + 1] = dst.template data_ptr<T>();
         continue;  // the head adds the bias and applies the activation
       }
       auto dst_c = per_chain(dst);
-      product(per_chain(h_of(l)), weight_of(layers[l].weight).transpose(-2, -1), dst_c, false);
-      if (!last) bias_activate(dst, layers[l].bias, act, chains);
-      h[l + 1] = dst.template data_ptr<T>();
+      product(per_chain(h_of(l)), weight_of(layers_[l].weight).transpose(-2, -1), dst_c, false);
+      if (!last) bias_activate(dst, layers_[l].bias, act_, chains_);
+      h_[l + 1] = dst.template data_ptr<T>();
     }
   }
-  // h_{l+1} = act(h_l W_lᵀ + b_l)
-  for (size_t l = route ? L - 1 : 0; l + 1 < L; ++l) {
-    const auto& W = layers[l].weight;
-    GemmBatch<T> b;
-    Gemm<T>& g = b.p[0];
-    b.count = 1;
-    g.m = n, g.n = static_cast<int>(outs_of(W)), g.k = static_cast<int>(ins_of(W));
-    g.a = h[l], g.a_rs = g.k, g.a_cs = 1, g.a_bs = int64_t{n} * g.k;
-    g.b = W.template data_ptr<T>(), g.b_rs = 1, g.b_cs = g.k, g.b_bs = int64_t{g.n} * g.k;
-    auto& out = ensure2(s.h[l + 1], rows, g.n, opts);
-    g.c = out.template data_ptr<T>(), g.c_rs = g.n, g.c_bs = int64_t{n} * g.n;
-    g.epi = Epilogue::kBiasActivation, g.act = act, g.bias = layers[l].bias.template data_ptr<T>(), g.bias_bs = g.n;
-    plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
-    h[l + 1] = g.c;
-  }
-  // the head: f, nll_i, g_L and g_{L−1}
-  auto& gl = ensure2(s.g[L], rows, outs, opts);
-  T* d = nullptr;
-  if (L > 1) d = ensure2(s.g[L - 1], rows, hdim, opts).template data_ptr<T>();
-  auto& row_nll = ensure(s.row_nll, rows, opts, false);
-  if (n > 0 && !s.forward_head_applied) {
-    const size_t smem = sizeof(T) * (static_cast<size_t>(outs) * hdim + static_cast<size_t>(head_rows) * per_row);
-    const dim3 grid(static_cast<unsigned>(ceil_div(n, head_rows)), static_cast<unsigned>(chains));
-    T* h_out = route ? ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>() : nullptr;
-    const T* pre_bias = route ? layers[L - 2].bias.template data_ptr<T>() : nullptr;
-    launch_kernel(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream, h[L - 1], layers[L - 1].weight.template data_ptr<T>(),
-               layers[L - 1].bias.template data_ptr<T>(), targets.data_ptr<int64_t>(), n, hdim, outs, head_rows, scale, act,
-               gl.template data_ptr<T>(), d, row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts,
-               int64_t{rows} * hdim, shared);
-    if (route) h[L - 1] = h_out;
-  } else if (route && !s.forward_head_applied) {
-    h[L - 1] = ensure2(s.h[L - 1], rows, hdim, opts).template data_ptr<T>();
-  }
-  // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1
-  for (size_t l = L - 1; l-- > 1;) {
-    const auto& W = layers[l].weight;
-    if (route) {  // the product on cuBLAS, then act'(h_l) in place
-      auto& dl = ensure2(s.g[l], rows, ins_of(W), opts);
-      auto dl_c = per_chain(dl);
-      product(per_chain(s.g[l + 1]), weight_of(W), dl_c, false);
-      times_derivative(dl, s.h[l], act);
-      continue;
+
+  // Hidden layer l's product, bias and activation in one launch (kernels/mlp_forward_head.h), and for the
+  // last hidden layer the head in the same launch; false where that launch does not take them.
+  bool forward_own_launch(size_t l, bool last) {
+    const int64_t out_l = outs_of(layers_[l].weight), in_l = ins_of(layers_[l].weight);
+    MlpForwardHeadArgs f;
+    f.a = h_of(l), f.weight = layers_[l].weight.view({out_l, in_l}), f.bias = layers_[l].bias, f.act = act_;
+    f.h_out = ensure2(s_.h[l + 1], rows_, out_l, opts_);
+    if (last) {
+      f.out_weight = layers_[L_ - 1].weight.view({outs_, hdim_}), f.out_bias = layers_[L_ - 1].bias;
+      f.targets = targets_, f.scale = static_cast<double>(scale_);
+      f.g_out = ensure2(s_.g[L_], rows_, outs_, opts_), f.g_hidden = ensure2(s_.g[L_ - 1], rows_, hdim_, opts_);
+      f.row_nll = ensure(s_.row_nll, rows_, opts_, false).narrow(0, 0, rows_);
+      const int64_t groups = (rows_ + MlpForwardHeadShape::kRows - 1) / MlpForwardHeadShape::kRows;
+      f.counters = ensure(s_.forward_counters, groups, opts_.dtype(torch::kInt32), true);
     }
-    GemmBatch<T> b;
-    Gemm<T>& g = b.p[0];
-    b.count = 1;
-    const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
-    g.m = n, g.n = in, g.k = out;
-    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = out, g.a_cs = 1, g.a_bs = int64_t{n} * out;
-    g.b = W.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{out} * in;
-    auto& dl = ensure2(s.g[l], rows, in, opts);
-    g.c = dl.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{n} * in;
-    g.epi = Epilogue::kDerivative, g.act = act, g.y = h[l], g.y_bs = int64_t{n} * in;
-    plan_and_launch(b, sms, chains, pipe, s, slot, x, stream);
+    if (!mlp_forward_head_cuda(f)) return false;
+    h_[l + 1] = f.h_out.template data_ptr<T>();
+    ++s_.forward_applied;
+    if (last) s_.forward_head_applied = true;
+    return true;
   }
-  // the route's hidden layers' ∇W_l = g_{l+1}ᵀ h_l on the route's products (added onto λ_W W_l where it was
-  // stored first)
-  // (kernels.cuda_mlp_wgrad: fused — one chain — as the pass's own tiled launch, kernels/weight_grad.h)
-  const bool wgrad_tiles = chains == 1 && kernel_settings().cuda_mlp_wgrad == KernelSettings::MlpLaunch::kFused;
-  s.wgrad_applied = 0;
-  const auto weight_grad_product = [&](size_t l) {
-    auto gw = weight_of(layers[l].weight_grad);
-    const bool accumulate = !overwrite;
-    if (wgrad_tiles && weight_grad_cuda(weight_grad_of(s.g[l + 1], h_of(l), gw, accumulate))) {
-      ++s.wgrad_applied;
+
+  // kernels.cuda_mlp_kparts: the product into the head (last hidden layer l) as kp partial products over k,
+  // which the head adds in order; false where it does not apply.
+  bool forward_k_parts(size_t l) {
+    const int kp = kernel_settings().cuda_mlp_kparts;
+    const int64_t out_l = outs_of(layers_[l].weight), in_l = ins_of(layers_[l].weight);
+    if (!lt_ || chains_ != 1 || kp <= 1 || in_l % kp != 0 || rows_ <= 0) return false;
+    auto c = ensure(s_.pre_parts, kp * rows_ * out_l, opts_, false).narrow(0, 0, kp * rows_ * out_l).view({kp, rows_, out_l});
+    if (!gemm_lt_k_parts(h_of(l), layers_[l].weight.view({out_l, in_l}).transpose(0, 1), c)) return false;
+    head_parts_ = kp;
+    h_[l + 1] = c.template data_ptr<T>();
+    return true;
+  }
+
+  // h_{l+1} = act(h_l W_lᵀ + b_l) in the pass's GEMM kernel, for the hidden layers the route did not run.
+  void forward_tiled() {
+    for (size_t l = route_ ? L_ - 1 : 0; l + 1 < L_; ++l) {
+      const auto& W = layers_[l].weight;
+      GemmBatch<T> b;
+      Gemm<T>& g = b.p[0];
+      b.count = 1;
+      g.m = n_, g.n = static_cast<int>(outs_of(W)), g.k = static_cast<int>(ins_of(W));
+      g.a = h_[l], g.a_rs = g.k, g.a_cs = 1, g.a_bs = int64_t{n_} * g.k;
+      g.b = W.template data_ptr<T>(), g.b_rs = 1, g.b_cs = g.k, g.b_bs = int64_t{g.n} * g.k;
+      auto& out = ensure2(s_.h[l + 1], rows_, g.n, opts_);
+      g.c = out.template data_ptr<T>(), g.c_rs = g.n, g.c_bs = int64_t{n_} * g.n;
+      g.epi = Epilogue::kBiasActivation, g.act = act_, g.bias = layers_[l].bias.template data_ptr<T>(), g.bias_bs = g.n;
+      plan_and_launch(b, sms_, chains_, pipe_, s_, slot_, x_, stream_);
+      h_[l + 1] = g.c;
+    }
+  }
+
+  // The head: f, nll_i, g_L and g_{L−1} (unless the forward launch ran it).
+  void head() {
+    auto& gl = ensure2(s_.g[L_], rows_, outs_, opts_);
+    T* d = nullptr;
+    if (L_ > 1) d = ensure2(s_.g[L_ - 1], rows_, hdim_, opts_).template data_ptr<T>();
+    auto& row_nll = ensure(s_.row_nll, rows_, opts_, false);
+    if (s_.forward_head_applied) return;
+    if (n_ == 0) {
+      if (route_) h_[L_ - 1] = ensure2(s_.h[L_ - 1], rows_, hdim_, opts_).template data_ptr<T>();
       return;
     }
-    if (shared) {  // [∇W_0^(1); …; ∇W_0^(C)] = g_1ᵀ x, one product: [C·h, n] · [n, in]
-      const int64_t out = outs_of(layers[l].weight);
-      auto c = layers[l].weight_grad.view({chains * out, ins_of(layers[l].weight)});
-      product(s.g[l + 1].view({n, chains * out}).transpose(0, 1), x, c, accumulate);
+    const size_t smem =
+        sizeof(T) * (static_cast<size_t>(outs_) * hdim_ + static_cast<size_t>(head_rows_) * per_row());
+    const dim3 grid(static_cast<unsigned>(ceil_div(n_, head_rows_)), static_cast<unsigned>(chains_));
+    T* h_out = route_ ? ensure2(s_.h[L_ - 1], rows_, hdim_, opts_).template data_ptr<T>() : nullptr;
+    const T* pre_bias = route_ ? layers_[L_ - 2].bias.template data_ptr<T>() : nullptr;
+    launch_kernel(head_kernel<T>, grid, dim3(kHeadThreads), smem, stream_, h_[L_ - 1],
+                  layers_[L_ - 1].weight.template data_ptr<T>(), layers_[L_ - 1].bias.template data_ptr<T>(),
+                  targets_.data_ptr<int64_t>(), n_, hdim_, outs_, head_rows_, scale_, act_, gl.template data_ptr<T>(), d,
+                  row_nll.template data_ptr<T>(), pre_bias, h_out, head_parts_, int64_t{rows_} * hdim_, shared_);
+    if (route_) h_[L_ - 1] = h_out;
+  }
+
+  // g_l = (g_{l+1} W_l) ⊙ act'(h_l), 0 < l < L−1: the route's product then act' in place, else the GEMM
+  // kernel's kDerivative epilogue.
+  void backward_hidden() {
+    for (size_t l = L_ - 1; l-- > 1;) {
+      const auto& W = layers_[l].weight;
+      if (route_) {
+        auto& dl = ensure2(s_.g[l], rows_, ins_of(W), opts_);
+        auto dl_c = per_chain(dl);
+        product(per_chain(s_.g[l + 1]), weight_of(W), dl_c, false);
+        times_derivative(dl, s_.h[l], act_);
+        continue;
+      }
+      GemmBatch<T> b;
+      Gemm<T>& g = b.p[0];
+      b.count = 1;
+      const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
+      g.m = n_, g.n = in, g.k = out;
+      g.a = s_.g[l + 1].template data_ptr<T>(), g.a_rs = out, g.a_cs = 1, g.a_bs = int64_t{n_} * out;
+      g.b = W.template data_ptr<T>(), g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{out} * in;
+      auto& dl = ensure2(s_.g[l], rows_, in, opts_);
+      g.c = dl.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{n_} * in;
+      g.epi = Epilogue::kDerivative, g.act = act_, g.y = h_[l], g.y_bs = int64_t{n_} * in;
+      plan_and_launch(b, sms_, chains_, pipe_, s_, slot_, x_, stream_);
+    }
+  }
+
+  // The route's hidden layer l: ∇W_l = g_{l+1}ᵀ h_l on the route's products (kernels.cuda_mlp_wgrad: fused
+  // — one chain — as the pass's own tiled launch, kernels/weight_grad.h).
+  void weight_grad_product(size_t l) {
+    auto gw = weight_of(layers_[l].weight_grad);
+    const bool accumulate = !overwrite_;
+    if (wgrad_tiles_ && weight_grad_cuda(weight_grad_of(s_.g[l + 1], h_of(l), gw, accumulate))) {
+      ++s_.wgrad_applied;
       return;
     }
-    product(per_chain(s.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, accumulate);
-  };
+    if (shared_) {  // [∇W_0^(1); …; ∇W_0^(C)] = g_1ᵀ x, one product: [C·h, n] · [n, in]
+      const int64_t out = outs_of(layers_[l].weight);
+      auto c = layers_[l].weight_grad.view({chains_ * out, ins_of(layers_[l].weight)});
+      product(s_.g[l + 1].view({n_, chains_ * out}).transpose(0, 1), x_, c, accumulate);
+      return;
+    }
+    product(per_chain(s_.g[l + 1]).transpose(-2, -1), per_chain(h_of(l)), gw, accumulate);
+  }
+
   // kernels.cuda_mlp_wgrad: fused: every layer's ∇W_l and ∇b_l (λθ added) and the nll in one tiled launch
-  // (kernels/weight_grad.h) instead of the hidden layers' products and the last launch
-  if (route && wgrad_tiles && rows > 0) {
+  // (kernels/weight_grad.h) instead of the hidden layers' products and the last launch; undefined where
+  // that launch does not take them.
+  torch::Tensor backward_tiles() {
     WeightGradLaunch wl;
-    wl.accumulate = !overwrite;
-    for (size_t l = 0; l < L; ++l) {
-      const MlpLayerTensors& layer = layers[l];
+    wl.accumulate = !overwrite_;
+    for (size_t l = 0; l < L_; ++l) {
+      const MlpLayerTensors& layer = layers_[l];
       WeightGradProblem q;
-      q.a = s.g[l + 1], q.b = h_of(l), q.c = weight_of(layer.weight_grad), q.bias_grad = layer.bias_grad;
+      q.a = s_.g[l + 1], q.b = h_of(l), q.c = weight_of(layer.weight_grad), q.bias_grad = layer.bias_grad;
       if (layer.weight_lambda.defined())
         q.weight = weight_of(layer.weight), q.weight_lambda = layer.weight_lambda, q.bias = layer.bias,
         q.bias_lambda = layer.bias_lambda;
       wl.problems.push_back(q);
     }
-    auto nll = at::empty({}, opts);
-    wl.row_nll = row_nll.narrow(0, 0, rows), wl.nll = nll;
-    wl.loss_sum = s.loss_sum, wl.loss_weight = s.loss_weight;
-    if (weight_grad_cuda(wl)) {
-      s.wgrad_applied = static_cast<int>(L) - 1;
-      return nll;
-    }
+    auto nll = at::empty({}, opts_);
+    wl.row_nll = s_.row_nll.narrow(0, 0, rows_), wl.nll = nll;
+    wl.loss_sum = s_.loss_sum, wl.loss_weight = s_.loss_weight;
+    if (!weight_grad_cuda(wl)) return {};
+    s_.wgrad_applied = static_cast<int>(L_) - 1;
+    return nll;
   }
-  // kernels.cuda_mlp_tail: columns — the launch below as column blocks, every sum inside one block
-  // (kernels/mlp_tail.h), after the products (λ_W W_l is added onto their ∇W_l); auto stays on the GEMM
-  // kernel until a GPU has timed the blocks' current shape (docs/performance.md)
-  if (route && chains == 1 && n > 0 && kernel_settings().cuda_mlp_tail == KernelSettings::MlpTail::kColumns) {
+
+  // kernels.cuda_mlp_tail: columns — the last launch as column blocks, every sum inside one block
+  // (kernels/mlp_tail.h), after the hidden layers' ∇W products (λ_W W_l is added onto their ∇W_l); auto
+  // stays on the GEMM kernel until a GPU has timed the blocks' current shape (docs/gpu_kernels.md).
+  // Undefined where the blocks do not take the shapes.
+  torch::Tensor tail_columns() {
     MlpTailArgs ta;
-    ta.g_out = s.g[L], ta.h_last = s.h[L - 1], ta.out = layers[L - 1];
-    for (size_t l = 0; l + 1 < L; ++l) ta.g_hidden.push_back(s.g[l + 1]), ta.hidden.push_back(layers[l]);
-    ta.accumulate = !overwrite;
-    ta.row_nll = row_nll.narrow(0, 0, rows);
-    ta.loss_sum = s.loss_sum, ta.loss_weight = s.loss_weight;
+    ta.g_out = s_.g[L_], ta.h_last = s_.h[L_ - 1], ta.out = layers_[L_ - 1];
+    for (size_t l = 0; l + 1 < L_; ++l) ta.g_hidden.push_back(s_.g[l + 1]), ta.hidden.push_back(layers_[l]);
+    ta.accumulate = !overwrite_;
+    ta.row_nll = s_.row_nll.narrow(0, 0, rows_);
+    ta.loss_sum = s_.loss_sum, ta.loss_weight = s_.loss_weight;
     // kernels.cuda_mlp_kparts: each hidden layer's ∇W_l as kp partial products over ranges of the rows, in
     // one batched cuBLASLt product, which the column blocks' elementwise blocks add in order (no split-K
     // reduction kernel)
     const int kp = kernel_settings().cuda_mlp_kparts;
-    const bool parts = lt && overwrite && kp > 1 && rows % kp == 0 && !wgrad_tiles;
+    const bool parts = lt_ && overwrite_ && kp > 1 && rows_ % kp == 0 && !wgrad_tiles_;
     if (parts) {
-      s.wgrad_parts.resize(L - 1);
-      for (size_t l = 0; l + 1 < L; ++l) {
-        const int64_t numel = layers[l].weight.numel();
-        ta.weight_grad_parts.push_back(ensure(s.wgrad_parts[l], kp * numel, opts, false)
+      s_.wgrad_parts.resize(L_ - 1);
+      for (size_t l = 0; l + 1 < L_; ++l) {
+        const int64_t numel = layers_[l].weight.numel();
+        ta.weight_grad_parts.push_back(ensure(s_.wgrad_parts[l], kp * numel, opts_, false)
                                            .narrow(0, 0, kp * numel)
-                                           .view({kp, outs_of(layers[l].weight), ins_of(layers[l].weight)}));
+                                           .view({kp, outs_of(layers_[l].weight), ins_of(layers_[l].weight)}));
       }
     }
-    if (mlp_tail_applies(ta)) {
-      for (size_t l = 0; l + 1 < L; ++l) {
-        // g_{l+1}ᵀ [out, rows] · h_l [rows, in] in parts over ranges of the rows
-        if (parts && gemm_lt_k_parts(s.g[l + 1].transpose(0, 1), h_of(l), ta.weight_grad_parts[l])) continue;
-        if (parts) ta.weight_grad_parts[l] = torch::Tensor();  // not taken: the plain product writes ∇W_l
-        weight_grad_product(l);
-      }
-      return mlp_tail_cuda(ta);
+    if (!mlp_tail_applies(ta)) return {};
+    for (size_t l = 0; l + 1 < L_; ++l) {
+      // g_{l+1}ᵀ [out, rows] · h_l [rows, in] in parts over ranges of the rows
+      if (parts && gemm_lt_k_parts(s_.g[l + 1].transpose(0, 1), h_of(l), ta.weight_grad_parts[l])) continue;
+      if (parts) ta.weight_grad_parts[l] = torch::Tensor();  // not taken: the plain product writes ∇W_l
+      weight_grad_product(l);
     }
+    return mlp_tail_cuda(ta);
   }
-  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch (the route: the hidden layers' ∇W_l
-  // on cuBLAS, the launch's other problems)
-  GemmBatch<T> b;
-  b.count = static_cast<int>(L);
-  for (size_t l = route ? L - 1 : 0; l < L; ++l) {
-    const auto& W = layers[l].weight;
-    Gemm<T>& g = b.p[l];
+
+  // ∇W_l, ∇b_l for every layer, and nll = Σ_i nll_i, in one launch of the GEMM kernel (the route: the hidden
+  // layers' ∇W_l on its products, the launch's other problems).
+  torch::Tensor last_launch() {
+    GemmBatch<T> b;
+    b.count = static_cast<int>(L_);
+    for (size_t l = route_ ? L_ - 1 : 0; l < L_; ++l) weight_problem(b.p[l], l);
+    for (size_t l = 0; route_ && l + 1 < L_; ++l) route_bias_problems(b, l);
+    auto nll = at::empty({}, opts_);
+    b.sum_in = s_.row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows_), b.sum_out = nll.template data_ptr<T>();
+    if (s_.loss_sum.defined()) b.loss_sum = s_.loss_sum.data_ptr<double>(), b.loss_weight = s_.loss_weight;
+    for (int i = 0; i < b.count; ++i) plan(b.p[i], sms_, chains_, s_, slot_++, x_);
+    if (route_)
+      for (size_t l = 0; l + 1 < L_; ++l) weight_grad_product(l);
+    launch(b, chains_, pipe_, stream_);
+    return nll;
+  }
+
+  // Layer l's ∇W_l = g_{l+1}ᵀ h_l and ∇b_l (the ones column), with λθ where the layer has precisions.
+  void weight_problem(Gemm<T>& g, size_t l) const {
+    const auto& W = layers_[l].weight;
     const int out = static_cast<int>(outs_of(W)), in = static_cast<int>(ins_of(W));
-    g.m = out, g.n = in, g.k = n, g.ones = true;
-    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
-    g.b = h[l], g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{n} * in;
-    if (shared) g.b_rs = int64_t{chains} * in, g.b_bs = in;  // h_1 [n, C·h]: chain c's columns c·h …
-    g.c = layers[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
-    g.extra = layers[l].bias_grad.template data_ptr<T>(), g.e_bs = out;
-    g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    if (layers[l].weight_lambda.defined()) {  // handled(): both λ, overwriting, one chain
-      g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers[l].weight_lambda.template data_ptr<T>();
-      g.prior_e = layers[l].bias.template data_ptr<T>(), g.lambda_e = layers[l].bias_lambda.template data_ptr<T>();
+    g.m = out, g.n = in, g.k = n_, g.ones = true;
+    g.a = s_.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n_} * out;
+    g.b = h_[l], g.b_rs = in, g.b_cs = 1, g.b_bs = int64_t{n_} * in;
+    if (shared_) g.b_rs = int64_t{chains_} * in, g.b_bs = in;  // h_1 [n, C·h]: chain c's columns c·h …
+    g.c = layers_[l].weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
+    g.extra = layers_[l].bias_grad.template data_ptr<T>(), g.e_bs = out;
+    g.epi = overwrite_ ? Epilogue::kStore : Epilogue::kAccumulate;
+    if (layers_[l].weight_lambda.defined()) {  // handled(): both λ, overwriting, one chain
+      g.prior_c = W.template data_ptr<T>(), g.lambda_c = layers_[l].weight_lambda.template data_ptr<T>();
+      g.prior_e = layers_[l].bias.template data_ptr<T>(), g.lambda_e = layers_[l].bias_lambda.template data_ptr<T>();
     }
   }
-  // the route's hidden layers: ∇b_l = Σ_i g_{l+1,i} (+ λ_b b_l), the ones column alone; then ∇W_l += λ_W W_l
-  for (size_t l = 0; route && l + 1 < L; ++l) {
-    const MlpLayerTensors& layer = layers[l];
+
+  // The route's hidden layer l in the last launch: ∇b_l = Σ_i g_{l+1,i} (+ λ_b b_l), the ones column alone
+  // (problem l); then, with a prior, ∇W_l += λ_W W_l (a problem of its own, k = 0).
+  void route_bias_problems(GemmBatch<T>& b, size_t l) const {
+    const MlpLayerTensors& layer = layers_[l];
     const int out = static_cast<int>(outs_of(layer.weight)), in = static_cast<int>(ins_of(layer.weight));
     Gemm<T>& g = b.p[l];
-    g.m = out, g.n = 0, g.k = n, g.ones = true;
-    g.a = s.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n} * out;
-    if (shared) g.a_cs = int64_t{chains} * out, g.a_bs = out;  // g_1 [n, C·h]
-    g.b = h[l], g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
+    g.m = out, g.n = 0, g.k = n_, g.ones = true;
+    g.a = s_.g[l + 1].template data_ptr<T>(), g.a_rs = 1, g.a_cs = out, g.a_bs = int64_t{n_} * out;
+    if (shared_) g.a_cs = int64_t{chains_} * out, g.a_bs = out;  // g_1 [n, C·h]
+    g.b = h_[l], g.b_rs = in, g.b_cs = 1;  // never read: no column but the ones
     g.c = layer.weight_grad.template data_ptr<T>(), g.c_rs = in, g.c_bs = int64_t{out} * in;
     g.extra = layer.bias_grad.template data_ptr<T>(), g.e_bs = out;
-    g.epi = overwrite ? Epilogue::kStore : Epilogue::kAccumulate;
-    if (!layer.weight_lambda.defined()) continue;
+    g.epi = overwrite_ ? Epilogue::kStore : Epilogue::kAccumulate;
+    if (!layer.weight_lambda.defined()) return;
     g.prior_e = layer.bias.template data_ptr<T>(), g.lambda_e = layer.bias_lambda.template data_ptr<T>();
     Gemm<T>& p = b.p[b.count++];
     p.m = out, p.n = in, p.k = 0;
@@ -871,15 +933,30 @@ torch::Tensor run(const torch::Tensor& x, const torch::Tensor& targets, const st
     p.epi = Epilogue::kAddPrior;
     p.prior_c = layer.weight.template data_ptr<T>(), p.lambda_c = layer.weight_lambda.template data_ptr<T>();
   }
-  auto nll = at::empty({}, opts);
-  b.sum_in = row_nll.template data_ptr<T>(), b.sum_n = static_cast<int>(rows), b.sum_out = nll.template data_ptr<T>();
-  if (s.loss_sum.defined()) b.loss_sum = s.loss_sum.data_ptr<double>(), b.loss_weight = s.loss_weight;
-  for (int i = 0; i < b.count; ++i) plan(b.p[i], sms, chains, s, slot++, x);
-  if (route)
-    for (size_t l = 0; l + 1 < L; ++l) weight_grad_product(l);
-  launch(b, chains, pipe, stream);
-  return nll;
-}
+
+  const torch::Tensor& x_;
+  const torch::Tensor& targets_;
+  const std::vector<MlpLayerTensors>& layers_;
+  const Activation act_;
+  const T scale_;
+  const bool overwrite_;
+  const int chains_;
+  const bool shared_;
+  MlpFusedScratch& s_;
+  const size_t L_;
+  const int n_;          // rows per chain
+  const int64_t rows_;   // every chain's rows (shared: the same n, C times)
+  const int outs_, hdim_;  // the output layer's outputs and inputs
+  const torch::TensorOptions opts_;
+  const int sms_;
+  const cudaStream_t stream_;
+  const MlpGemm gemm_;
+  const bool lt_, route_, pipe_, wgrad_tiles_;
+  int head_rows_ = 1;
+  int head_parts_ = 1;  // the head's input as that many partial products over k (kernels.cuda_mlp_kparts)
+  std::vector<const T*> h_;  // h_0 = x … h_{L−1} as the kernels read them
+  size_t slot_ = 0;          // the next scratch slot for a product's split-K buffers
+};
 
 // Whether the pass handles these tensors (checked before anything is launched).
 bool handled(const torch::Tensor& x, const torch::Tensor& targets, const std::vector<MlpLayerTensors>& layers,
@@ -941,8 +1018,8 @@ torch::Tensor mlp_backward_fused_cuda(const torch::Tensor& x, const torch::Tenso
   const c10::cuda::CUDAGuard guard(x.device());
   const int c = static_cast<int>(chains);
   if (x.scalar_type() == torch::kFloat64)
-    return run<double>(x, targets, layers, act, scale, overwrite, c, shared, scratch);
-  return run<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, c, shared, scratch);
+    return Pass<double>(x, targets, layers, act, scale, overwrite, c, shared, scratch).run();
+  return Pass<float>(x, targets, layers, act, static_cast<float>(scale), overwrite, c, shared, scratch).run();
 }
 
 }  // namespace sgmcmc::kernels
