@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/gather_rows.h"
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cpu/gather_rows.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 
 namespace cuda_kernel_checks {
 
@@ -23,7 +23,7 @@ inline double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
-// The softmax + cross-entropy kernel (kernels/softmax_xent_cuda.h) against log_softmax and nll_loss in
+// The softmax + cross-entropy kernel (kernels/cuda/softmax_xent_cuda.h) against log_softmax and nll_loss in
 // float64, n rows of 10 classes: the nll to 10 tol relative, the gradient to tol · scale, the bias
 // gradient (added into b0) to tol · scale · n / 100, tol = 1e-12 (float64) or 2e-6 (float32).
 inline void softmax_xent_equals_aten(const torch::Device& dev, int64_t n) {
@@ -49,7 +49,7 @@ inline void softmax_xent_equals_aten(const torch::Device& dev, int64_t n) {
   }
 }
 
-// The images' and labels' gather in one kernel (kernels/gather_rows.h) equals index_select bit for bit,
+// The images' and labels' gather in one kernel (kernels/cpu/gather_rows.h) equals index_select bit for bit,
 // reuses its outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words;
 // rows that are not whole aligned 16-byte vectors (copied word by word) too; `many` rows gathered with
 // labels wider than the images' vectors (256 threads a row, a row a block: more than one grid holds when

@@ -19,23 +19,23 @@
 #include "kernel_cases.h"
 // every header the .cu files include, before the launch code's device check is redirected below
 #include "core/kernel_settings.h"
-#include "kernels/activation_hd.h"
-#include "kernels/block_sum_cuda.h"
-#include "kernels/gemm_lt.h"
-#include "kernels/mlp_forward_head.h"
-#include "kernels/mlp_fused.h"
-#include "kernels/mlp_head_cuda.h"
-#include "kernels/mlp_tail.h"
-#include "kernels/launch_cuda.h"
-#include "kernels/smem_cuda.h"
-#include "kernels/weight_grad.h"
+#include "kernels/cuda_mlp/activation_hd.h"
+#include "kernels/cuda/block_sum_cuda.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
+#include "kernels/cuda_mlp/mlp_forward_head.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
+#include "kernels/cuda_mlp/mlp_head_cuda.h"
+#include "kernels/cuda_mlp/mlp_tail.h"
+#include "kernels/cuda/launch_cuda.h"
+#include "kernels/cuda/smem_cuda.h"
+#include "kernels/cuda_mlp/weight_grad.h"
 
 // The launch code takes only CUDA tensors; the emulator's device memory is the CPU's.
 #define is_cuda is_cpu
-#include "kernels/mlp_forward_head_cuda.cu"
-#include "kernels/mlp_fused_cuda.cu"
-#include "kernels/mlp_tail_cuda.cu"
-#include "kernels/weight_grad_cuda.cu"
+#include "kernels/cuda_mlp/mlp_forward_head_cuda.cu"
+#include "kernels/cuda_mlp/mlp_fused_cuda.cu"
+#include "kernels/cuda_mlp/mlp_tail_cuda.cu"
+#include "kernels/cuda_mlp/weight_grad_cuda.cu"
 #undef is_cuda
 
 // The products the pass hands to cuBLASLt are not emulated: they decline, and the pass takes its other

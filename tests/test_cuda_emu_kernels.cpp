@@ -20,19 +20,19 @@
 #include "kernel_cases.h"
 // every header the .cu files include, before the launch code's device check is redirected below
 #include "core/kernel_settings.h"
-#include "kernels/bpmf_cuda.h"
-#include "kernels/fused_elementwise.h"
-#include "kernels/fused_update.h"
-#include "kernels/gather_rows.h"
-#include "kernels/launch_cuda.h"
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cuda/bpmf_cuda.h"
+#include "kernels/update/fused_elementwise.h"
+#include "kernels/update/fused_update.h"
+#include "kernels/cpu/gather_rows.h"
+#include "kernels/cuda/launch_cuda.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 
 // The launch code takes only CUDA tensors; the emulator's device memory is the CPU's.
 #define is_cuda is_cpu
-#include "kernels/bpmf_cuda.cu"  // the rewritten copies of these two
-#include "kernels/softmax_xent_cuda.cu"
-#include "kernels/fused_update_cuda.cu"
-#include "kernels/gather_rows_cuda.cu"
+#include "kernels/cuda/bpmf_cuda.cu"  // the rewritten copies of these two
+#include "kernels/cuda/softmax_xent_cuda.cu"
+#include "kernels/update/fused_update_cuda.cu"
+#include "kernels/cuda/gather_rows_cuda.cu"
 #undef is_cuda
 
 using namespace sgmcmc;
@@ -119,7 +119,7 @@ at::Generator cuda_generator(uint64_t seed) {
 
 }  // namespace
 
-// The samplers' fused update kernel (kernels/fused_update_cuda.cu), every rule and the noise alone, float32
+// The samplers' fused update kernel (kernels/update/fused_update_cuda.cu), every rule and the noise alone, float32
 // and float64, 16-byte aligned operands (the vector path, its tail block element by element) and shifted
 // ones (the element loop), 40,003 elements over a grid of 32 blocks (one SM): bit for bit the host's
 // element loop with the same stream; the generator's launch and the graph-safe launch (scalars and stream
@@ -217,7 +217,7 @@ TEST(CudaEmuKernels, SoftmaxXentEqualsAten) {
   }
 }
 
-// The images' and labels' gather (kernels/gather_rows.h) equals index_select bit for bit
+// The images' and labels' gather (kernels/cpu/gather_rows.h) equals index_select bit for bit
 // (tests/cuda_kernel_checks.h): 16-byte rows and word rows, narrow rows several to a block, outputs reused.
 TEST(CudaEmuKernels, GatherPairEqualsIndexSelect) {
   for (const auto& [name, settings] : cuda_emu::orders()) {
@@ -236,7 +236,7 @@ TEST(CudaEmuKernels, GatherPairEqualsIndexSelect) {
   }
 }
 
-// BPMF's gradient kernel (kernels/bpmf_cuda.h) against autograd on its equations in float64:
+// BPMF's gradient kernel (kernels/cuda/bpmf_cuda.h) against autograd on its equations in float64:
 //   r = y − (U_u·V_v + a_u + b_v + μ),  nll = τ/2 Σ r² − (n/2) log τ + (n/2) log 2π,
 // the gradients of scale · nll added into seeded .grads. 3,000 ratings of 60 users × 45 items (users and
 // items repeat, so the atomics add into the same rows from many warps), d = 40 (a lane's two dimensions)

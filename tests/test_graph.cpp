@@ -18,8 +18,8 @@
 
 #include "compat.h"
 #include "config/experiment_config.h"
-#include "kernels/copy_async.h"
-#include "kernels/fused_update.h"
+#include "kernels/cuda/copy_async.h"
+#include "kernels/update/fused_update.h"
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
 #include "samplers/step_params_buffer.h"

@@ -1,4 +1,4 @@
-// kernels/mlp_fused.h: the CPU reference against the MLP's own backward (which tests/test_models.cpp
+// kernels/cuda_mlp/mlp_fused.h: the CPU reference against the MLP's own backward (which tests/test_models.cpp
 // checks against autograd), and on a GPU the fused CUDA pass against the reference and against ATen's
 // CUDA path.
 #include <gtest/gtest.h>
@@ -21,10 +21,10 @@
 
 #include "compat.h"
 #include "core/kernel_settings.h"
-#include "kernels/gemm_lt.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
 #include "core/remove_tree.h"
-#include "kernels/gemm_lt_cache.h"
-#include "kernels/mlp_fused.h"
+#include "kernels/cuda_mlp/gemm_lt_cache.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
 #include "models/mlp.h"
 #include "models/mlp_chains.h"
 
@@ -149,11 +149,11 @@ void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, tor
   const size_t layers = layer_tensors(mc).size();
   // the tiled kernel, the pipelined one and the cuBLAS route (up to 4 layers, one chain or several; the
   // tiled kernel without a hidden layer) on cuBLAS and cuBLASLt, and the route's last launch as column
-  // blocks (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h), and the product into the head as k-parts
+  // blocks (kernels.cuda_mlp_tail: columns, kernels/cuda_mlp/mlp_tail.h), and the product into the head as k-parts
   // the head adds (kernels.cuda_mlp_kparts; a width no multiple of them takes the plain product), and the
-  // last hidden layer with the head in one launch (kernels.cuda_mlp_forward: fused, kernels/mlp_forward_head.h;
+  // last hidden layer with the head in one launch (kernels.cuda_mlp_forward: fused, kernels/cuda_mlp/mlp_forward_head.h;
   // with kparts too, which it then replaces for that product), and the hidden layers' ∇W_l as the pass's
-  // tiled launches (kernels.cuda_mlp_wgrad: fused, kernels/weight_grad.h; with kparts, which it then replaces
+  // tiled launches (kernels.cuda_mlp_wgrad: fused, kernels/cuda_mlp/weight_grad.h; with kparts, which it then replaces
   // for ∇W_l)
   struct Variant {
     Gemm gemm;
@@ -697,7 +697,7 @@ void expect_chains_within_bound(
 }  // namespace
 #endif
 
-// cuBLASLt products with the kernel chosen by measurement (kernels/gemm_lt.h) against float64, within
+// cuBLASLt products with the kernel chosen by measurement (kernels/cuda_mlp/gemm_lt.h) against float64, within
 // float32's bound (bound_excess: TF32, ~2^-11 a product, is ~10× over it at k = 784), with TF32 off:
 // App. H.1's two products (row × column-major, column × row-major), row × row and column × column,
 // overwriting and accumulating, and the first two for 3 chains at once. A shape's second call repeats the

@@ -13,9 +13,9 @@
 #include "models/mlp.h"
 #include "models/relu_pool.h"
 #include "models/softmax_xent.h"
-#include "kernels/softmax_xent_row.h"
+#include "kernels/cuda/softmax_xent_row.h"
 #if defined(SGMCMC_WITH_CUDA)
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 #include "cuda_kernel_checks.h"
 #endif
 
@@ -185,7 +185,7 @@ TEST(Models, SoftmaxXentEqualsLogSoftmaxNll) {
   }
 }
 
-// The CUDA kernel's row body (kernels/softmax_xent_row.h), run here on the host, against autograd on
+// The CUDA kernel's row body (kernels/cuda/softmax_xent_row.h), run here on the host, against autograd on
 // log_softmax + nll_loss in float64, for k = 2, 10 and 100 with every label position, logits ~10·N(0, 1)
 // and a logit of 100 first and last in a row (e^100 overflows float32: the max shift must see every entry). Tolerances: float64 1e-12,
 // float32 2e-6, relative to the scale for the gradient and to 1 + the row's largest |f| for the nll.

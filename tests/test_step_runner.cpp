@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "core/kernel_settings.h"
 #include "core/option_map.h"
-#include "kernels/fused_update.h"
+#include "kernels/update/fused_update.h"
 #include "models/mlp.h"
 #include "priors/gaussian_prior.h"
 #include "samplers/registry.h"

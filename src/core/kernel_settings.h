@@ -43,7 +43,7 @@ struct KernelSettings {
   enum class MlpLaunch { kAuto, kCublas, kFused };
   MlpLaunch cuda_mlp_forward = MlpLaunch::kAuto;
   MlpLaunch cuda_mlp_wgrad = MlpLaunch::kAuto;
-  std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/gemm_lt_cache.h)
+  std::string cuda_gemm_cache = "auto";  // auto | off | a file (kernels/cuda_mlp/gemm_lt_cache.h)
 
   // The block as key -> text, every key present (summary.json, --help-keys).
   std::map<std::string, std::string> to_map() const;

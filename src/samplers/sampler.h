@@ -11,9 +11,9 @@
 // Flat groups and fused updates: at construction every group whose parameters allow it
 // (FlatGroup::eligible: one float dtype, one device) is laid out in one contiguous buffer, the
 // parameters and their `.grad` becoming views into it, and the samplers' state tensors are views
-// into one buffer per group too. A step is then one fused kernel per group (kernels/fused_update.h)
+// into one buffer per group too. A step is then one fused kernel per group (kernels/update/fused_update.h)
 // with the noise generated inside it. `set_fused(false)` runs the same step as ATen ops over each
-// parameter (kernels/update_rules.h) with the SAME noise (kernels::philox_normal of the same
+// parameter (kernels/update/update_rules.h) with the SAME noise (kernels::philox_normal of the same
 // stream): the two paths agree to float rounding (tests/test_fused.cpp). Groups that cannot be
 // flattened take the ATen path with at::randn noise.
 #pragma once
@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/fused_update.h"
+#include "kernels/update/fused_update.h"
 #include "samplers/flat_params.h"
 #include "samplers/step_params_buffer.h"
 

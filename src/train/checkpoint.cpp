@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "runtime/cpu.h"
 #include "core/atomic_file.h"
-#include "kernels/gemm_lt.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
 #include "train/checkpoint_check.h"
 #include "train/model_io.h"
 #include "train/training_run.h"

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/copy_async.h"
-#include "kernels/gather_rows.h"
+#include "kernels/cuda/copy_async.h"
+#include "kernels/cpu/gather_rows.h"
 
 namespace sgmcmc {
 
@@ -260,7 +260,7 @@ torch::Tensor StepRunner::gradient() {
 }
 
 void StepRunner::select_rows(Batch& out, const torch::Tensor& idx) {
-  // into the same buffers every step on the CPU (kernels/gather_rows.h), images from their bytes
+  // into the same buffers every step on the CPU (kernels/cpu/gather_rows.h), images from their bytes
   // (data/byte_rows.h); index_select elsewhere
   if (train_bytes_ && idx.device().is_cpu()) train_bytes_->gather_out(out.inputs, idx);
 #if defined(SGMCMC_WITH_CUDA)
