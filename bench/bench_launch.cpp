@@ -6,7 +6,7 @@
 //     and 48 or 132 blocks of 512 threads, with 20 KB of dynamic shared memory, with 1.5 or 4 KB of
 //     parameters, alternating 20 and 100 KB of shared memory (a carveout change between nodes), and with
 //     1, 4 or 16 dependent loads a thread (what a round trip to L2 costs inside a node);
-//   - the fused MLP pass's last launch as column blocks (kernels/mlp_tail.h) at App. H.1's shape (with the
+//   - the fused MLP pass's last launch as column blocks (kernels/cuda_mlp/mlp_tail.h) at App. H.1's shape (with the
 //     priors' λ and the loss: 4 + 4 column blocks, 39 λ_W W blocks, the nll's; without λ; the output layer
 //     alone) and FNN-800's: 8.8 µs of H.1's replayed step (bench_step --kernel-trace).
 // The differences between the rows say which part of a launch costs: the launch shape, the parameters,
@@ -29,7 +29,7 @@
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
-#include "kernels/mlp_tail.h"
+#include "kernels/cuda_mlp/mlp_tail.h"
 #include "kernel_trace.h"   // bench/
 #include "launch_probe.h"   // bench/
 

@@ -6,7 +6,7 @@
 // the same process, with the same library and threads, it times the step's floor:
 //   mlp:  the matrix products of one step, alone: per layer X·Wᵀ + b, Gᵀ·X (the weight gradient)
 //         and, above the first layer, G·W (the input gradient), on preallocated outputs, through
-//         kernels/matmul.h (oneDNN where built, else ATen's BLAS; --matmul aten|onednn picks, for
+//         kernels/cpu/matmul.h (oneDNN where built, else ATen's BLAS; --matmul aten|onednn picks, for
 //         floor and step alike);
 //   cnn:  the same for its linear layers, plus each convolution's forward and backward
 //         (at::convolution_backward: weight, bias and, above the first layer, input gradients);
@@ -51,8 +51,8 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
-#include "kernels/gemm_lt.h"
-#include "kernels/matmul.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
+#include "kernels/cpu/matmul.h"
 #include "runtime/cpu.h"
 #include "train/minibatches.h"
 #include "train/run_setup.h"
@@ -94,7 +94,7 @@ void add_linear_floor(std::vector<std::function<void()>>& ops, const std::vector
     const bool input_grad = l > 0 || first_needs_input_grad;
     // the transposed views made once, as the MLP's own backward keeps them (models/mlp.h)
     auto wt = w.t(), gt = g.t();
-    ops.push_back([=]() mutable {  // through kernels/matmul.h: the library the models' products use
+    ops.push_back([=]() mutable {  // through kernels/cpu/matmul.h: the library the models' products use
       kernels::matmul_out(y, x, wt, b);
       kernels::matmul_out(dw, gt, x);
       if (input_grad) kernels::matmul_out(dx, g, w);

@@ -5,7 +5,7 @@
 # column alike. Writes the table (min / median / max over the rounds) between the FLOOR-TABLE markers
 # of docs/performance.md and the raw JSON lines to bench/results/floors-<date>T<time>.jsonl.
 #   usage: bench/floors.sh [--threads N] [--rounds R] [--steps S] [--profile]
-# Environment, for a host other than this one (scripts/gpu_session.sh's cpufloors stage): FMNIST (the
+# Environment, for a host other than this one (a CUDA build's bench_step on the GPU machine's CPU): FMNIST (the
 # Fashion-MNIST directory), SGMCMC_BUILD_DIR and SGMCMC_NO_BUILD=1 (bench_step as built there),
 # FLOORS_ROWS (a subset of the rows), FLOORS_ATEN=0 (no ATen's-BLAS column: a build without oneDNN
 # would time the same products twice), FLOORS_DOC=0 (print the table, leave docs/performance.md),

@@ -72,7 +72,7 @@ BPMF_STEPS=${BPMF_STEPS:-4000}; BPMF_BURNIN=${BPMF_BURNIN:-2000}
 # reduce-overhead fails (torch 2.11 on an H100: the two-function loop segfaulted)
 [ "$DEVICE" = cuda ] && ALL_ROWS="$ALL_ROWS torch-compile-default-sghmc torch-compile-step-default-sghmc"
 [ -f "$RATINGS" ] && ALL_ROWS="$ALL_ROWS bpmf-sgmcmc bpmf-jax bpmf-posteriors-baoa bpmf-torch-eager"
-ROWS=${ROWS//,/ }; ROWS=${ROWS:-$ALL_ROWS}   # commas too: PEERS_ARGS="--rows a,b" (gpu_session.sh splits it unquoted)
+ROWS=${ROWS//,/ }; ROWS=${ROWS:-$ALL_ROWS}   # commas too: --rows a,b
 PINS="torch==2.15.0 jax==0.12.0.1 jaxlib==0.12.0.1 blackjax==1.7.1 posteriors==0.1.3"
 VENV=${PEERS_VENV:-.venv-peers}
 F=${FMNIST:-/usr/share/datasets/fashion-mnist}

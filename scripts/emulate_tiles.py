@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Literal CPU emulation of the index logic of CUDA launches of the fused MLP pass:
-forward_head_kernel (src/kernels/mlp_forward_head_cuda.cu: the product part), weight_grad_kernel
-(src/kernels/weight_grad_cuda.cu: the tiles and the ones column), and the chains' shared minibatch in
+forward_head_kernel (src/kernels/cuda_mlp/mlp_forward_head_cuda.cu: the product part), weight_grad_kernel
+(src/kernels/cuda_mlp/weight_grad_cuda.cu: the tiles and the ones column), and the chains' shared minibatch in
 mlp_fused_cuda.cu (head_kernel's offsets with head_rows' row stride, the last launch's strided operands).
 
 Every block, thread, chunk load, shared-memory store, per-warp 4 x 4 lane read, warp reduction and output

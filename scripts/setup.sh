@@ -12,7 +12,7 @@
 set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config libtorch-dev libyaml-cpp-dev libcxxopts-dev
             libgtest-dev libgmock-dev zlib1g-dev libdeflate-dev libopenblas0-pthread libgloo-dev nlohmann-json3-dev
-            libdnnl-dev     # oneDNN's headers: the models' matrix products (src/kernels/matmul.h)
+            libdnnl-dev     # oneDNN's headers: the models' matrix products (src/kernels/cpu/matmul.h)
             python3-torch   # python3-torch: the TorchScript round-trip test and examples/torchscript
             python3-dev python3-venv pybind11-dev python3-pytest)  # the Python package (python/), its tests
 cuda_build_pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libcxxopts-dev libgtest-dev

@@ -14,9 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/activation_cuda.h"
-#include "kernels/gather_rows.h"
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cpu/gather_rows.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 
 namespace cuda_kernel_checks {
 
@@ -24,7 +23,7 @@ inline double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
-// The softmax + cross-entropy kernel (kernels/softmax_xent_cuda.h) against log_softmax and nll_loss in
+// The softmax + cross-entropy kernel (kernels/cuda/softmax_xent_cuda.h) against log_softmax and nll_loss in
 // float64, n rows of 10 classes: the nll to 10 tol relative, the gradient to tol · scale, the bias
 // gradient (added into b0) to tol · scale · n / 100, tol = 1e-12 (float64) or 2e-6 (float32).
 inline void softmax_xent_equals_aten(const torch::Device& dev, int64_t n) {
@@ -50,61 +49,7 @@ inline void softmax_xent_equals_aten(const torch::Device& dev, int64_t n) {
   }
 }
 
-// The MLP's elementwise kernels (kernels/activation_cuda.h) against ATen's ops on the same tensors, every
-// activation, both float types, at each [n, k] of `shapes`. The elementwise results use ATen's formulas
-// (equal but for contraction: a few ulps); the column sums another order than ATen's (float32: 2e-4 of the
-// largest sum over up to 1,000 rows; float64: 1e-10).
-inline void activation_kernels_equal_aten(const torch::Device& dev,
-                                          const std::vector<std::pair<int64_t, int64_t>>& shapes) {
-  using sgmcmc::kernels::Activation;
-  namespace k = sgmcmc::kernels;
-  torch::manual_seed(9);
-  for (auto dt : {torch::kFloat64, torch::kFloat32}) {
-    const auto o = torch::TensorOptions().dtype(dt).device(dev);
-    const double ulp = dt == torch::kFloat64 ? 1e-15 : 1e-6, sum_tol = dt == torch::kFloat64 ? 1e-10 : 2e-4;
-    for (auto [n, cols] : shapes) {
-      for (auto act : {Activation::kNone, Activation::kSigmoid, Activation::kRelu, Activation::kTanh}) {
-        SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(cols) + " act " + std::to_string(static_cast<int>(act)) +
-                     (dt == torch::kFloat64 ? " float64" : " float32"));
-        // forward: act(z + b)
-        auto z = torch::randn({n, cols}, o) * 3, bias = torch::randn({cols}, o);
-        auto want = z + bias;
-        if (act == Activation::kSigmoid) want = torch::sigmoid(want);
-        if (act == Activation::kRelu) want = torch::relu(want);
-        if (act == Activation::kTanh) want = torch::tanh(want);
-        auto got = z.clone();
-        k::bias_activation_cuda(got, bias, act);
-        EXPECT_LE(max_abs(got, want), 4 * ulp * std::max(1.0, want.abs().max().item<double>()));
-        auto no_bias = z.clone();
-        k::bias_activation_cuda(no_bias, torch::Tensor(), Activation::kNone);
-        EXPECT_EQ(max_abs(no_bias, z), 0.0);
-        // backward: g ⊙ act'(y) and b_grad += Σ_rows
-        auto g = torch::randn({n, cols}, o), y = want;
-        torch::Tensor d_want = g.clone();
-        if (act == Activation::kSigmoid) d_want = at::sigmoid_backward(g, y);
-        if (act == Activation::kRelu) d_want = at::threshold_backward(g, y, 0);
-        if (act == Activation::kTanh) d_want = at::tanh_backward(g, y);
-        auto b0 = torch::randn({cols}, o);
-        auto b_want = b0 + d_want.sum(0);
-        auto out = torch::full({n, cols}, std::nan(""), o), b = b0.clone();
-        k::activation_backward_cuda(out, g, y, act, b);
-        EXPECT_LE(max_abs(out, d_want), 4 * ulp * std::max(1.0, d_want.abs().max().item<double>()));
-        EXPECT_LE(max_abs(b, b_want), sum_tol * std::max(1.0, b_want.abs().max().item<double>()));
-        // in place (out is g), and without a bias gradient
-        auto gi = g.clone();
-        k::activation_backward_cuda(gi, gi, y, act, torch::Tensor());
-        EXPECT_LE(max_abs(gi, d_want), 4 * ulp * std::max(1.0, d_want.abs().max().item<double>()));
-      }
-    }
-    // the softmax + cross-entropy kernel's bias gradient by the column-sum kernel: b += Σ_rows g, g unchanged
-    auto g = torch::randn({500, 10}, o), g0 = g.clone(), b0 = torch::randn({10}, o), b = b0.clone();
-    k::activation_backward_cuda(g, g, torch::Tensor(), Activation::kNone, b);
-    EXPECT_EQ(max_abs(g, g0), 0.0);
-    EXPECT_LE(max_abs(b, b0 + g0.sum(0)), sum_tol * 30);
-  }
-}
-
-// The images' and labels' gather in one kernel (kernels/gather_rows.h) equals index_select bit for bit,
+// The images' and labels' gather in one kernel (kernels/cpu/gather_rows.h) equals index_select bit for bit,
 // reuses its outputs (a captured graph's addresses), and declines rows that are not whole 4-byte words;
 // rows that are not whole aligned 16-byte vectors (copied word by word) too; `many` rows gathered with
 // labels wider than the images' vectors (256 threads a row, a row a block: more than one grid holds when

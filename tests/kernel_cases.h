@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/fused_update.h"
-#include "kernels/mlp_forward_head.h"
-#include "kernels/weight_grad.h"
+#include "kernels/update/fused_update.h"
+#include "kernels/cuda_mlp/mlp_forward_head.h"
+#include "kernels/cuda_mlp/weight_grad.h"
 
-// The forward-and-head launch (kernels/mlp_forward_head.h).
+// The forward-and-head launch (kernels/cuda_mlp/mlp_forward_head.h).
 namespace forward_head_cases {
 
 using sgmcmc::kernels::Activation;
@@ -77,7 +77,7 @@ inline MlpForwardHeadArgs without_head(MlpForwardHeadArgs t) {
 
 }  // namespace forward_head_cases
 
-// The weight-gradient launch (kernels/weight_grad.h).
+// The weight-gradient launch (kernels/cuda_mlp/weight_grad.h).
 namespace weight_grad_cases {
 
 using namespace sgmcmc;
@@ -151,7 +151,7 @@ inline Product product(const Case& c, torch::Dtype dt, bool accumulate) {
 
 }  // namespace weight_grad_cases
 
-// The fused updates (kernels/fused_update.h): every rule with the state it keeps, the step's scalars and
+// The fused updates (kernels/update/fused_update.h): every rule with the state it keeps, the step's scalars and
 // states in each rule's valid range.
 namespace fused_cases {
 

@@ -153,7 +153,7 @@ TEST(Bpmf, OwnBackwardEqualsAutograd) {
   EXPECT_FALSE(m->nll_backward(b, 33.0).defined());
 }
 
-// The CUDA kernel (kernels/bpmf_cuda.h, kernels.cuda_bpmf: fused) against autograd on the same device,
+// The CUDA kernel (kernels/cuda/bpmf_cuda.h, kernels.cuda_bpmf: fused) against autograd on the same device,
 // with the same tolerances (float32 atomics add in a varying order); d = 40 > 32: two passes of a
 // warp's lanes.
 TEST(Bpmf, CudaOwnBackwardEqualsAutograd) {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "compat.h"
-#include "kernels/update_rules.h"
+#include "kernels/update/update_rules.h"
 
 using namespace sgmcmc;
 

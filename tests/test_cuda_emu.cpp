@@ -19,43 +19,33 @@
 #include "kernel_cases.h"
 // every header the .cu files include, before the launch code's device check is redirected below
 #include "core/kernel_settings.h"
-#include "kernels/activation_cuda.h"
-#include "kernels/activation_hd.h"
-#include "kernels/block_sum_cuda.h"
-#include "kernels/gemm_cluster.h"
-#include "kernels/gemm_lt.h"
-#include "kernels/gemm_tf32x3.h"
-#include "kernels/mlp_forward_head.h"
-#include "kernels/mlp_fused.h"
-#include "kernels/mlp_head_cuda.h"
-#include "kernels/mlp_tail.h"
-#include "kernels/pass_update_cuda.h"
-#include "kernels/pdl_cuda.h"
-#include "kernels/smem_cuda.h"
-#include "kernels/weight_grad.h"
-#include "kernels/weight_grad_cuda.h"
+#include "kernels/cuda_mlp/activation_hd.h"
+#include "kernels/cuda/block_sum_cuda.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
+#include "kernels/cuda_mlp/mlp_forward_head.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
+#include "kernels/cuda_mlp/mlp_head_cuda.h"
+#include "kernels/cuda_mlp/mlp_tail.h"
+#include "kernels/cuda/launch_cuda.h"
+#include "kernels/cuda/smem_cuda.h"
+#include "kernels/cuda_mlp/weight_grad.h"
 
 // The launch code takes only CUDA tensors; the emulator's device memory is the CPU's.
 #define is_cuda is_cpu
-#include "kernels/mlp_forward_head_cuda.cu"
-#include "kernels/mlp_fused_cuda.cu"
-#include "kernels/mlp_tail_cuda.cu"
-#include "kernels/weight_grad_cuda.cu"
-#include "kernels/activation_cuda.cu"  // the copy with its <<<…>>> launches rewritten (tests/cuda_emu/rewrite_launches.cmake)
+#include "kernels/cuda_mlp/mlp_forward_head_cuda.cu"
+#include "kernels/cuda_mlp/mlp_fused_cuda.cu"
+#include "kernels/cuda_mlp/mlp_tail_cuda.cu"
+#include "kernels/cuda_mlp/weight_grad_cuda.cu"
 #undef is_cuda
 
-// The products the pass hands to cuBLASLt, CUTLASS and thread-block clusters are not emulated: they decline,
-// and the pass takes its other routes, as it does where a build lacks them.
+// The products the pass hands to cuBLASLt are not emulated: they decline, and the pass takes its other
+// routes, as it does where a build lacks cuBLASLt.
 namespace sgmcmc::kernels {
 bool gemm_lt(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
 bool gemm_lt_built() { return false; }
 std::vector<GemmLtChoice> gemm_lt_choices() { return {}; }
 void gemm_lt_forget_choices() {}
 double gemm_lt_measure_seconds() { return 0; }
-bool gemm_tf32x3(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool, int) { return false; }
-bool gemm_tf32x3_batched(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
-bool gemm_tf32x3_built() { return false; }
-bool gemm_cluster(const torch::Tensor&, const torch::Tensor&, torch::Tensor&, bool) { return false; }
 }  // namespace sgmcmc::kernels
 
 using namespace sgmcmc;
@@ -134,43 +124,17 @@ __global__ void smem_kernel(float* out) {
   out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
 }
 
-// The sampler's update over a whole flat buffer, element by element with the element function and the
-// noise the CUDA kernels use (update_element: fused_element with philox_normal4), on the host after the
-// backward: what the sampler's own CUDA kernel computes. (The CPU's fused_update_from draws the same stream
-// through philox_fill, whose vectorised transcendentals can differ from philox_normal4 in a normal's last bit.)
-template <typename T>
-void update_after_as(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* state, const torch::Tensor& grad,
-                     const torch::Tensor& step_params) {
-  kernels::StepParams<T> p;
-  std::memcpy(&p, step_params.data_ptr(), sizeof p);
-  kernels::PassUpdate<T> u;
-  u.rule = static_cast<int>(rule), u.th = theta.data_ptr<T>(), u.gr = grad.data_ptr<T>(), u.params = &p;
-  u.s0 = state != nullptr ? state->data_ptr<T>() : nullptr;
-  for (int64_t i = 0; i < theta.numel(); ++i) kernels::update_element(u, p.k, p.noise.key, p.noise.offset, i);
-}
-void update_after(kernels::FusedRule rule, torch::Tensor& theta, torch::Tensor* state, const torch::Tensor& grad,
-                  const torch::Tensor& step_params) {
-  if (theta.scalar_type() == torch::kFloat64) update_after_as<double>(rule, theta, state, grad, step_params);
-  else update_after_as<float>(rule, theta, state, grad, step_params);
-}
-
 // The launches of the pass's column blocks (kernels.cuda_mlp_tail: columns) so far, of dtype dt.
 int64_t column_block_launches(torch::Dtype dt) {
   return dt == torch::kFloat64 ? launches_of(kernels::tail_columns::tail_kernel<double>)
                                : launches_of(kernels::tail_columns::tail_kernel<float>);
 }
 
-// The launches of kernels.cuda_act's bias-and-activation kernel so far, of dtype dt.
-int64_t activation_launches(torch::Dtype dt) {
-  return dt == torch::kFloat64 ? launches_of(kernels::bias_activation_kernel<double>)
-                               : launches_of(kernels::bias_activation_kernel<float>);
-}
-
 // The launches of the pass's pipelined GEMM kernel so far, of dtype dt (the tiled one also runs the cuBLAS
 // route's last launch).
 template <typename T>
 int64_t pipelined_launches_as() {
-  return launches_of(kernels::gemm_pipelined_kernel<T, false>) + launches_of(kernels::gemm_pipelined_kernel<T, true>);
+  return launches_of(kernels::gemm_pipelined_kernel<T>);
 }
 int64_t pipelined_launches(torch::Dtype dt) {
   return dt == torch::kFloat64 ? pipelined_launches_as<double>() : pipelined_launches_as<float>();
@@ -324,91 +288,6 @@ TEST(CudaEmu, WeightGradEqualsReferenceBitForBit) {
   }
 }
 
-// kernels.cuda_mlp_update: fused on the backward launch (weight_grad_cuda_with_update): App. H.1's backward
-// with the prior, θ and the gradients as views of flat buffers, and each element's update applied by the
-// thread that finishes its gradient. Against the reference backward, then the sampler's graph-safe update
-// over the whole buffer (fused_update_from, the same step parameters and noise stream), bit for bit, for
-// every rule the epilogue takes, in every order.
-TEST(CudaEmu, WeightGradWithUpdateEqualsBackwardThenUpdate) {
-  using kernels::FusedRule;
-  for (auto dt : {torch::kFloat32, torch::kFloat64})
-    for (FusedRule rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi}) {
-      torch::manual_seed(17);
-      const auto o = torch::TensorOptions().dtype(dt);
-      const std::vector<std::pair<int64_t, int64_t>> shapes = {{100, 784}, {10, 100}};  // W_0 [100, 784], W_1 [10, 100]
-      int64_t numel = 0;
-      for (auto [m, n] : shapes) numel += m * n + m;
-      const auto theta0 = torch::randn({numel}, o) * 0.1, state0 = torch::rand({numel}, o) * 0.01;
-      const auto grad0 = torch::full({numel}, 7.0, o);
-      const auto a0 = torch::randn({500, 100}, o), x = torch::rand({500, 784}, o);
-      const auto a1 = torch::randn({500, 10}, o), h1 = torch::rand({500, 100}, o);
-      const auto lambdas = torch::rand({4}, o) * 3;
-      kernels::FusedScalars sc;
-      sc.lr = 1e-3, sc.temperature = 1.0, sc.alpha = rule == FusedRule::kPsgld ? 0.99 : 0.1, sc.eps = 1e-5;
-      auto step_params = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
-      kernels::write_step_params(rule, sc, kernels::NoiseStream{0x5eed, 12}, dt, step_params.data_ptr());
-      // the launch and the layers over buffers (θ, state, ∇Ũ) of their own
-      struct Buffers {
-        torch::Tensor theta, state, grad;
-        kernels::WeightGradLaunch launch;
-        std::vector<kernels::MlpLayerTensors> layers;
-      };
-      const auto make = [&] {
-        Buffers b{theta0.clone(), state0.clone(), grad0.clone(), {}, {}};
-        int64_t at = 0;
-        for (size_t l = 0; l < shapes.size(); ++l) {
-          const auto [m, n] = shapes[l];
-          kernels::MlpLayerTensors L;
-          L.weight = b.theta.narrow(0, at, m * n).view({m, n}), L.weight_grad = b.grad.narrow(0, at, m * n).view({m, n});
-          at += m * n;
-          L.bias = b.theta.narrow(0, at, m), L.bias_grad = b.grad.narrow(0, at, m);
-          at += m;
-          L.weight_lambda = lambdas[2 * l], L.bias_lambda = lambdas[2 * l + 1];
-          kernels::WeightGradProblem q;
-          q.a = l == 0 ? a0 : a1, q.b = l == 0 ? x : h1, q.c = L.weight_grad, q.bias_grad = L.bias_grad;
-          q.weight = L.weight, q.weight_lambda = L.weight_lambda, q.bias = L.bias, q.bias_lambda = L.bias_lambda;
-          b.launch.problems.push_back(q);
-          b.layers.push_back(L);
-        }
-        return b;
-      };
-      const bool stateful = rule != FusedRule::kSgld;
-      Buffers want = make();
-      kernels::weight_grad_reference(want.launch);
-      // the sampler's own CPU update after the same backward: the same update but for a normal's last bit
-      Buffers cpu = make();
-      kernels::weight_grad_reference(cpu.launch);
-      std::vector<torch::Tensor> cpu_state;
-      if (stateful) cpu_state.push_back(cpu.state);
-      kernels::fused_update_from(rule, cpu.theta, cpu_state, cpu.grad, step_params);
-      cet::update_after(rule, want.theta, stateful ? &want.state : nullptr, want.grad, step_params);
-      // |Δθ| ≤ (noise's scale ≤ 0.2 here) · 2 ulps of |ξ| ≤ 6.8 (float: 9.5e-7) + θ's rounding: 1e-6
-      EXPECT_LE(max_abs(want.theta, cpu.theta), 1e-6) << "the reference update against fused_update_from";
-      for (const auto& [order, s] : cuda_emu::orders()) {
-        SCOPED_TRACE(std::string(dt == torch::kFloat64 ? "float64, rule " : "float32, rule ") +
-                     std::to_string(static_cast<int>(rule)) + ", " + order);
-        cuda_emu::ScopedSettings scope(s);
-        Buffers got = make();
-        kernels::FusedUpdateArgs u;
-        u.rule = rule, u.theta = got.theta, u.grad = got.grad, u.step_params = step_params;
-        if (stateful) u.state.push_back(got.state);
-        const auto launch = [&](auto zero) {  // T = decltype(zero): θ's dtype
-          using T = decltype(zero);
-          const auto up = kernels::pass_update_of<T>(&u, got.layers);
-          ASSERT_EQ(up.rule, static_cast<int>(rule)) << "the epilogue declined the update";
-          ASSERT_TRUE(kernels::weight_grad_cuda_with_update<T>(got.launch, up));
-        };
-        if (dt == torch::kFloat64) launch(0.0);
-        else launch(0.0f);
-        if (HasFatalFailure()) return;
-        EXPECT_TRUE(torch::equal(got.grad, want.grad)) << "∇Ũ, worst " << max_abs(got.grad, want.grad);
-        EXPECT_TRUE(torch::equal(got.theta, want.theta)) << "θ, worst " << max_abs(got.theta, want.theta);
-        if (stateful) EXPECT_TRUE(torch::equal(got.state, want.state)) << "state, worst " << max_abs(got.state, want.state);
-        EXPECT_FALSE(torch::equal(got.theta, theta0)) << "θ did not move";
-      }
-    }
-}
-
 namespace cuda_emu_test {
 
 // An MLP's layers as plain tensors: C chains stacked ([C, out, in], [C, out]) or one ([out, in], [out]),
@@ -447,9 +326,7 @@ double max_rel(const torch::Tensor& got, const torch::Tensor& want) {
 // bits: one chain with the pass's own launches for the forward half, the backward half, both (kernels.
 // cuda_mlp_forward / _wgrad: fused), and the forward's with the last launch as column blocks (kernels.
 // cuda_mlp_tail: columns; the backward launch, where it runs, finishes what they would), on App. H.1's widths
-// and a deeper ReLU net; the deeper net's first hidden layer by kernels.cuda_act's kernel (H.1's one hidden
-// layer goes to the head); the route's second stream (kernels.cuda_mlp_streams: 2; its launches here in the
-// order they are issued); the pass's own GEMM kernels for one chain (pipelined: kernels.cuda_mlp_gemm: auto
+// and a deeper ReLU net; the pass's own GEMM kernels for one chain (pipelined: kernels.cuda_mlp_gemm: auto
 // beyond 4 layers, with cp.async's synchronous branch; tiled); chains sharing one minibatch on the cuBLAS
 // route (train.chain_minibatch: shared); chains with minibatches of their own on the tiled kernel. The route's
 // products run on the CPU in another order than the reference's sums: float32 within 2e-5, float64 1e-12 of
@@ -465,15 +342,12 @@ TEST(CudaEmu, FusedPassEqualsReference) {
     bool shared;
     Gemm gemm;
     bool forward, wgrad, columns;
-    bool act_kernel = false;  // kernels.cuda_act: fused (a hidden layer's bias and activation in one kernel)
-    int streams = 1;          // kernels.cuda_mlp_streams (the emulator's streams run in launch order)
   };
   const std::vector<int64_t> h1 = {784, 100, 10}, deep = {60, 40, 33, 7};
   const auto sig = kernels::Activation::kSigmoid, relu = kernels::Activation::kRelu;
   const std::vector<Variant> variants = {
       {"H.1, cuBLAS route", h1, sig, 100, 1, false, Gemm::kCublas, false, false, false},
-      {"deep ReLU, cuBLAS route, activation kernel", deep, relu, 37, 1, false, Gemm::kCublas, false, false, false, true},
-      {"H.1, cuBLAS route, two streams", h1, sig, 100, 1, false, Gemm::kCublas, false, false, false, false, 2},
+      {"deep ReLU, cuBLAS route", deep, relu, 37, 1, false, Gemm::kCublas, false, false, false},
       {"H.1, pipelined kernel", h1, sig, 100, 1, false, Gemm::kPipelined, false, false, false},
       {"deep ReLU, pipelined kernel", deep, relu, 37, 1, false, Gemm::kPipelined, false, false, false},
       {"H.1, tiled kernel, one chain", h1, sig, 100, 1, false, Gemm::kTiled, false, false, false},
@@ -495,10 +369,7 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         k.cuda_mlp_forward = v.forward ? Launch::kFused : Launch::kAuto;
         k.cuda_mlp_wgrad = v.wgrad ? Launch::kFused : Launch::kAuto;
         k.cuda_mlp_tail = v.columns ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
-        k.cuda_act_fused = v.act_kernel;
-        k.cuda_mlp_streams = v.streams;
         ScopedKernelSettings scoped(k);
-        const int64_t acts = cet::activation_launches(dt);
         const int64_t pipelined = cet::pipelined_launches(dt);
         const int64_t n = v.shared ? v.rows : v.rows * v.chains;
         const auto x = torch::rand({n, v.widths.front()}, torch::TensorOptions().dtype(dt));
@@ -514,10 +385,7 @@ TEST(CudaEmu, FusedPassEqualsReference) {
         ASSERT_TRUE(got_nll.defined()) << "the pass declined";
         EXPECT_EQ(cet::column_block_launches(dt) - tails, v.columns ? 1 : 0) << "the column blocks' launches";
         const int hidden = static_cast<int>(v.widths.size()) - 2;
-        // the hidden layers but the last, whose pre-activation goes to the head
-        EXPECT_EQ(cet::activation_launches(dt) - acts, v.act_kernel ? hidden - 1 : 0) << "the activation kernel's launches";
         EXPECT_EQ(cet::pipelined_launches(dt) > pipelined, v.gemm == Gemm::kPipelined) << "the pipelined kernel ran";
-        EXPECT_EQ(scratch.side != nullptr, v.streams == 2) << "the second stream";
         EXPECT_EQ(scratch.forward_applied, v.forward ? hidden : 0);
         EXPECT_EQ(scratch.wgrad_applied, v.wgrad ? hidden : 0);
         const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-5;
@@ -535,80 +403,4 @@ TEST(CudaEmu, FusedPassEqualsReference) {
           EXPECT_TRUE(torch::equal(again[l].weight_grad, got[l].weight_grad) && torch::equal(again[l].bias_grad, got[l].bias_grad))
               << "a second call, layer " << l;
       }
-}
-
-// kernels.cuda_mlp_update: fused through the whole pass (MlpFusedScratch::update): the sampler's update in
-// the epilogue of the launch that finishes each gradient (the GEMM last launch, the column blocks, or with
-// the pass's own launches the backward launch), against the same pass without it followed by the update
-// over the buffer: the same gradients and nll bit for bit, and θ and the state those gradients' update
-// (cet::update_after) bit for bit; with the prior's precisions (overwriting) and accumulating.
-TEST(CudaEmu, FusedPassWithUpdateEqualsPassThenUpdate) {
-  using kernels::FusedRule;
-  using Tail = KernelSettings::MlpTail;
-  const std::vector<int64_t> widths = {784, 100, 10};
-  kernels::FusedScalars sc;
-  sc.lr = 1e-3, sc.temperature = 1, sc.alpha = 0.1, sc.eps = 1e-5;
-  for (int tail : {0, 1, 2})
-    for (auto dt : {torch::kFloat32, torch::kFloat64})
-      for (auto rule : {FusedRule::kPsgld, FusedRule::kSghmcSsi})
-        for (bool prior : {true, false}) {
-          SCOPED_TRACE(std::string(tail == 0 ? "last launch" : tail == 1 ? "column blocks" : "own launches") +
-                       (dt == torch::kFloat64 ? ", float64, rule " : ", float32, rule ") +
-                       std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulating"));
-          KernelSettings k;
-          k.cuda_mlp = KernelSettings::Choice::kFused;
-          k.cuda_mlp_gemm = KernelSettings::MlpGemm::kCublas;
-          k.cuda_mlp_tail = tail == 1 ? Tail::kColumns : Tail::kGemm;
-          if (tail == 2) k.cuda_mlp_forward = k.cuda_mlp_wgrad = KernelSettings::MlpLaunch::kFused;
-          ScopedKernelSettings scoped(k);
-          torch::manual_seed(41);
-          const auto o = torch::TensorOptions().dtype(dt);
-          int64_t numel = 0;
-          for (size_t l = 0; l + 1 < widths.size(); ++l) numel += widths[l + 1] * (widths[l] + 1);
-          const auto theta0 = torch::randn({numel}, o) * 0.1, state0 = torch::rand({numel}, o) * 0.01;
-          const auto grad0 = torch::randn({numel}, o), lambdas = torch::rand({4}, o) * 3;
-          const auto x = torch::rand({100, widths.front()}, o);
-          const auto y = torch::randint(0, widths.back(), {100}, torch::kInt64);
-          auto sp = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
-          kernels::write_step_params(rule, sc, kernels::NoiseStream{0x5eed1234abcdull, 8}, dt, sp.data_ptr());
-          struct Flat {
-            torch::Tensor theta, state, grad;
-            std::vector<kernels::MlpLayerTensors> layers;
-          };
-          const auto flat = [&] {
-            Flat f{theta0.clone(), state0.clone(), grad0.clone(), {}};
-            int64_t at = 0;
-            for (size_t l = 0; l + 1 < widths.size(); ++l) {
-              const int64_t in = widths[l], out = widths[l + 1];
-              kernels::MlpLayerTensors L;
-              L.weight = f.theta.narrow(0, at, out * in).view({out, in});
-              L.weight_grad = f.grad.narrow(0, at, out * in).view({out, in});
-              at += out * in;
-              L.bias = f.theta.narrow(0, at, out), L.bias_grad = f.grad.narrow(0, at, out);
-              at += out;
-              if (prior) L.weight_lambda = lambdas[2 * l], L.bias_lambda = lambdas[2 * l + 1];
-              f.layers.push_back(L);
-            }
-            return f;
-          };
-          Flat a = flat(), b = flat();
-          kernels::FusedUpdateArgs up{rule, a.theta, a.grad, sp, {a.state}};
-          kernels::MlpFusedScratch sa, sb;
-          sa.update = &up;
-          const auto act = kernels::Activation::kSigmoid;
-          const auto tails = cet::column_block_launches(dt);
-          const auto nll_a = kernels::mlp_backward_fused_cuda(x, y, a.layers, act, 7.0, prior, sa);
-          EXPECT_EQ(cet::column_block_launches(dt) - tails, tail == 1 ? 1 : 0) << "the column blocks' launches";
-          const auto nll_b = kernels::mlp_backward_fused_cuda(x, y, b.layers, act, 7.0, prior, sb);
-          ASSERT_TRUE(nll_a.defined() && nll_b.defined());
-          ASSERT_TRUE(sa.update_applied) << "the pass declined the update";
-          EXPECT_FALSE(sb.update_applied);
-          EXPECT_EQ(sa.wgrad_applied, tail == 2 ? 1 : 0);
-          cet::update_after(rule, b.theta, &b.state, b.grad, sp);
-          EXPECT_TRUE(torch::equal(nll_a, nll_b));
-          EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "∇Ũ, worst " << max_abs(a.grad, b.grad);
-          EXPECT_TRUE(torch::equal(a.theta, b.theta)) << "θ, worst " << max_abs(a.theta, b.theta);
-          EXPECT_TRUE(torch::equal(a.state, b.state)) << "state, worst " << max_abs(a.state, b.state);
-          EXPECT_GT((a.theta - theta0).abs().max().item<double>(), 1e-5) << "θ did not move";
-        }
 }

@@ -1,7 +1,7 @@
 // The stand-alone CUDA kernels run from their own .cu sources on the CPU, through the emulator of
 // tests/cuda_emu/cuda_emu.h, against their CPU references: the samplers' fused update (both launches: the
-// generator's and the graph-safe one), the softmax + cross-entropy kernel, the MLP's elementwise kernels
-// (kernels.cuda_act, still waiting for a GPU run), the minibatch gather and the BPMF gradient. The files
+// generator's and the graph-safe one), the softmax + cross-entropy kernel, the minibatch gather and the BPMF
+// gradient. The files
 // that launch with <<<…>>> are included as the copies CMake rewrites (tests/cuda_emu/rewrite_launches.cmake).
 // The device's SM count is set to 1 where a launcher sizes its grid by it, so the grid-stride loops run
 // more than one pass.
@@ -20,21 +20,19 @@
 #include "kernel_cases.h"
 // every header the .cu files include, before the launch code's device check is redirected below
 #include "core/kernel_settings.h"
-#include "kernels/activation_cuda.h"
-#include "kernels/bpmf_cuda.h"
-#include "kernels/fused_elementwise.h"
-#include "kernels/fused_update.h"
-#include "kernels/gather_rows.h"
-#include "kernels/pdl_cuda.h"
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cuda/bpmf_cuda.h"
+#include "kernels/update/fused_elementwise.h"
+#include "kernels/update/fused_update.h"
+#include "kernels/cpu/gather_rows.h"
+#include "kernels/cuda/launch_cuda.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 
 // The launch code takes only CUDA tensors; the emulator's device memory is the CPU's.
 #define is_cuda is_cpu
-#include "kernels/activation_cuda.cu"  // the rewritten copies of these three
-#include "kernels/bpmf_cuda.cu"
-#include "kernels/softmax_xent_cuda.cu"
-#include "kernels/fused_update_cuda.cu"
-#include "kernels/gather_rows_cuda.cu"
+#include "kernels/cuda/bpmf_cuda.cu"  // the rewritten copies of these two
+#include "kernels/cuda/softmax_xent_cuda.cu"
+#include "kernels/update/fused_update_cuda.cu"
+#include "kernels/cuda/gather_rows_cuda.cu"
 #undef is_cuda
 
 using namespace sgmcmc;
@@ -55,12 +53,6 @@ class ScopedSms {
  private:
   int old_;
 };
-
-KernelSettings with_act(bool fused) {
-  KernelSettings k = kernel_settings();
-  k.cuda_act_fused = fused;
-  return k;
-}
 
 // The fused update element by element on the host, with the per-element function and the noise the kernel
 // uses (fused_element, philox_normal4): what the launch must compute, whatever its grid, its strides and its
@@ -127,7 +119,7 @@ at::Generator cuda_generator(uint64_t seed) {
 
 }  // namespace
 
-// The samplers' fused update kernel (kernels/fused_update_cuda.cu), every rule and the noise alone, float32
+// The samplers' fused update kernel (kernels/update/fused_update_cuda.cu), every rule and the noise alone, float32
 // and float64, 16-byte aligned operands (the vector path, its tail block element by element) and shifted
 // ones (the element loop), 40,003 elements over a grid of 32 blocks (one SM): bit for bit the host's
 // element loop with the same stream; the generator's launch and the graph-safe launch (scalars and stream
@@ -206,22 +198,13 @@ TEST(CudaEmuKernels, FusedUpdateEqualsElementLoop) {
 }
 
 // The softmax + cross-entropy kernel against log_softmax and nll_loss (tests/cuda_kernel_checks.h), with
-// its bias gradient by ATen's column sum and by the column-sum kernel (kernels.cuda_act: fused), 700 rows:
-// three blocks, the last partly idle; in every order. A label outside [0, k) is the kernel's assertion.
+// its bias gradient by ATen's column sum, 700 rows: three blocks, the last partly idle; in every order. A
+// label outside [0, k) is the kernel's assertion.
 TEST(CudaEmuKernels, SoftmaxXentEqualsAten) {
   for (const auto& [name, settings] : cuda_emu::orders()) {
+    SCOPED_TRACE(name);
     const cuda_emu::ScopedSettings order(settings);
-    for (bool act : {false, true}) {
-      SCOPED_TRACE(name + (act ? ", column sums by the activation kernel" : ", column sums by ATen"));
-      const ScopedKernelSettings scope(with_act(act));
-      const int64_t sums = cuda_emu::launches_of(kernels::activation_backward_kernel<float>) +
-                           cuda_emu::launches_of(kernels::activation_backward_kernel<double>);
-      cuda_kernel_checks::softmax_xent_equals_aten(torch::kCPU, 700);
-      EXPECT_EQ(cuda_emu::launches_of(kernels::activation_backward_kernel<float>) +
-                    cuda_emu::launches_of(kernels::activation_backward_kernel<double>) - sums,
-                act ? 2 : 0)
-          << "the column-sum kernel's launches (one a dtype)";
-    }
+    cuda_kernel_checks::softmax_xent_equals_aten(torch::kCPU, 700);
   }
   auto f = torch::randn({4, 3});
   auto g = torch::empty({4, 3});
@@ -234,17 +217,7 @@ TEST(CudaEmuKernels, SoftmaxXentEqualsAten) {
   }
 }
 
-// The MLP's elementwise kernels (kernels.cuda_act) against ATen's ops (tests/cuda_kernel_checks.h): partial
-// 32-column blocks, row counts that are not multiples of the 8 row strides, a single column; in every order.
-TEST(CudaEmuKernels, ActivationKernelsEqualAten) {
-  for (const auto& [name, settings] : cuda_emu::orders()) {
-    SCOPED_TRACE(name);
-    const cuda_emu::ScopedSettings order(settings);
-    cuda_kernel_checks::activation_kernels_equal_aten(torch::kCPU, {{120, 100}, {37, 70}, {1, 33}, {7, 1}});
-  }
-}
-
-// The images' and labels' gather (kernels/gather_rows.h) equals index_select bit for bit
+// The images' and labels' gather (kernels/cpu/gather_rows.h) equals index_select bit for bit
 // (tests/cuda_kernel_checks.h): 16-byte rows and word rows, narrow rows several to a block, outputs reused.
 TEST(CudaEmuKernels, GatherPairEqualsIndexSelect) {
   for (const auto& [name, settings] : cuda_emu::orders()) {
@@ -263,7 +236,7 @@ TEST(CudaEmuKernels, GatherPairEqualsIndexSelect) {
   }
 }
 
-// BPMF's gradient kernel (kernels/bpmf_cuda.h) against autograd on its equations in float64:
+// BPMF's gradient kernel (kernels/cuda/bpmf_cuda.h) against autograd on its equations in float64:
 //   r = y − (U_u·V_v + a_u + b_v + μ),  nll = τ/2 Σ r² − (n/2) log τ + (n/2) log 2π,
 // the gradients of scale · nll added into seeded .grads. 3,000 ratings of 60 users × 45 items (users and
 // items repeat, so the atomics add into the same rows from many warps), d = 40 (a lane's two dimensions)

@@ -1,4 +1,4 @@
-// Fused updates (kernels/fused_update.h), their noise (kernels/philox.h) and flat parameter groups
+// Fused updates (kernels/update/fused_update.h), their noise (kernels/update/philox.h) and flat parameter groups
 // (samplers/flat_params.h): golden values for Philox, accuracy of the float math, the noise's
 // distribution, fused == reference update with the same noise (every rule, float32 and float64),
 // fused == reference sampler trajectories, and flat-buffer bookkeeping.
@@ -13,11 +13,11 @@
 
 #include "compat.h"
 #include "core/option_map.h"
-#include "kernels/fused_elementwise.h"
-#include "kernels/fused_update.h"
-#include "kernels/philox.h"
-#include "kernels/philox_fill.h"
-#include "kernels/update_rules.h"
+#include "kernels/update/fused_elementwise.h"
+#include "kernels/update/fused_update.h"
+#include "kernels/update/philox.h"
+#include "kernels/update/philox_fill.h"
+#include "kernels/update/update_rules.h"
 #include "samplers/flat_params.h"
 #include "samplers/registry.h"
 #include "kernel_cases.h"
@@ -156,7 +156,7 @@ TEST(PhiloxFill, Avx512EqualsPortable) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fused kernel == reference rule (kernels/update_rules.h) with the same noise.
+// Fused kernel == reference rule (kernels/update/update_rules.h) with the same noise.
 // Tolerance: the two compute the same expression in the same order in the same precision; they
 // differ only where the compiler contracts a·b + c into an FMA on one side (ATen's vectorized
 // kernels vs our loop), i.e. by one rounding of the operands: |Δ| ≤ a few ε·|terms|. We allow

@@ -1,4 +1,4 @@
-// kernels/gather_rows.h: the minibatch gather into a reused buffer equals index_select; data/byte_rows.h:
+// kernels/cpu/gather_rows.h: the minibatch gather into a reused buffer equals index_select; data/byte_rows.h:
 // images gathered from their bytes equal the float gather.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -11,7 +11,7 @@
 #include "compat.h"
 #include "data/byte_rows.h"
 #include "cuda_kernel_checks.h"
-#include "kernels/gather_rows.h"
+#include "kernels/cpu/gather_rows.h"
 
 using sgmcmc::kernels::gather_rows_out;
 

@@ -1,4 +1,4 @@
-// kernels/gemm_lt_cache.h: cublaslt's measured choices kept in a file between processes. Host code, so
+// kernels/cuda_mlp/gemm_lt_cache.h: cublaslt's measured choices kept in a file between processes. Host code, so
 // checked here on every build; tests/test_mlp_fused.cpp checks on a GPU that a remembered choice is
 // taken (inside a capture too) and gives the measuring call's bits.
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "core/remove_tree.h"
-#include "kernels/gemm_lt_cache.h"
+#include "kernels/cuda_mlp/gemm_lt_cache.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 
 #include "compat.h"
 #include "config/experiment_config.h"
-#include "kernels/copy_async.h"
-#include "kernels/fused_update.h"
+#include "kernels/cuda/copy_async.h"
+#include "kernels/update/fused_update.h"
 #include "sampler_test_util.h"
 #include "samplers/registry.h"
 #include "samplers/step_params_buffer.h"
@@ -76,39 +76,6 @@ TEST(Graph, PreparedStepsEqualEagerSteps) {
       EXPECT_EQ(graph.captures(), 1) << name;
       EXPECT_EQ(graph.replays(), 22) << name;
     }
-  }
-}
-
-// Sampler::prepared_updates names what launch_prepared would launch, group by group (the rule, the flat
-// buffers, the step's row of parameters), so that one group applied elsewhere with those arguments (as the
-// fused MLP pass does, kernels.cuda_mlp_update) and skipped by launch_prepared(row, applied) gives the plain
-// launch's step bit for bit, for every fused sampler; `applied` needs one entry per group.
-TEST(Graph, PreparedUpdatesAreWhatLaunchPreparedLaunches) {
-  for (const auto& [name, kv] : test::fused_sampler_configs()) {
-    SCOPED_TRACE(name);
-    const auto opts = test::options(kv);
-    auto plain = test::make_two_group_run(name, opts, true, torch::kFloat32);
-    auto split = test::make_two_group_run(name, opts, true, torch::kFloat32);
-    for (auto* r : {&plain, &split}) r->sampler->set_step_mode(Sampler::StepMode::kPrepare);
-    EXPECT_THROW(split.sampler->prepared_updates(), std::logic_error);  // nothing prepared yet
-    for (int t = 0; t < 12; ++t) {
-      for (auto* r : {&plain, &split}) {
-        r->sampler->step(Closure());
-        test::quadratic_grads(*r);
-      }
-      plain.sampler->launch_prepared();
-      auto updates = split.sampler->prepared_updates();
-      ASSERT_EQ(updates.size(), 2u);
-      EXPECT_EQ(static_cast<int>(updates[1].rule), split.sampler->prepared_rules()[1]);
-      auto& u = updates[t % 2];  // the group applied "elsewhere" alternates
-      kernels::fused_update_from(u.rule, u.theta, u.state, u.grad, u.step_params);
-      split.sampler->launch_prepared(0, {t % 2 == 0, t % 2 == 1});
-    }
-    for (size_t k = 0; k < plain.params.size(); ++k)
-      EXPECT_TRUE(torch::equal(plain.params[k], split.params[k])) << "param " << k;
-    auto start = test::make_two_group_run(name, opts, true, torch::kFloat32);
-    EXPECT_FALSE(torch::equal(split.params[2], start.params[2])) << "did not move";
-    EXPECT_THROW(split.sampler->launch_prepared(0, {true}), std::logic_error);
   }
 }
 
@@ -523,42 +490,6 @@ TEST(Graph, CudaStepBlocksEqualSingleSteps) {
   }
 }
 
-// On CUDA: the sampler's update in the fused MLP pass's last kernel (kernels.cuda_mlp_update: fused)
-// against its own launch, in single-step graphs and in blocks of steps. The same per-element arithmetic
-// on the same noise (MlpFused.CudaUpdateInLastLaunchEqualsSeparateUpdate: within a few ulps, bit for bit
-// where nvcc contracts the same multiply-adds), so over 6 epochs of SGHMC the metrics agree far below
-// their resolution: 1e-4 on the NLLs leaves room for a few ulps grown over 60 steps, while a skipped or
-// doubled update sends the chain elsewhere; the update must have been taken (graph_updates_in_model),
-// and not with the default. Both ways of running the pass's last launch (kernels.cuda_mlp_tail: gemm, and
-// columns, whose blocks then apply the update), and the pass's own launches for both halves (its backward
-// launch then applies it).
-TEST(Graph, CudaUpdateInMlpPassEqualsSeparateLaunch) {
-  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
-    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
-  const std::string dir = tiny_data_dir("graph_update_in_pass_cuda");
-  RunOptions a = quiet_options(true);
-  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
-  for (const std::string tail : {"gemm", "columns", "own"})  // own: the pass's own launches for both halves
-  for (const std::string k : {"1", "epoch"}) {
-    SCOPED_TRACE("kernels.cuda_mlp_tail " + tail);
-    std::vector<std::string> sets = {"device=cuda", "train.graph=true", "train.graph_steps=" + k};
-    if (tail == "own") sets.insert(sets.end(), {"kernels.cuda_mlp_forward=fused", "kernels.cuda_mlp_wgrad=fused"});
-    else sets.push_back("kernels.cuda_mlp_tail=" + tail);
-    a.out_dir = dir + "/separate" + k;
-    auto separate = run_training(graph_config(dir + "/data", sampler, sets), a);
-    auto fused_sets = sets;
-    fused_sets.push_back("kernels.cuda_mlp_update=fused");
-    a.out_dir = dir + "/fused" + k;
-    auto fused = run_training(graph_config(dir + "/data", sampler, fused_sets), a);
-    EXPECT_EQ(separate.values.count("graph_updates_in_model"), 0u) << k;
-    ASSERT_EQ(fused.values.count("graph_updates_in_model"), 1u) << k;
-    EXPECT_GE(fused.values.at("graph_updates_in_model"), 1) << k;
-    for (const char* key : {"test_nll", "val_nll", "sample_test_nll"})
-      EXPECT_NEAR(separate.values.at(key), fused.values.at(key), 1e-4) << "graph_steps " << k << " " << key;
-    EXPECT_EQ(separate.values.at("steps"), fused.values.at("steps")) << k;
-  }
-}
-
 // On CUDA: the pass's own launches for its products inside a captured, replayed step: the last hidden layer
 // with the head (kernels.cuda_mlp_forward: fused), whose row groups' arrival counts must be back at 0 for
 // every replay or a head would run early or never, and the hidden layers' ∇W tiled (kernels.cuda_mlp_wgrad:
@@ -589,35 +520,6 @@ TEST(Graph, CudaOwnProductsRunNearCublasRun) {
       EXPECT_EQ(values[0].at("steps"), values[v].at("steps")) << k;
     }
   }
-}
-
-// On CUDA: the step's own kernels as programmatic dependent launches (kernels.cuda_pdl: on) change when a
-// kernel is scheduled, not what it computes: each waits for the one before it first. A captured run with
-// them gives the same numbers as without, to the last digit, with the last launch either way and the
-// sampler's update in the pass or in its own kernel, one step a graph launch and an epoch's steps.
-TEST(Graph, CudaPdlRunEqualsPlainRun) {
-  if (!compat::cuda_available() || !kernels::fused_supported(torch::zeros({1}, torch::Device(torch::kCUDA))))
-    GTEST_SKIP() << "needs CUDA and a build with -DSGMCMC_CUDA=ON";
-  const std::string dir = tiny_data_dir("graph_pdl_cuda");
-  RunOptions a = quiet_options(true);
-  const std::string sampler = "{name: sghmc, lr: 1.0e-4, alpha: 0.1}";
-  for (const std::string tail : {"gemm", "columns"})
-    for (const std::string update : {"separate", "fused"})
-      for (const std::string k : {"1", "epoch"}) {
-        SCOPED_TRACE("tail " + tail + ", update " + update + ", graph_steps " + k);
-        std::map<std::string, double> values[2];
-        for (int pdl = 0; pdl < 2; ++pdl) {
-          a.out_dir = dir + "/" + tail + update + k + (pdl ? "_pdl" : "_plain");
-          values[pdl] = run_training(graph_config(dir + "/data", sampler,
-                                                  {"device=cuda", "train.graph=true", "train.graph_steps=" + k,
-                                                   "kernels.cuda_mlp_tail=" + tail, "kernels.cuda_mlp_update=" + update,
-                                                   std::string("kernels.cuda_pdl=") + (pdl ? "on" : "off")}),
-                                     a)
-                             .values;
-        }
-        for (const char* key : {"test_nll", "val_nll", "sample_test_nll", "test_error"})
-          EXPECT_EQ(values[0].at(key), values[1].at(key)) << key;
-      }
 }
 
 // On CUDA: the captured run (a real CUDA graph, replayed) against the eager run on the device. The

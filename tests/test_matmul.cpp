@@ -1,4 +1,4 @@
-// kernels/matmul.h: out = act(a·b + bias) and out += a·b, through oneDNN (where built) and ATen,
+// kernels/cpu/matmul.h: out = act(a·b + bias) and out += a·b, through oneDNN (where built) and ATen,
 // against a float64 reference. Tolerance: a float32 dot product of K terms errs by at most
 // γ_K·Σ|a_ik||b_kj| with γ_K ≈ K·u (u = 2⁻²⁴; Higham, Accuracy and Stability, §3.1), whatever the
 // order of summation or blocking a library chooses; the bias, the accumulated output and the
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "compat.h"
-#include "kernels/matmul.h"
+#include "kernels/cpu/matmul.h"
 
 using namespace sgmcmc;
 using kernels::Activation;

@@ -1,4 +1,4 @@
-// The last hidden layer and the head in one launch (kernels/mlp_forward_head.h): the CPU reference of the
+// The last hidden layer and the head in one launch (kernels/cuda_mlp/mlp_forward_head.h): the CPU reference of the
 // kernel's arithmetic against exact sums and float64 formulas on every machine (and a golden value that
 // only the kernel's order of summation gives), what it takes, and on a GPU the kernel against the reference.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "cuda_graph_util.h"
 #include "kernel_cases.h"
-#include "kernels/mlp_forward_head.h"
+#include "kernels/cuda_mlp/mlp_forward_head.h"
 
 using namespace sgmcmc;
 using kernels::Activation;

@@ -1,4 +1,4 @@
-// kernels/mlp_fused.h: the CPU reference against the MLP's own backward (which tests/test_models.cpp
+// kernels/cuda_mlp/mlp_fused.h: the CPU reference against the MLP's own backward (which tests/test_models.cpp
 // checks against autograd), and on a GPU the fused CUDA pass against the reference and against ATen's
 // CUDA path.
 #include <gtest/gtest.h>
@@ -21,11 +21,10 @@
 
 #include "compat.h"
 #include "core/kernel_settings.h"
-#include "kernels/gemm_lt.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
 #include "core/remove_tree.h"
-#include "kernels/gemm_lt_cache.h"
-#include "kernels/gemm_tf32x3.h"
-#include "kernels/mlp_fused.h"
+#include "kernels/cuda_mlp/gemm_lt_cache.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
 #include "models/mlp.h"
 #include "models/mlp_chains.h"
 
@@ -140,65 +139,46 @@ std::string gemm_name(KernelSettings::MlpGemm gemm) {
 }
 
 // The fused pass on the GPU model `m` against the reference on its CPU copy `mc` (the same parameters), from
-// the same random .grad, overwriting and accumulating, for both tile edges (one scratch: its buffers regrow,
-// its counters stay at 0); overwriting twice gives the same bits (fixed summation order, counters reset).
+// the same random .grad, overwriting and accumulating (one scratch: its buffers regrow, its counters stay at
+// 0); overwriting twice gives the same bits (fixed summation order, counters reset).
 void expect_fused_equals_reference(torch::nn::Module& m, const Batch& batch, torch::nn::Module& mc,
                                    const Batch& batch_cpu, kernels::Activation act, torch::Dtype dt, int64_t chains) {
   const torch::Device dev = batch.inputs.device();
   kernels::MlpFusedScratch scratch;
   using Gemm = KernelSettings::MlpGemm;
   const size_t layers = layer_tensors(mc).size();
-  // the tiled kernel at both tile edges, the pipelined one (32-wide tiles) and the cuBLAS route (up to 4
-  // layers, one chain or several; the tiled kernel without a hidden layer), with its products as 3xTF32
-  // (App. H.1's and FNN-800's shapes; a width that is no multiple of 4 takes cuBLAS for that product)
-  // (and the route's launches on two streams: kernels.cuda_mlp_streams 2), on cuBLASLt and as cluster
-  // products (kernels/gemm_cluster.h: sm_90; before it, and for chains, the route takes cuBLAS)
-  // and the route's last launch as column blocks (kernels.cuda_mlp_tail: columns, kernels/mlp_tail.h), and the
-  // product into the head as k-parts the head adds (kernels.cuda_mlp_kparts; a width no multiple of them
-  // takes the plain product), and the last hidden layer with the head in one launch (kernels.cuda_mlp_forward:
-  // fused, kernels/mlp_forward_head.h; with kparts too, which it then replaces for that product), and the
-  // hidden layers' ∇W_l as the pass's tiled launches (kernels.cuda_mlp_wgrad: fused, kernels/weight_grad.h;
-  // with kparts, which it then replaces for ∇W_l)
+  // the tiled kernel, the pipelined one and the cuBLAS route (up to 4 layers, one chain or several; the
+  // tiled kernel without a hidden layer) on cuBLAS and cuBLASLt, and the route's last launch as column
+  // blocks (kernels.cuda_mlp_tail: columns, kernels/cuda_mlp/mlp_tail.h), and the product into the head as k-parts
+  // the head adds (kernels.cuda_mlp_kparts; a width no multiple of them takes the plain product), and the
+  // last hidden layer with the head in one launch (kernels.cuda_mlp_forward: fused, kernels/cuda_mlp/mlp_forward_head.h;
+  // with kparts too, which it then replaces for that product), and the hidden layers' ∇W_l as the pass's
+  // tiled launches (kernels.cuda_mlp_wgrad: fused, kernels/cuda_mlp/weight_grad.h; with kparts, which it then replaces
+  // for ∇W_l)
   struct Variant {
-    int tile;
     Gemm gemm;
-    int streams;
     bool tail = false;
-    bool pdl = false;  // kernels.cuda_pdl: on (the pass's kernels as programmatic dependent launches)
     int kparts = 0;
     bool forward = false;  // kernels.cuda_mlp_forward: fused (the last hidden layer and the head in one launch)
     bool wgrad = false;    // kernels.cuda_mlp_wgrad: fused (the hidden layers' ∇W_l as the pass's tiled launches)
   };
-  for (auto [tile, gemm, streams, tail, pdl, kparts, forward, wgrad] : {Variant{32, Gemm::kTiled, 1}, Variant{64, Gemm::kTiled, 1}, Variant{32, Gemm::kPipelined, 1},
-                                     Variant{32, Gemm::kCublas, 1}, Variant{32, Gemm::kTf32x3, 1}, Variant{32, Gemm::kCublas, 2},
-                                     Variant{32, Gemm::kTf32x3, 2}, Variant{32, Gemm::kCublasLt, 1}, Variant{32, Gemm::kCublasLt, 2},
-                                     Variant{32, Gemm::kCluster, 1}, Variant{32, Gemm::kCluster, 2},
-                                     Variant{32, Gemm::kCublas, 1, true}, Variant{32, Gemm::kCublasLt, 1, true},
-                                     Variant{32, Gemm::kTiled, 1, false, true}, Variant{32, Gemm::kCublasLt, 1, true, true},
-                                     Variant{32, Gemm::kCublasLt, 1, false, false, 4}, Variant{32, Gemm::kCublasLt, 1, true, false, 8},
-                                     Variant{32, Gemm::kCublasLt, 1, false, false, 0, true},
-                                     Variant{32, Gemm::kCublas, 1, true, false, 4, true}, Variant{32, Gemm::kCublasLt, 2, false, false, 0, true},
-                                     Variant{32, Gemm::kCublasLt, 1, false, false, 0, false, true},
-                                     Variant{32, Gemm::kCublasLt, 1, true, false, 4, true, true},
-                                     Variant{32, Gemm::kCublas, 2, false, false, 0, true, true}})
-    for (int per_sm : {0, 8})  // auto (2) and 8 blocks per SM: other k splits, the same sums up to rounding
+  for (auto [gemm, tail, kparts, forward, wgrad] :
+       {Variant{Gemm::kTiled}, Variant{Gemm::kPipelined}, Variant{Gemm::kCublas}, Variant{Gemm::kCublasLt},
+        Variant{Gemm::kCublas, true}, Variant{Gemm::kCublasLt, true}, Variant{Gemm::kCublasLt, false, 4},
+        Variant{Gemm::kCublasLt, true, 8}, Variant{Gemm::kCublasLt, false, 0, true}, Variant{Gemm::kCublas, true, 4, true},
+        Variant{Gemm::kCublasLt, false, 0, false, true}, Variant{Gemm::kCublasLt, true, 4, true, true},
+        Variant{Gemm::kCublas, false, 0, true, true}})
     for (bool overwrite : {true, false}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) + " " + gemm_name(gemm) + ", streams " + std::to_string(streams) +
-                   ", blocks per SM " + std::to_string(per_sm) + (tail ? ", tail columns" : "") + (pdl ? ", pdl" : "") +
-                   (kparts > 0 ? ", kparts " + std::to_string(kparts) : "") + (forward ? ", forward fused" : "") + (wgrad ? ", wgrad fused" : ""));
-      const int head_rows = per_sm == 0 ? 0 : 3;  // and the head's rows per block: auto (1), and 3
+      SCOPED_TRACE(gemm_name(gemm) + (tail ? ", tail columns" : "") +
+                   (kparts > 0 ? ", kparts " + std::to_string(kparts) : "") + (forward ? ", forward fused" : "") +
+                   (wgrad ? ", wgrad fused" : ""));
       KernelSettings k;
       k.cuda_mlp = KernelSettings::Choice::kFused;  // every shape and chains (auto leaves FNN-800 and chains to ATen)
-      k.cuda_mlp_tile = tile;
       k.cuda_mlp_gemm = gemm;
-      k.cuda_mlp_streams = streams;
       k.cuda_mlp_tail = tail ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
-      k.cuda_pdl = pdl;
       k.cuda_mlp_kparts = kparts;
       k.cuda_mlp_forward = forward ? KernelSettings::MlpLaunch::kFused : KernelSettings::MlpLaunch::kAuto;
       k.cuda_mlp_wgrad = wgrad ? KernelSettings::MlpLaunch::kFused : KernelSettings::MlpLaunch::kAuto;
-      k.cuda_mlp_blocks_per_sm = per_sm;
-      k.cuda_mlp_head_rows = head_rows;
       ScopedKernelSettings scoped(k);
       auto params = m.parameters(), cpu = mc.parameters();
       for (size_t i = 0; i < params.size(); ++i) {
@@ -369,184 +349,6 @@ std::vector<kernels::MlpLayerTensors> with_precisions(Mlp& m, torch::Device dev)
 }
 }  // namespace
 
-#if defined(SGMCMC_WITH_CUDA)
-namespace {
-// The model's parameters laid out as one flat group on `dev`, as the sampler's FlatGroup lays them out
-// (θ, ∇Ũ and one state buffer; the layers' tensors views into them), with `extra` elements after the
-// last parameter (a group the pass does not cover); ∇Ũ and the state (≥ 0) drawn from `seed`.
-struct FlatLayers {
-  torch::Tensor theta, grad, state;
-  std::vector<kernels::MlpLayerTensors> layers;
-};
-FlatLayers flat_layers(torch::nn::Module& m, torch::Device dev, int64_t extra, uint64_t seed) {
-  auto params = m.parameters();
-  int64_t n = extra;
-  for (auto& p : params) n += p.numel();
-  auto gen = compat::make_generator(torch::kCPU, seed);
-  const auto cpu = params[0].options().device(torch::kCPU);
-  FlatLayers f;
-  f.theta = torch::zeros({n}, cpu.device(dev));
-  f.grad = torch::randn({n}, gen, cpu).to(dev);
-  f.state = (torch::randn({n}, gen, cpu) * 0.01).abs().to(dev);  // ≥ 0: pSGLD's V
-  std::vector<torch::Tensor> th, gr;
-  int64_t at = 0;
-  for (auto& p : params) {
-    f.theta.narrow(0, at, p.numel()).copy_(p.detach().reshape({-1}));
-    th.push_back(f.theta.narrow(0, at, p.numel()).view(p.sizes()));
-    gr.push_back(f.grad.narrow(0, at, p.numel()).view(p.sizes()));
-    at += p.numel();
-  }
-  for (size_t i = 0; i + 1 < params.size(); i += 2) f.layers.push_back({th[i], th[i + 1], gr[i], gr[i + 1]});
-  return f;
-}
-}  // namespace
-#endif
-
-// On a GPU: the sampler's update in the pass's last launch (MlpFusedScratch::update) against the CPU
-// reference (the gradient against the reference pass: float rounding of the sums; θ and the state against
-// the CPU rule run on the pass's gradient with the same step parameters)
-// and against the same pass followed by the sampler's own kernel (fused_update_from, which Fused.CudaEqualsReferenceWithSameNoise
-// checks against the CPU reference rules) on the same step parameters and noise stream. The gradients
-// and nll are the same launches' and must be equal bit for bit; θ and the state run the same per-element
-// function on the same operands (fused_element), so they agree to a few ulps at most (nvcc may contract a
-// multiply-add into an FMA differently in the two kernels): 4 ulps of the largest value, and θ must move
-// by far more (~lr·|∇Ũ| ≥ 1e-5 here). Every GEMM kernel, with the prior's λ in the epilogue (overwrite)
-// and without (accumulate, the cuBLAS route's hidden ∇W_l then in a problem of their own), each rule the
-// epilogue takes; and the cases it declines: a group the layers do not cover, two streams, other rules.
-TEST(MlpFused, CudaUpdateInLastLaunchEqualsSeparateUpdate) {
-#if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  const torch::Device dev(torch::kCUDA);
-  using Gemm = KernelSettings::MlpGemm;
-  using kernels::FusedRule;
-  kernels::FusedScalars sc;
-  sc.lr = 1e-3, sc.temperature = 1, sc.alpha = 0.1, sc.eps = 1e-5;
-  const kernels::NoiseStream noise{0x5eed1234abcdull, 8};
-  const auto params_for = [&](FusedRule rule, torch::Dtype dt) {
-    auto host = torch::zeros({kernels::step_params_bytes()}, torch::kUInt8);
-    kernels::write_step_params(rule, sc, noise, dt, host.data_ptr());
-    return host.to(dev);
-  };
-  auto all = cases(true);
-  all.push_back(cases(false)[4]);  // App. H.1's shape
-  // (the cuBLAS route's last launch also as column blocks, kernels.cuda_mlp_tail: columns, which apply the
-  // update in their own epilogues and in the elementwise blocks over the hidden layers' ∇W_l)
-  // (and with the pass's own launches for both halves, kernels.cuda_mlp_forward and cuda_mlp_wgrad: fused,
-  // whose backward launch applies the update in its epilogue: tail 2)
-  for (auto gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCublas, Gemm::kCublasLt, Gemm::kCluster})
-  for (int tail : {0, 1, 2})
-  for (auto dt : {torch::kFloat32, torch::kFloat64})
-  for (auto rule : {FusedRule::kSgld, FusedRule::kPsgld, FusedRule::kSghmcEuler, FusedRule::kSghmcSsi})
-  for (bool prior : {true, false}) {
-    if (tail && gemm != Gemm::kCublas && gemm != Gemm::kCublasLt) continue;
-    KernelSettings k;
-    k.cuda_mlp = KernelSettings::Choice::kFused;
-    k.cuda_mlp_gemm = gemm;
-    k.cuda_mlp_tail = tail == 1 ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
-    if (tail == 2) k.cuda_mlp_forward = k.cuda_mlp_wgrad = KernelSettings::MlpLaunch::kFused;
-    ScopedKernelSettings scoped(k);
-    const auto sp = params_for(rule, dt);
-    const double ulps = (dt == torch::kFloat64 ? 4 * 1.1e-16 : 4 * 6e-8);
-    for (const auto& c : all) {
-      SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) + ", rule " +
-                   std::to_string(static_cast<int>(rule)) + (prior ? ", prior" : ", accumulate") +
-                   (tail == 1 ? ", tail columns" : tail == 2 ? ", own products" : ""));
-      auto [m, batch] = build(c, dt, dev, 9);
-      const auto act = kernels::activation_from_name(c.activation);
-      FlatLayers a = flat_layers(*m, dev, 0, 5), b = flat_layers(*m, dev, 0, 5);
-      if (prior) {  // with_precisions' λ on the flat views
-        const auto lambdas = with_precisions(*m, dev);
-        for (auto* f : {&a, &b})
-          for (size_t l = 0; l < lambdas.size(); ++l)
-            f->layers[l].weight_lambda = lambdas[l].weight_lambda, f->layers[l].bias_lambda = lambdas[l].bias_lambda;
-      }
-      const bool with_state = rule != FusedRule::kSgld;
-      const auto theta0 = a.theta.clone();
-      kernels::FusedUpdateArgs up{rule, a.theta, a.grad, sp, with_state ? std::vector<torch::Tensor>{a.state} : std::vector<torch::Tensor>{}};
-      kernels::MlpFusedScratch sa, sb;
-      sa.update = &up;
-      auto nll_a = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, a.layers, act, 7.0, prior, sa);
-      auto nll_b = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, b.layers, act, 7.0, prior, sb);
-      ASSERT_TRUE(nll_a.defined() && nll_b.defined());
-      ASSERT_TRUE(sa.update_applied);
-      EXPECT_FALSE(sb.update_applied);
-      if (tail == 2 && c.hidden.size() >= 1) {
-        EXPECT_EQ(sa.wgrad_applied, static_cast<int>(c.hidden.size()));
-      }
-      std::vector<torch::Tensor> sb_state;
-      if (with_state) sb_state.push_back(b.state);
-      kernels::fused_update_from(rule, b.theta, sb_state, b.grad, sp);
-      EXPECT_TRUE(torch::equal(nll_a, nll_b));
-      EXPECT_TRUE(torch::equal(a.grad, b.grad)) << "max |Δ| " << (a.grad - b.grad).abs().max().item<double>();
-      EXPECT_LE(max_rel(a.theta, b.theta), ulps);
-      EXPECT_LE(max_rel(a.state, b.state), ulps);
-      EXPECT_GT((a.theta - theta0).abs().max().item<double>(), 1e-5) << "θ did not move";
-      if (gemm != Gemm::kTiled) continue;
-      // the CPU reference once per rule: the reference pass on CPU copies of the flat buffers, then the
-      // CPU rule on the same step parameters (the same Philox stream); the pass's sums in another order
-      auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 9);
-      FlatLayers r = flat_layers(*mc, torch::kCPU, 0, 5);
-      if (prior) {
-        const auto lambdas = with_precisions(*mc, torch::kCPU);
-        for (size_t l = 0; l < lambdas.size(); ++l)
-          r.layers[l].weight_lambda = lambdas[l].weight_lambda, r.layers[l].bias_lambda = lambdas[l].bias_lambda;
-      }
-      kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, r.layers, act, 7.0, prior);
-      EXPECT_LE(max_rel(a.grad, r.grad), tolerance(dt)) << "∇Ũ against the reference";
-      // The update against the CPU rule on the pass's own gradient: compared with the reference's
-      // gradient instead, θ would carry η·|Δ∇Ũ| (SGHMC: θ += v, v −= η∇Ũ), up to η · 2e-5 · |∇Ũ|max,
-      // which with |∇Ũ| in the thousands (N/n = 7 over 500 rows) exceeds the gradient's own tolerance.
-      r.grad.copy_(a.grad.cpu());
-      std::vector<torch::Tensor> r_state;
-      if (with_state) r_state.push_back(r.state);
-      kernels::fused_update_from(rule, r.theta, r_state, r.grad, sp.cpu());
-      // as Fused.CudaEqualsReferenceWithSameNoise: the same Philox normals, libm against CUDA's maths
-      const double rtol = dt == torch::kFloat64 ? 1e-12 : 1e-5, atol = dt == torch::kFloat64 ? 1e-12 : 1e-6;
-      EXPECT_TRUE(torch::allclose(a.theta.cpu(), r.theta, rtol, atol))
-          << "θ against the CPU rule, max |Δ| " << (a.theta.cpu() - r.theta).abs().max().item<double>();
-      if (with_state) {
-        EXPECT_TRUE(torch::allclose(a.state.cpu(), r.state, rtol, atol))
-            << "state against the CPU rule, max |Δ| " << (a.state.cpu() - r.state).abs().max().item<double>();
-      }
-    }
-  }
-  // declined (update_applied false, θ untouched by the pass): a group with elements beyond the layers', two
-  // streams (the last launch runs beside the hidden ∇W products), a rule the epilogue does not take
-  const auto c = cases(true)[0];
-  struct Decline {
-    std::string name;
-    int64_t extra;
-    int streams;
-    FusedRule rule;
-  };
-  for (const auto& d : {Decline{"uncovered elements", 3, 1, FusedRule::kSghmcEuler},
-                        Decline{"two streams", 0, 2, FusedRule::kSghmcEuler},
-                        Decline{"msgnht", 0, 1, FusedRule::kMsgnhtEuler}}) {
-    SCOPED_TRACE(d.name);
-    KernelSettings k;
-    k.cuda_mlp = KernelSettings::Choice::kFused;
-    k.cuda_mlp_gemm = Gemm::kCublas;
-    k.cuda_mlp_streams = d.streams;
-    ScopedKernelSettings scoped(k);
-    auto [m, batch] = build(c, torch::kFloat32, dev, 9);
-    FlatLayers a = flat_layers(*m, dev, d.extra, 5);
-    const auto theta0 = a.theta.clone();
-    auto state = a.state;
-    kernels::FusedUpdateArgs up{d.rule, a.theta, a.grad, params_for(d.rule, torch::kFloat32), {a.state, state}};
-    if (d.rule != FusedRule::kMsgnhtEuler) up.state.pop_back();
-    kernels::MlpFusedScratch s;
-    s.update = &up;
-    auto nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, a.layers,
-                                                kernels::activation_from_name(c.activation), 7.0, true, s);
-    ASSERT_TRUE(nll.defined());
-    EXPECT_FALSE(s.update_applied);
-    EXPECT_TRUE(torch::equal(a.theta, theta0));
-  }
-#else
-  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
-#endif
-}
-
 // With precisions, the reference writes λθ + ∇: what seeding .grad with λθ and accumulating the MLP's own
 // backward into it gives (the trainer's path without the fold). The model's seeded pass exists on CUDA only.
 TEST(MlpFused, ReferenceWithPrecisionsEqualsSeedThenAccumulate) {
@@ -583,25 +385,23 @@ TEST(MlpFused, CudaWithPrecisionsEqualsReference) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   const torch::Device dev(torch::kCUDA);
-  // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_l by cuBLAS, then λ_W W_l added alone; on
-  // two streams λ_W W_l stored first, beside the forward pass, and the products added onto it)
-  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kCublasLt,
-                    KernelSettings::MlpGemm::kTf32x3, KernelSettings::MlpGemm::kCluster})
-  for (int streams : {1, 2, 3})  // 3: one stream, the last launch as column blocks (kernels.cuda_mlp_tail)
+  // the tiled kernel's λ epilogue, and the cuBLAS route's (∇W_l by cuBLAS, then λ_W W_l added alone), its
+  // last launch also as column blocks (kernels.cuda_mlp_tail)
+  for (auto gemm : {KernelSettings::MlpGemm::kTiled, KernelSettings::MlpGemm::kCublas, KernelSettings::MlpGemm::kCublasLt})
+  for (bool columns : {false, true})
   for (auto dt : {torch::kFloat32, torch::kFloat64}) {
-    if (streams >= 2 && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only
+    if (columns && gemm == KernelSettings::MlpGemm::kTiled) continue;  // the route's only
     KernelSettings k;
     k.cuda_mlp = KernelSettings::Choice::kFused;
     k.cuda_mlp_prior_fused = true;
     k.cuda_mlp_gemm = gemm;
-    k.cuda_mlp_streams = streams == 2 ? 2 : 1;
-    k.cuda_mlp_tail = streams == 3 ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
+    k.cuda_mlp_tail = columns ? KernelSettings::MlpTail::kColumns : KernelSettings::MlpTail::kGemm;
     ScopedKernelSettings scoped(k);
     auto all = cases(false);
     all.pop_back();  // not FNN-800: the reference's plain loops are slow and the λ path is the same
     for (const auto& c : all) {
       SCOPED_TRACE(c.name + (dt == torch::kFloat64 ? " float64, " : " float32, ") + gemm_name(gemm) +
-                   (streams == 3 ? std::string(", one stream, tail columns") : ", streams " + std::to_string(streams)));
+                   (columns ? ", tail columns" : ""));
       auto [m, batch] = build(c, dt, dev, 8);
       auto [mc, batch_cpu] = build(c, dt, torch::kCPU, 8);
       const auto act = kernels::activation_from_name(c.activation);
@@ -783,8 +583,8 @@ TEST(MlpFused, SharedChainsReferenceEqualsOwnOnRepeatedRows) {
 
 // On a GPU: the shared minibatch's pass (one hidden layer, the cuBLAS route: the pre-activations and
 // g_1 as [n, C·h], both large products one GEMM over the chains) against the reference, for each route
-// product kind, one and two streams, the head's rows per block auto and 3, overwriting and adding, twice
-// the same bits; the declines (the tiled, pipelined and cluster kernels, two hidden layers, auto's
+// product kind, overwriting and adding, twice the same bits; the declines (the tiled and pipelined kernels,
+// two hidden layers, auto's
 // kernels.cuda_mlp); and through MlpChains::nll_backward against autograd on ATen's CUDA ops.
 TEST(MlpFused, CudaSharedChainsEqualsReference) {
 #if defined(SGMCMC_WITH_CUDA)
@@ -810,35 +610,30 @@ TEST(MlpFused, CudaSharedChainsEqualsReference) {
           auto want_nll = kernels::mlp_backward_reference(batch_cpu.inputs, batch_cpu.targets, layer_tensors(*mc), act,
                                                           7.0, overwrite, chains, true);
           for (auto& p : cpu) want.push_back(p.grad().clone());
-          for (Gemm gemm : {Gemm::kAuto, Gemm::kCublas, Gemm::kCublasLt, Gemm::kTf32x3})
-            for (int streams : {1, 2})
-              for (int head_rows : {0, 3}) {
-                SCOPED_TRACE(gemm_name(gemm) + ", streams " + std::to_string(streams) + ", head rows " +
-                             std::to_string(head_rows) + ", overwrite " + std::to_string(overwrite));
-                KernelSettings k;
-                k.cuda_mlp = KernelSettings::Choice::kFused;
-                k.cuda_mlp_gemm = gemm;
-                k.cuda_mlp_streams = streams;
-                k.cuda_mlp_head_rows = head_rows;
-                ScopedKernelSettings scoped(k);
-                for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].to(dev);
-                auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
-                                                                overwrite, scratch, chains, true);
-                ASSERT_TRUE(got_nll.defined());
-                EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll";
-                for (size_t i = 0; i < params.size(); ++i)
-                  EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i;
-                if (overwrite) {
-                  std::vector<torch::Tensor> first;
-                  for (auto& p : params) first.push_back(p.grad().clone());
-                  auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
-                                                                true, scratch, chains, true);
-                  EXPECT_TRUE(torch::equal(again, got_nll));
-                  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
-                }
-              }
+          for (Gemm gemm : {Gemm::kAuto, Gemm::kCublas, Gemm::kCublasLt}) {
+            SCOPED_TRACE(gemm_name(gemm) + ", overwrite " + std::to_string(overwrite));
+            KernelSettings k;
+            k.cuda_mlp = KernelSettings::Choice::kFused;
+            k.cuda_mlp_gemm = gemm;
+            ScopedKernelSettings scoped(k);
+            for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = start[i].to(dev);
+            auto got_nll = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                            overwrite, scratch, chains, true);
+            ASSERT_TRUE(got_nll.defined());
+            EXPECT_LE(max_rel(got_nll, want_nll), tolerance(dt)) << "nll";
+            for (size_t i = 0; i < params.size(); ++i)
+              EXPECT_LE(max_rel(params[i].grad(), want[i]), tolerance(dt)) << "parameter " << i;
+            if (overwrite) {
+              std::vector<torch::Tensor> first;
+              for (auto& p : params) first.push_back(p.grad().clone());
+              auto again = kernels::mlp_backward_fused_cuda(batch.inputs, batch.targets, layer_tensors(*m), act, 7.0,
+                                                            true, scratch, chains, true);
+              EXPECT_TRUE(torch::equal(again, got_nll));
+              for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i].grad(), first[i])) << i;
+            }
+          }
         }
-        for (Gemm gemm : {Gemm::kTiled, Gemm::kPipelined, Gemm::kCluster}) {
+        for (Gemm gemm : {Gemm::kTiled, Gemm::kPipelined}) {
           KernelSettings k;
           k.cuda_mlp = KernelSettings::Choice::kFused;
           k.cuda_mlp_gemm = gemm;
@@ -902,44 +697,7 @@ void expect_chains_within_bound(
 }  // namespace
 #endif
 
-// 3xTF32 products (kernels/gemm_tf32x3.h) against float64, within the header's bound
-// (k·2^-24 + 2^-20)·Σ_k |a_ik||b_kj|, plus 2^-23·(|c| + |result|) for the accumulating add: App. H.1's
-// two products (x·W_0ᵀ: row × column-major; g_1ᵀ·x: column × row-major) and a row × row one, overwriting
-// and accumulating, split-K chosen, 1 and 3; the two for 3 chains at once (batched). One pass of TF32 (10-bit mantissas, ~2^-11 a product) is
-// ~10× over that bound at k = 784, so the test tells 3xTF32 from TF32. Shapes it does not take return
-// false and leave c as it was.
-TEST(GemmTf32x3, CudaWithinItsBound) {
-#if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  if (!kernels::gemm_tf32x3_built()) GTEST_SKIP() << "a build without CUTLASS (-DSGMCMC_CUTLASS_DIR)";
-  const torch::Device dev(torch::kCUDA);
-  torch::manual_seed(11);
-  const auto opts = torch::TensorOptions().device(dev);
-  const auto x = torch::randn({500, 784}, opts), w = torch::randn({100, 784}, opts), g = torch::randn({500, 100}, opts);
-  const auto w_rows = torch::randn({784, 100}, opts);
-  const std::vector<std::pair<torch::Tensor, torch::Tensor>> products = {{x, w.t()}, {g.t(), x}, {x, w_rows}};
-  for (size_t p = 0; p < products.size(); ++p)
-    for (bool accumulate : {false, true})
-      for (int split : {0, 1, 3}) {
-        SCOPED_TRACE("product " + std::to_string(p) + (accumulate ? ", accumulating" : "") + ", split " +
-                     std::to_string(split));
-        const auto& [a, b] = products[p];
-        const auto c0 = torch::randn({a.size(0), b.size(1)}, opts);
-        auto c = c0.clone();
-        ASSERT_TRUE(kernels::gemm_tf32x3(a, b, c, accumulate, split));
-        EXPECT_LE(bound_excess(a, b, c0, c, accumulate), 0.0);
-      }
-  // chains: App. H.1's two products for 3 chains at once
-  expect_chains_within_bound(opts, kernels::gemm_tf32x3_batched);
-  auto odd = torch::randn({500, 50}, opts), c = torch::zeros({500, 100}, opts);  // k = 50: not a multiple of 4
-  EXPECT_FALSE(kernels::gemm_tf32x3(odd, torch::randn({50, 100}, opts), c, false));
-  EXPECT_TRUE(torch::equal(c, torch::zeros_like(c)));
-#else
-  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
-#endif
-}
-
-// cuBLASLt products with the kernel chosen by measurement (kernels/gemm_lt.h) against float64, within
+// cuBLASLt products with the kernel chosen by measurement (kernels/cuda_mlp/gemm_lt.h) against float64, within
 // float32's bound (bound_excess: TF32, ~2^-11 a product, is ~10× over it at k = 784), with TF32 off:
 // App. H.1's two products (row × column-major, column × row-major), row × row and column × column,
 // overwriting and accumulating, and the first two for 3 chains at once. A shape's second call repeats the

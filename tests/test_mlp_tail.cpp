@@ -1,4 +1,4 @@
-// The cuBLAS route's last launch as column blocks (kernels/mlp_tail.h): the CPU reference of the kernel's
+// The cuBLAS route's last launch as column blocks (kernels/cuda_mlp/mlp_tail.h): the CPU reference of the kernel's
 // arithmetic against the exact sums on every machine (and a golden value that only the kernel's order of
 // summation gives), what it takes, and on a GPU the kernel against the reference bit for bit.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 
 #include "compat.h"
 #include "cuda_graph_util.h"
-#include "kernels/mlp_tail.h"
+#include "kernels/cuda_mlp/mlp_tail.h"
 
 using namespace sgmcmc;
 using kernels::MlpLayerTensors;

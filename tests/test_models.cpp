@@ -13,10 +13,9 @@
 #include "models/mlp.h"
 #include "models/relu_pool.h"
 #include "models/softmax_xent.h"
-#include "kernels/softmax_xent_row.h"
+#include "kernels/cuda/softmax_xent_row.h"
 #if defined(SGMCMC_WITH_CUDA)
-#include "kernels/activation_cuda.h"
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 #include "cuda_kernel_checks.h"
 #endif
 
@@ -186,7 +185,7 @@ TEST(Models, SoftmaxXentEqualsLogSoftmaxNll) {
   }
 }
 
-// The CUDA kernel's row body (kernels/softmax_xent_row.h), run here on the host, against autograd on
+// The CUDA kernel's row body (kernels/cuda/softmax_xent_row.h), run here on the host, against autograd on
 // log_softmax + nll_loss in float64, for k = 2, 10 and 100 with every label position, logits ~10·N(0, 1)
 // and a logit of 100 first and last in a row (e^100 overflows float32: the max shift must see every entry). Tolerances: float64 1e-12,
 // float32 2e-6, relative to the scale for the gradient and to 1 + the row's largest |f| for the nll.
@@ -229,22 +228,6 @@ TEST(Models, SoftmaxXentCudaKernelEqualsAten) {
 #if defined(SGMCMC_WITH_CUDA)
   if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
   cuda_kernel_checks::softmax_xent_equals_aten(torch::Device(torch::kCUDA), 5000);
-#else
-  GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
-#endif
-}
-
-// The MLP's elementwise CUDA kernels (kernels/activation_cuda.h; on a GPU only) against ATen's ops
-// (tests/cuda_kernel_checks.h): shapes with partial 32-column blocks and row counts that are not multiples
-// of the 8 row strides, and FNN-800's 1,000 × 800.
-TEST(Models, ActivationCudaKernelsEqualAten) {
-#if defined(SGMCMC_WITH_CUDA)
-  if (!compat::cuda_available()) GTEST_SKIP() << "needs a GPU";
-  cuda_kernel_checks::activation_kernels_equal_aten(torch::Device(torch::kCUDA),
-                                                    {{500, 100}, {500, 10}, {1, 33}, {1000, 800}, {7, 1}});
-  auto cpu = torch::zeros({4, 4});
-  EXPECT_THROW(kernels::bias_activation_cuda(cpu, torch::Tensor(), kernels::Activation::kSigmoid),
-               std::invalid_argument);
 #else
   GTEST_SKIP() << "a build without -DSGMCMC_CUDA=ON";
 #endif

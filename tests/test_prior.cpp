@@ -139,7 +139,7 @@ TEST(Prior, SeededGradientEqualsAddedGradient) {
 }
 
 // On float32 CPU parameters with gradients, seed_grad() is one loop over every group
-// (kernels/scale_segments.h): the same bits as at::mul_out by the group's float32 λ, for chain slices
+// (kernels/cpu/scale_segments.h): the same bits as at::mul_out by the group's float32 λ, for chain slices
 // and a tensor large enough (120,000 elements per slice) to be split over threads.
 TEST(Prior, SeedGradFloat32EqualsMulOut) {
   auto gen = compat::make_generator(torch::kCPU, 7);

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/update_rules.h"
+#include "kernels/update/update_rules.h"
 #include "sampler_test_util.h"
 
 using namespace sgmcmc;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "compat.h"
-#include "kernels/update_rules.h"
+#include "kernels/update/update_rules.h"
 #include "samplers/registry.h"
 #include "samplers/sgld.h"
 

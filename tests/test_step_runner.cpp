@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "core/kernel_settings.h"
 #include "core/option_map.h"
-#include "kernels/fused_update.h"
+#include "kernels/update/fused_update.h"
 #include "models/mlp.h"
 #include "priors/gaussian_prior.h"
 #include "samplers/registry.h"
@@ -23,35 +23,6 @@ using namespace sgmcmc;
 namespace {
 
 constexpr int64_t kExamples = 240, kBatch = 60;
-
-// An MLP whose pass applies the sampler's prepared update itself where it is offered
-// (Model::set_step_update), as the fused CUDA MLP pass does in its last kernel; here after Mlp's CPU
-// pass, with the sampler's own kernel (fused_update_from on the offered arguments), so that a run
-// through it must equal the sampler's separate launch bit for bit.
-class UpdatingMlp : public Mlp {
- public:
-  using Mlp::Mlp;
-  void set_step_update(const kernels::FusedUpdateArgs* update) override {
-    update_ = update;
-    applied_ = false;
-  }
-  bool step_update_applied() const override { return applied_; }
-  torch::Tensor nll_backward(const Batch& batch, double scale) override {
-    auto nll = Mlp::nll_backward(batch, scale);
-    if (update_ != nullptr && nll.defined()) {
-      auto theta = update_->theta;
-      kernels::fused_update_from(update_->rule, theta, update_->state, update_->grad, update_->step_params);
-      applied_ = true;
-      ++applied_count;
-    }
-    return nll;
-  }
-  int applied_count = 0;
-
- private:
-  const kernels::FusedUpdateArgs* update_ = nullptr;
-  bool applied_ = false;
-};
 
 // A 20-16-8-3 sigmoid MLP on random data with SGHMC-style options: the same model, sampler seed and
 // prior in every instance, so two instances differ only in the fold.
@@ -64,15 +35,15 @@ struct TrainSetup {
   std::unique_ptr<StepRunner> runner;
 
   // `graph_steps` ≥ 1: the step captured (train.graph; on the CPU its body runs every step), in blocks of
-  // that many steps beyond 1; `updating`: the model is an UpdatingMlp.
+  // that many steps beyond 1.
   TrainSetup(const std::string& sampler_name, const std::vector<std::pair<std::string, std::string>>& options,
-             int64_t graph_steps = 0, bool updating = false) {
+             int64_t graph_steps = 0) {
     auto init = compat::make_generator(torch::kCPU, 11);
     MlpOptions mo;
     mo.inputs = 20;
     mo.hidden = {16, 8};
     mo.outputs = 3;
-    model = updating ? std::make_unique<UpdatingMlp>(mo, init) : std::make_unique<Mlp>(mo, init);
+    model = std::make_unique<Mlp>(mo, init);
     train.inputs = torch::randn({kExamples, 20}, compat::make_generator(torch::kCPU, 12));
     train.targets = torch::randint(0, 3, {kExamples}, compat::make_generator(torch::kCPU, 13));
     OptionMap so("sampler");
@@ -278,70 +249,6 @@ TEST(StepRunner, MlpAddsIntoItsLossSink) {
   t.model->set_loss_sink({}, 0.25);
   t.model->nll_backward(b, 4.0);
   EXPECT_NEAR(sum.item<double>(), 0.25 * (n1 + n2), 1e-12 * (n1 + n2));
-}
-
-// The sampler's update handed to the model's pass (kernels.cuda_mlp_update: fused; Model::set_step_update)
-// in a captured step: where the model applies it, the sampler does not launch it again, and the run
-// equals the sampler's own launches bit for bit (the same kernel on the same arguments: exact equality
-// is the test, any doubled, skipped or misrouted update changes θ by ~lr·g); where the model does not
-// apply it (Mlp on the CPU), the sampler launches it. Single steps and blocks of 4.
-TEST(StepRunner, UpdateAppliedByTheModelIsNotLaunchedAgain) {
-  KernelSettings fused;
-  fused.cuda_mlp_update_fused = true;
-  const std::vector<SamplerCase> cases = {{"sghmc", {{"alpha", "0.1"}}}, {"sgld", {}}, {"psgld", {}}, {"msgnht", {}}};
-  for (const auto& c : cases)
-    for (int64_t k : {1, 4}) {
-      SCOPED_TRACE(c.name + ", graph_steps " + std::to_string(k));
-      const auto run = [k](TrainSetup& t) {
-        if (k == 1) t.steps(12);
-        else t.blocks(3);
-      };
-      TrainSetup separate(c.name, c.options, k);  // kernels.cuda_mlp_update: separate (the default)
-      run(separate);
-      const ScopedKernelSettings settings(fused);
-      TrainSetup in_model(c.name, c.options, k, /*updating=*/true), declined(c.name, c.options, k);
-      run(in_model);
-      run(declined);
-      EXPECT_EQ(static_cast<UpdatingMlp&>(*in_model.model).applied_count, 12);
-      const auto a = separate.model->parameters(), b = in_model.model->parameters(), d = declined.model->parameters();
-      for (size_t i = 0; i < a.size(); ++i) {
-        EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i << ": max |Δ| " << (a[i] - b[i]).abs().max().item<double>();
-        EXPECT_TRUE(torch::equal(a[i], d[i])) << "parameter " << i;
-        EXPECT_FALSE(torch::equal(a[i], TrainSetup(c.name, c.options).model->parameters()[i])) << "did not move";
-      }
-      EXPECT_EQ(separate.loss->take_mean(), in_model.loss->take_mean());
-    }
-}
-
-// The update is offered only where the pass leaves the whole ∇Ũ in .grad and the setting is on: not
-// with kernels.cuda_mlp_update: separate, not after a gradient reduction (summed over ranks after the
-// pass), not for an eager step (the sampler's step is not prepared then).
-TEST(StepRunner, UpdateOfferedOnlyWhereThePassFinishesTheGradient) {
-  const auto applied = [](TrainSetup& t) { return static_cast<UpdatingMlp&>(*t.model).applied_count; };
-  {
-    TrainSetup off("sghmc", {{"alpha", "0.1"}}, 1, true);
-    off.steps(3);
-    EXPECT_EQ(applied(off), 0);
-  }
-  KernelSettings fused;
-  fused.cuda_mlp_update_fused = true;
-  const ScopedKernelSettings settings(fused);
-  {
-    TrainSetup reduced("sghmc", {{"alpha", "0.1"}}, 1, true);
-    reduced.runner->set_gradient_reduction([](torch::Tensor&) {});
-    reduced.steps(3);
-    EXPECT_EQ(applied(reduced), 0);
-  }
-  {
-    TrainSetup eager("sghmc", {{"alpha", "0.1"}}, 0, true);
-    eager.steps(3);
-    EXPECT_EQ(applied(eager), 0);
-  }
-  {
-    TrainSetup on("sghmc", {{"alpha", "0.1"}}, 1, true);
-    on.steps(3);
-    EXPECT_EQ(applied(on), 3);
-  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The hidden layers' weight gradients as the pass's own tiled launch (kernels/weight_grad.h): the CPU
+// The hidden layers' weight gradients as the pass's own tiled launch (kernels/cuda_mlp/weight_grad.h): the CPU
 // reference of the kernel's arithmetic against exact sums on every machine (and a golden value only the
 // kernel's order of summation gives), what it takes, and on a GPU the kernel against the reference bit for bit.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "cuda_graph_util.h"
 #include "kernel_cases.h"
-#include "kernels/weight_grad.h"
+#include "kernels/cuda_mlp/weight_grad.h"
 
 using namespace sgmcmc;
 

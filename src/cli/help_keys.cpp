@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "config/experiment_config.h"
+#include "core/kernel_settings.h"
 #include "data/load.h"
 #include "models/factory.h"
 #include "samplers/registry.h"
@@ -81,41 +82,24 @@ const std::map<std::string, std::string>& meanings() {
       {"distributed.init", "env (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) | file:///path"},
       {"distributed.timeout_s", "seconds before a lost rank stops the others"},
       {"distributed.backend", "auto | gloo | nccl"},
-      {"kernels.matmul", "auto: oneDNN for the models' products where built | aten"},
-      {"kernels.noise", "auto: AVX-512 Philox where the CPU has it | portable (same bits)"},
-      {"kernels.pool", "auto: AVX-512 ReLU + max-pool where the CPU has it | portable (same bits)"},
-      {"kernels.byte_rows", "IDX images kept as bytes, widened per minibatch"},
-      {"kernels.prior_fold", "the prior's gradient folded into the sampler's update"},
-      {"kernels.cuda_gemm", "route: float32 products around two slow cuBLAS shapes | aten"},
-      {"kernels.cuda_loss", "fused: softmax + cross-entropy in one CUDA kernel | aten"},
-      {"kernels.cuda_bpmf", "fused: BPMF's gradient in one CUDA kernel | aten"},
-      {"kernels.cuda_act", "aten | fused: bias + activation CUDA kernels on ATen's MLP path (measured slower)"},
-      {"kernels.cuda_gather", "fused: the minibatch's images and labels gathered in one CUDA kernel | aten"},
-      {"kernels.cuda_mlp_prior", "fused: the prior's λθ in the fused MLP pass's weight-gradient epilogue | aten"},
-      {"kernels.cuda_mlp_update", "separate: the sampler's update in its own kernel | fused: in the fused MLP pass's "
-                                  "last kernel (graph-replayed steps, one flat group, SGLD / pSGLD / SGHMC)"},
-      {"kernels.cuda_mlp_tile", "auto (32) | 32 | 64: the fused MLP pass's GEMM tile edge (A/B)"},
-      {"kernels.cuda_mlp_blocks_per_sm", "auto (2) | 1 | 2 | 4 | 8 | 16: blocks per SM the fused MLP pass's split-K aims at (A/B)"},
-      {"kernels.cuda_mlp_gemm", "auto | tiled | pipelined | cublas | cublaslt | tf32x3 | cluster: the fused MLP pass's GEMM kernel (auto: cublaslt for one chain up to 4 layers (float64: cublas), pipelined for one chain beyond, tiled for chains; cublas: the hidden layers' products on cuBLAS, up to 4 layers; cublaslt: those products on cuBLASLt, its kernel and split-K chosen per shape by timing them at the first step; tf32x3: those products as 3xTF32 on tensor cores, a build with CUTLASS; cluster: those products split-K across a thread-block cluster, reduced in its shared memory, one kernel each, sm_90)"},
-      {"kernels.cuda_pdl", "off | on: the step's own CUDA kernels (the minibatch gather, the fused MLP pass's head and last launch, the sampler's update) as programmatic dependent launches on sm_90, each scheduled while the kernel before it still runs and waiting inside for its results (A/B)"},
-      {"kernels.cuda_mlp_tail", "auto | gemm | columns: the fused MLP pass's cuBLAS route's last launch (the output layer's weight and bias gradients, the hidden layers' bias gradients, the prior's λ_W W, the nll) as column blocks that keep every sum inside one block, or as split-K GEMM blocks (auto: gemm until a GPU run has timed the column blocks; A/B)"},
-      {"kernels.cuda_mlp_kparts", "auto (1) | 1 | 2 | 4 | 8: the fused MLP pass's cuBLASLt product into its head as that many partial products over k in one batched product, added in order by the head as it loads its rows (no split-K reduction kernel; one chain; A/B)"},
-      {"kernels.cuda_mlp_forward", "auto (cublas) | cublas | fused: the fused MLP pass's cuBLAS route's last hidden layer (product, bias, activation) and its head (output layer, softmax, the output and last hidden layers' gradients g) as a product, its split-K reduction and the head kernel, or in one launch of row-group tiles whose last block per row group runs the head, earlier hidden layers as the same tiles without it (one chain; A/B)"},
-      {"kernels.cuda_mlp_wgrad", "auto (cublas) | cublas | fused: the fused MLP pass's cuBLAS route's backward sums (every layer's weight and bias gradients with the prior's terms, the nll) as cuBLASLt products and the pass's last launch, or in one launch of tiles whose warps split the minibatch's rows, added in a fixed order (one chain; A/B)"},
-      {"kernels.cuda_mlp_streams", "auto (1) | 1 | 2: the fused MLP pass's cuBLAS route with its launches that do not wait for the hidden layers' weight-gradient products on a second stream (A/B)"},
-      {"kernels.cuda_gemm_cache", "auto | off | FILE: where kernels.cuda_mlp_gemm: cublaslt keeps its measured kernel choices, so that every run on a machine takes the same ones (auto: $XDG_CACHE_HOME/sgmcmc/gemm_lt.json, else ~/.cache/sgmcmc/gemm_lt.json)"},
-      {"kernels.cuda_mlp_head_rows", "auto (1) | 1 | 2 | 4 | 8: rows per block of the fused MLP pass's output-layer kernel (A/B)"},
-      {"kernels.cuda_mlp", "auto | fused | aten: the MLP's forward + backward in 2 + depth CUDA kernels (classification; auto: layers of in*out <= 640000)"},
       {"sampler.lr", "step size in the sampler's parametrisation; auto (the default): chosen by a pilot"},
       {"sampler.lr_scaling", "total | per_datum (lr divided by N)"},
   };
   return m;
 }
 
-void line(std::ostream& out, const std::string& key, const std::string& value) {
+// The key's meaning: meanings(), or for kernels.* the key's own line in core/kernel_settings.cpp's table.
+std::string meaning(const std::string& key) {
   auto it = meanings().find(key);
-  out << "  " << std::left << std::setw(34) << key << " " << std::setw(12) << value
-      << (it == meanings().end() ? "" : "  " + it->second) << "\n";
+  if (it != meanings().end()) return it->second;
+  const std::string kernels = "kernels.";
+  return key.rfind(kernels, 0) == 0 ? kernel_setting_help(key.substr(kernels.size())) : "";
+}
+
+void line(std::ostream& out, const std::string& key, const std::string& value) {
+  const std::string m = meaning(key);
+  out << "  " << std::left << std::setw(34) << key << " " << std::setw(12) << value << (m.empty() ? "" : "  " + m)
+      << "\n";
 }
 
 // The resolved options of a block after building a config from `yaml` (its defaults filled in), or

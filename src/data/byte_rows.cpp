@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gather_rows.h"
+#include "kernels/cpu/gather_rows.h"
 
 namespace sgmcmc {
 

@@ -6,7 +6,6 @@
 
 #include "models/row_tasks.h"
 #if defined(SGMCMC_WITH_CUDA)
-#include "kernels/activation_cuda.h"
 #endif
 
 namespace sgmcmc {
@@ -91,12 +90,6 @@ void activation_backward_out(torch::Tensor& out, const torch::Tensor& g, const t
                      out.device() == g.device() &&
                      (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.scalar_type() == dt &&
                                                bias_grad.numel() == g.size(1) && bias_grad.device() == g.device()));
-#if defined(SGMCMC_WITH_CUDA)
-  // one kernel for the derivative and the bias gradient's column sums (kernels/activation_cuda.h;
-  // kernels.cuda_act: fused)
-  if (plain && g.is_cuda() && kernels::activation_cuda_enabled())
-    return kernels::activation_backward_cuda(out, g, y, act, bias_grad);
-#endif
   // tanh stays with ATen: its kernel computes 1 − y² with one rounding (a contracted FMA), which a
   // portable loop does not reproduce bit for bit
   const bool cpu = plain && g.device().is_cpu() && act != kernels::Activation::kTanh;

@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-#include "kernels/matmul.h"
+#include "kernels/cpu/matmul.h"
 
 namespace sgmcmc {
 

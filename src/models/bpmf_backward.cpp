@@ -8,7 +8,7 @@
 // takes the ratings that fall into it), so tasks never write the same row and need no atomics. Where
 // autograd gathers U and V rows into [n, d] tensors, multiplies, sums and scatters back through
 // sparse gradients (about thirty ATen ops), this reads each touched row once or twice in place.
-// CPU float32; CUDA float32 through kernels/bpmf_cuda.h (SGMCMC_CUDA_BPMF=aten turns it off: autograd);
+// CPU float32; CUDA float32 through kernels/cuda/bpmf_cuda.h (SGMCMC_CUDA_BPMF=aten turns it off: autograd);
 // elsewhere the trainer runs autograd.
 #include <ATen/Parallel.h>
 
@@ -22,7 +22,7 @@
 #if defined(SGMCMC_WITH_CUDA)
 #include <cstdlib>
 
-#include "kernels/bpmf_cuda.h"
+#include "kernels/cuda/bpmf_cuda.h"
 #endif
 
 namespace sgmcmc {

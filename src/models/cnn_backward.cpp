@@ -11,7 +11,7 @@
 // CPU float32/float64 (the fused pooling's device); elsewhere the trainer runs autograd.
 #include <ATen/ATen.h>
 
-#include "kernels/matmul.h"
+#include "kernels/cpu/matmul.h"
 #include "models/activation_backward.h"
 #include "models/cnn.h"
 #include "models/linear.h"

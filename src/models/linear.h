@@ -1,5 +1,5 @@
 // A linear layer with its activation, y = act(x·Wᵀ + b), as one autograd node whose products run through
-// kernels/matmul.h (oneDNN where built: the bias and the activation in the GEMM's epilogue):
+// kernels/cpu/matmul.h (oneDNN where built: the bias and the activation in the GEMM's epilogue):
 //   forward:  y = act(x Wᵀ + b)
 //   backward: g_z = g_y ⊙ act'(y)   (from the output: σ' = y(1−y), tanh' = 1−y², relu' = [y > 0])
 //             ∇x = g_z W,  ∇W = g_zᵀ x,  ∇b = Σ_rows g_z
@@ -12,7 +12,7 @@
 
 #include <torch/torch.h>
 
-#include "kernels/matmul.h"
+#include "kernels/cpu/matmul.h"
 #include "models/activation_backward.h"
 
 namespace sgmcmc {

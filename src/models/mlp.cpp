@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "kernels/matmul.h"
+#include "kernels/cpu/matmul.h"
 #include "models/linear.h"
 
 namespace sgmcmc {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/mlp_fused.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
 #include "models/likelihood.h"
 #include "models/model.h"
 
@@ -38,10 +38,8 @@ class Mlp : public Model {
   bool overwrites_grad() const override { return true; }
   bool set_loss_sink(const torch::Tensor& sum, double weight) override;
   // Applied by the fused CUDA pass's last kernel where it can (kernels::MlpFusedScratch::update).
-  void set_step_update(const kernels::FusedUpdateArgs* update) override;
-  bool step_update_applied() const override { return bwd_.fused.update_applied; }
   // On CUDA with kernels.cuda_mlp_prior: fused, the fused pass writes λθ + ∇ in its weight-gradient
-  // epilogue (kernels/mlp_fused.h); undefined elsewhere.
+  // epilogue (kernels/cuda_mlp/mlp_fused.h); undefined elsewhere.
   torch::Tensor nll_backward_seeded(const Batch& batch, double scale, const std::vector<PriorSeed>& seeds) override;
   torch::Tensor predict(const torch::Tensor& inputs) override;
   void gibbs_step_likelihood(const Batch& train, at::Generator& generator) override;

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "kernels/matmul.h"
-#include "kernels/mlp_fused.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
 #include "models/activation_backward.h"
 #include "models/mlp.h"
 #include "models/softmax_xent.h"
@@ -59,11 +59,6 @@ bool Mlp::set_loss_sink(const torch::Tensor& sum, double weight) {
   return true;
 }
 
-void Mlp::set_step_update(const kernels::FusedUpdateArgs* update) {
-  bwd_.fused.update = update;
-  bwd_.fused.update_applied = false;
-}
-
 torch::Tensor Mlp::nll_backward_overwrite(const Batch& batch, double scale) {
   return backward_pass(batch, scale, true);
 }
@@ -100,7 +95,7 @@ torch::Tensor Mlp::backward_pass(const Batch& batch, double scale, bool overwrit
     if (!layer->weight.grad().defined() || !layer->bias.grad().defined()) return {};
   torch::NoGradGuard no_grad;
 #if defined(SGMCMC_WITH_CUDA)
-  // the whole pass in 2 + depth kernels (kernels/mlp_fused.h; kernels.cuda_mlp), where it applies
+  // the whole pass in 2 + depth kernels (kernels/cuda_mlp/mlp_fused.h; kernels.cuda_mlp), where it applies
   if (options_.classification() && batch.inputs.is_cuda() && kernels::mlp_fused_cuda_enabled()) {
     std::vector<kernels::MlpLayerTensors> ls;
     for (auto& layer : layers_)

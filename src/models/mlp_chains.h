@@ -18,7 +18,7 @@
 
 #include <vector>
 
-#include "kernels/mlp_fused.h"
+#include "kernels/cuda_mlp/mlp_fused.h"
 #include "models/mlp.h"
 #include "models/model.h"
 
@@ -33,7 +33,7 @@ class MlpChains : public Model {
   torch::Tensor predict_chains(const torch::Tensor& inputs) override;
   int64_t chains() const override { return chains_; }
   // On CUDA with kernels.cuda_mlp: fused (classification): every chain's forward and backward in the
-  // fused pass's 2 + depth launches (kernels/mlp_fused.h), ∇θ(scale · nll) added into .grad; with a shared
+  // fused pass's 2 + depth launches (kernels/cuda_mlp/mlp_fused.h), ∇θ(scale · nll) added into .grad; with a shared
   // minibatch for one hidden layer on the pass's cuBLAS route (its two large products one GEMM each).
   // Undefined (nothing written) elsewhere: the trainer then runs autograd on nll().
   torch::Tensor nll_backward(const Batch& batch, double scale) override;

@@ -16,10 +16,6 @@
 
 namespace sgmcmc {
 
-namespace kernels {
-struct FusedUpdateArgs;  // kernels/fused_update.h
-}
-
 // Parameters sharing one prior precision.
 // With parallel chains (parameters stacked along dim 0), a group may cover one chain's slice only.
 struct PriorGroup {
@@ -69,14 +65,6 @@ class Model : public torch::nn::Module {
   // pass in its last kernel: one kernel a step less); nll() never does. An undefined `sum` stops it.
   // The default, false: the caller adds.
   virtual bool set_loss_sink(const torch::Tensor& sum, double weight) { return false; }
-  // The sampler's prepared update of the coming step (one flat group's rule, buffers and step parameters
-  // on the device: Sampler::prepared_updates), for a model whose own pass can apply it as it finishes the
-  // gradients (the fused CUDA MLP pass's last kernel: one kernel a step less). Set before the step's
-  // nll_backward* call, cleared (nullptr) after it; step_update_applied() says whether that call applied
-  // it, and the caller launches it otherwise. The caller offers it only when that call leaves the whole
-  // ∇Ũ in .grad (the prior's λθ seeded or in the pass). The default: never applied.
-  virtual void set_step_update(const kernels::FusedUpdateArgs* update) {}
-  virtual bool step_update_applied() const { return false; }
   // Class probabilities [n, classes] (classification) or predicted means [n] (regression).
   // Posterior averaging averages these over samples.
   virtual torch::Tensor predict(const torch::Tensor& inputs) = 0;

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/philox.h"
+#include "kernels/update/philox.h"
 #include "models/row_tasks.h"
 #if defined(SGMCMC_WITH_CUDA)
 #include <cstdlib>
 
-#include "kernels/softmax_xent_cuda.h"
+#include "kernels/cuda/softmax_xent_cuda.h"
 #endif
 
 namespace sgmcmc {
@@ -110,7 +110,7 @@ torch::Tensor softmax_xent_backward(const torch::Tensor& logits, const torch::Te
                      (!bias_grad.defined() || (bias_grad.is_contiguous() && bias_grad.numel() == logits.size(1) &&
                                                bias_grad.scalar_type() == logits.scalar_type()));
 #if defined(SGMCMC_WITH_CUDA)
-  // The one-kernel CUDA path (kernels/softmax_xent_cuda.h); kernels.cuda_loss: aten gives ATen's ops instead.
+  // The one-kernel CUDA path (kernels/cuda/softmax_xent_cuda.h); kernels.cuda_loss: aten gives ATen's ops instead.
   if (kernel_settings().cuda_loss_fused && plain && logits.is_cuda())
     return kernels::softmax_xent_backward_cuda(logits, targets, scale, grad, bias_grad);
 #endif

@@ -5,7 +5,7 @@
 //   bias_grad_j += Σ_i g_ij                            (when `bias_grad` is defined: the output layer's ∇b).
 // This replaces log_softmax, nll_loss, exp, the one-hot scatter, the scaling, the column sum and its
 // add: seven ATen ops (and their thread wake-ups) on a small [n, k] block. Each row is max-shifted;
-// the exponentials are kernels/philox.h's branch-free fast_expf (Cephes, ~1 ulp), the log-sum-exp and
+// the exponentials are kernels/update/philox.h's branch-free fast_expf (Cephes, ~1 ulp), the log-sum-exp and
 // the sums in float64. Contiguous float32/float64 CPU tensors; other devices and dtypes get the same
 // ATen ops. Labels outside [0, k) are an error, as in nll_loss. tests/test_models.cpp compares it with
 // autograd on log_softmax + nll_loss.

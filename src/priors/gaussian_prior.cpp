@@ -2,7 +2,7 @@
 
 #include <fnmatch.h>
 
-#include "kernels/scale_segments.h"
+#include "kernels/cpu/scale_segments.h"
 
 #include <algorithm>
 #include <map>

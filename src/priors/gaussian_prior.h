@@ -89,7 +89,7 @@ class GaussianPrior {
   // .grad is allocated (zeros) first.
   using GradOp = std::function<void(torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
   void for_each_grad(const GradOp& op) const;
-  // seed_grad on CPU float32 parameters: every group's λθ in one parallel loop (kernels/scale_segments.h)
+  // seed_grad on CPU float32 parameters: every group's λθ in one parallel loop (kernels/cpu/scale_segments.h)
   // rather than an ATen op per tensor; false (nothing written) where that does not apply.
   bool seed_grad_cpu() const;
   void sync_device_lambda();  // lambda_dev_ := lambda_

@@ -3,7 +3,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "kernels/fused_update.h"
+#include "kernels/update/fused_update.h"
 
 namespace sgmcmc {
 

@@ -1,6 +1,6 @@
 // A parameter group laid out in one contiguous buffer: every parameter's data and its
 // `.grad` become views into two flat tensors, so a sampler step over the group is one fused kernel
-// (kernels/fused_update.h) and, on CUDA, the addresses stay fixed for graph capture.
+// (kernels/update/fused_update.h) and, on CUDA, the addresses stay fixed for graph capture.
 //
 // The parameters keep their identity (the same TensorImpl, as registered in the model); only their
 // storage moves (`set_data`). Autograd accumulates into an existing `.grad` in place, and

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "kernels/update_rules.h"
+#include "kernels/update/update_rules.h"
 #include "samplers/validate.h"
 
 namespace sgmcmc {

@@ -1,6 +1,6 @@
 #include "samplers/optimizers.h"
 
-#include "kernels/update_rules.h"
+#include "kernels/update/update_rules.h"
 #include "samplers/validate.h"
 
 namespace sgmcmc {

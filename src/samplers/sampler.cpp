@@ -172,27 +172,14 @@ const std::vector<Sampler::PreparedLaunch>& Sampler::prepared_row(int64_t row, c
   return launches;
 }
 
-void Sampler::launch_prepared(int64_t row, const std::vector<bool>& applied) {
+void Sampler::launch_prepared(int64_t row) {
   const auto& launches = prepared_row(row, "Sampler::launch_prepared");
-  if (!applied.empty() && applied.size() != groups_.size())
-    throw std::logic_error("Sampler::launch_prepared: " + std::to_string(applied.size()) + " entries of `applied` for " +
-                           std::to_string(groups_.size()) + " groups");
   torch::NoGradGuard no_grad;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (!applied.empty() && applied[g]) continue;
     auto theta = flat_[g]->data();
     kernels::fused_update_from(launches[g].rule, theta, launches[g].state, flat_[g]->grad(),
                                step_buffers_[g]->device_buffer(row));
   }
-}
-
-std::vector<kernels::FusedUpdateArgs> Sampler::prepared_updates(int64_t row) const {
-  const auto& launches = prepared_row(row, "Sampler::prepared_updates");
-  std::vector<kernels::FusedUpdateArgs> out(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g)
-    out[g] = {launches[g].rule, flat_[g]->data(), flat_[g]->grad(), step_buffers_[g]->device_buffer(row),
-              launches[g].state};
-  return out;
 }
 
 std::vector<int> Sampler::prepared_rules() const {

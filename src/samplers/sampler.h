@@ -11,9 +11,9 @@
 // Flat groups and fused updates: at construction every group whose parameters allow it
 // (FlatGroup::eligible: one float dtype, one device) is laid out in one contiguous buffer, the
 // parameters and their `.grad` becoming views into it, and the samplers' state tensors are views
-// into one buffer per group too. A step is then one fused kernel per group (kernels/fused_update.h)
+// into one buffer per group too. A step is then one fused kernel per group (kernels/update/fused_update.h)
 // with the noise generated inside it. `set_fused(false)` runs the same step as ATen ops over each
-// parameter (kernels/update_rules.h) with the SAME noise (kernels::philox_normal of the same
+// parameter (kernels/update/update_rules.h) with the SAME noise (kernels::philox_normal of the same
 // stream): the two paths agree to float rounding (tests/test_fused.cpp). Groups that cannot be
 // flattened take the ATen path with at::randn noise.
 #pragma once
@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/fused_update.h"
+#include "kernels/update/fused_update.h"
 #include "samplers/flat_params.h"
 #include "samplers/step_params_buffer.h"
 
@@ -112,13 +112,8 @@ class Sampler {
   enum class StepMode { kEager, kPrepare };
   void set_step_mode(StepMode mode, int64_t block_rows = 1);
   StepMode step_mode() const { return mode_; }
-  // Launches the prepared step: row 0, or step `row` of the last block; `applied[g]` true: group g's
-  // update was applied elsewhere (prepared_updates), and is not launched again.
-  void launch_prepared(int64_t row = 0, const std::vector<bool>& applied = {});
-  // The prepared step's update of every group (row as above), for a kernel that applies it where it
-  // finishes the gradients (the fused CUDA MLP pass: Model::set_step_update): the same rule, buffers and
-  // step parameters launch_prepared would launch with.
-  std::vector<kernels::FusedUpdateArgs> prepared_updates(int64_t row = 0) const;
+  // Launches the prepared step: row 0, or step `row` of the last block.
+  void launch_prepared(int64_t row = 0);
   // A block of prepared steps: between begin_prepared_block() and end_prepared_block(), the k-th
   // step(closure) in kPrepare mode prepares row k (at most block_rows of them), and
   // end_prepared_block() moves the block's scalars to the device in one copy and returns its length.

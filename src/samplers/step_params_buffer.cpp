@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/copy_async.h"
+#include "kernels/cuda/copy_async.h"
 
 #if defined(SGMCMC_WITH_CUDA)
 #include <ATen/cuda/CUDAEvent.h>

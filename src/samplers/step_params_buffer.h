@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "kernels/fused_update.h"
+#include "kernels/update/fused_update.h"
 
 namespace sgmcmc {
 

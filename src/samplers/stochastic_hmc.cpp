@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/update_rules.h"
+#include "kernels/update/update_rules.h"
 #include "samplers/validate.h"
 
 namespace sgmcmc {

@@ -12,7 +12,7 @@
 #include "compat.h"
 #include "runtime/cpu.h"
 #include "core/atomic_file.h"
-#include "kernels/gemm_lt.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
 #include "train/checkpoint_check.h"
 #include "train/model_io.h"
 #include "train/training_run.h"
@@ -182,7 +182,7 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   static const std::set<std::string> counts = {"samples", "steps", "chains", "threads", "world_size", "chains_all_ranks",
                                                "graph_warmup_steps", "graph_captures", "graph_replays",
                                                "graph_block_warmups", "graph_block_captures", "graph_block_replays",
-                                               "graph_epoch_captures", "graph_epoch_replays", "graph_updates_in_model"};
+                                               "graph_epoch_captures", "graph_epoch_replays"};
   for (const auto& [k, x] : summary.values) {
     if (counts.count(k) && std::isfinite(x)) j[k] = static_cast<int64_t>(x);
     else j[k] = x;

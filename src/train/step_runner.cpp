@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/copy_async.h"
-#include "kernels/gather_rows.h"
+#include "kernels/cuda/copy_async.h"
+#include "kernels/cpu/gather_rows.h"
 
 namespace sgmcmc {
 
@@ -144,29 +144,9 @@ void StepRunner::step_block(const torch::Tensor& idx, const std::function<void(i
   for (int64_t j = 0; j < block_steps_; ++j) loss_.count_step();
 }
 
-bool StepRunner::update_in_model() const {
-  return kernel_settings().cuda_mlp_update_fused && !reduce_ && model_backward_ && seed_with_prior_ &&
-         sampler_.param_groups().size() == 1;
-}
-
 void StepRunner::gradient_and_update(int64_t row) {
-  if (!update_in_model()) {
-    closure_();
-    sampler_.launch_prepared(row);
-    return;
-  }
-  updates_ = sampler_.prepared_updates(row);
-  model_.set_step_update(&updates_.front());
-  try {
-    closure_();
-  } catch (...) {
-    model_.set_step_update(nullptr);
-    throw;
-  }
-  const bool applied = model_.step_update_applied();
-  model_.set_step_update(nullptr);
-  if (applied) ++updates_in_model_;
-  sampler_.launch_prepared(row, {applied});
+  closure_();
+  sampler_.launch_prepared(row);
 }
 
 StepRunner::~StepRunner() { use_loss_sink(false); }
@@ -280,7 +260,7 @@ torch::Tensor StepRunner::gradient() {
 }
 
 void StepRunner::select_rows(Batch& out, const torch::Tensor& idx) {
-  // into the same buffers every step on the CPU (kernels/gather_rows.h), images from their bytes
+  // into the same buffers every step on the CPU (kernels/cpu/gather_rows.h), images from their bytes
   // (data/byte_rows.h); index_select elsewhere
   if (train_bytes_ && idx.device().is_cpu()) train_bytes_->gather_out(out.inputs, idx);
 #if defined(SGMCMC_WITH_CUDA)
@@ -314,8 +294,6 @@ std::map<std::string, double> StepRunner::graph_counts() const {
   std::map<std::string, double> out{{"graph_warmup_steps", static_cast<double>(graph_->warmups())},
                                     {"graph_captures", static_cast<double>(graph_->captures())},
                                     {"graph_replays", static_cast<double>(graph_->replays())}};
-  // bodies run (warm-ups and captures on CUDA, every step on the CPU) whose update the model applied
-  if (updates_in_model_ > 0) out["graph_updates_in_model"] = static_cast<double>(updates_in_model_);
   if (block_graph_) {  // in blocks of graph_steps steps each
     out["graph_block_warmups"] = static_cast<double>(block_graph_->warmups());
     out["graph_block_captures"] = static_cast<double>(block_graph_->captures());

@@ -129,8 +129,7 @@ class StepRunner {
   bool prior_folded() const;
   // The last minibatch's nll Σ (a device scalar).
   const torch::Tensor& batch_nll() const { return batch_nll_; }
-  // graph_warmup_steps, graph_captures, graph_replays (empty without a graph); graph_updates_in_model:
-  // the step bodies run whose update the model's pass applied (kernels.cuda_mlp_update: fused).
+  // graph_warmup_steps, graph_captures, graph_replays (empty without a graph).
   std::map<std::string, double> graph_counts() const;
 
  private:
@@ -143,13 +142,8 @@ class StepRunner {
   void select_batch(const torch::Tensor& idx) { select_rows(batch_, idx); }
   void select_rows(Batch& out, const torch::Tensor& idx);
   void block_body();  // the captured body of step_block
-  // A captured step's closure and update (row `row` of the prepared step): the sampler's launch, or
-  // where update_in_model() holds, the update handed to the model's pass (Model::set_step_update) and
-  // launched only if the pass did not apply it.
+  // A captured step's closure and update (row `row` of the prepared step): the sampler's launch.
   void gradient_and_update(int64_t row);
-  // kernels.cuda_mlp_update: fused, one flat group, and a closure whose pass leaves the whole ∇Ũ in
-  // .grad (the prior seeded or in the pass: no gradient reduction after it, no prior added after it).
-  bool update_in_model() const;
   void plan_prior_fold();                      // fold_entries_, where the fold can apply
   const std::vector<kernels::PriorFold>& prior_fold();  // this step's segments, with the current λ
   void add_batch_loss();
@@ -197,8 +191,6 @@ class StepRunner {
   int64_t block_rows_bytes_ = 0;  // what the block's rows take (0 without blocks)
   int64_t block_gather_steps_ = 1;  // steps a gather brings within the block (a divisor of block_steps_)
   std::function<void()> block_body_;
-  std::vector<kernels::FusedUpdateArgs> updates_;  // the prepared updates handed to the model's pass
-  int64_t updates_in_model_ = 0;                  // bodies whose update the model's pass applied
   const std::function<void(int64_t)>* after_block_step_ = nullptr;  // step_block's, while it runs
   std::function<void(torch::Tensor&)> reduce_;
   bool sink_ = false;           // the model adds the loss (use_loss_sink)

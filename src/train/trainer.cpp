@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include "kernels/gemm_lt.h"
+#include "kernels/cuda_mlp/gemm_lt.h"
 #include "metrics/reliability.h"
 #include "runtime/cpu.h"
 #include "train/lr_pilot.h"

@@ -88,20 +88,10 @@ using cudaStream_t = CUstream_st*;
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorLaunchFailure = 719 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 5 };
-struct cudaLaunchAttributeValue {
-  int programmaticStreamSerializationAllowed = 0;
-};
-struct cudaLaunchAttribute {
-  cudaLaunchAttributeID id{};
-  cudaLaunchAttributeValue val{};
-};
 struct cudaLaunchConfig_t {
   dim3 gridDim, blockDim;
   size_t dynamicSmemBytes = 0;
   cudaStream_t stream = nullptr;
-  cudaLaunchAttribute* attrs = nullptr;
-  unsigned numAttrs = 0;
 };
 // An H100's (sm_90) limits, the fields the kernels' launch code reads.
 struct cudaDeviceProp {
@@ -142,9 +132,9 @@ struct Settings {
 };
 
 // What the emulator has done: launches (in all and of each kernel), blocks, fiber switches into threads,
-// PDL launches, the largest dynamic shared memory a launch asked for.
+// the largest dynamic shared memory a launch asked for.
 struct Counts {
-  int64_t launches = 0, blocks = 0, switches = 0, pdl_launches = 0;
+  int64_t launches = 0, blocks = 0, switches = 0;
   size_t max_dynamic_smem = 0;
   std::map<const void*, int64_t> by_kernel;  // launches of each kernel (its function's address)
 };
@@ -161,7 +151,7 @@ class Emulator {
 
   // Runs body(params…) for every thread of every block; throws std::runtime_error on a launch error or a
   // deadlock, rethrows what a thread threw.
-  void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body, bool pdl);
+  void launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body);
 
   void set_max_dynamic_smem(const void* kernel, int bytes) { smem_limit_[kernel] = bytes; }
 
@@ -411,8 +401,7 @@ inline void Emulator::run_block(const std::function<void()>& body, std::mt19937_
   }
 }
 
-inline void Emulator::launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body,
-                             bool pdl) {
+inline void Emulator::launch(const void* kernel, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   const int64_t threads = block.x > 1024 || block.y > 1024 ? 0 : int64_t{block.x} * block.y * block.z;
   if (threads < 1 || threads > prop.maxThreadsPerBlock || block.z > 64)
     throw std::runtime_error("cuda_emu: " + std::to_string(threads) + " threads a block (1 … 1024)");
@@ -427,7 +416,6 @@ inline void Emulator::launch(const void* kernel, dim3 grid, dim3 block, size_t s
                              " (cudaFuncSetAttribute raises it up to the device's opt-in maximum)");
   ++counts.launches;
   ++counts.by_kernel[kernel];
-  counts.pdl_launches += pdl;
   counts.max_dynamic_smem = std::max(counts.max_dynamic_smem, smem);
   block_dim_ = block, grid_dim_ = grid;
   ::blockDim = block, ::gridDim = grid;
@@ -562,12 +550,8 @@ template <typename... Params, typename... Args>
 cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* cfg, void (*kernel)(Params...), Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "the kernel's parameters and the launch's arguments");
   const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  bool pdl = false;
-  for (unsigned i = 0; i < cfg->numAttrs; ++i)
-    pdl |= cfg->attrs[i].id == cudaLaunchAttributeProgrammaticStreamSerialization &&
-           cfg->attrs[i].val.programmaticStreamSerializationAllowed != 0;
   ::cuda_emu::emu().launch(reinterpret_cast<const void*>(kernel), cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes,
-                           [&] { std::apply(kernel, params); }, pdl);
+                           [&] { std::apply(kernel, params); });
   return cudaSuccess;
 }
 

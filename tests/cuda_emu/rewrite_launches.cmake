@@ -3,7 +3,7 @@
 # ` | ::cuda_emu::launch_dims(` and `>>>(` becomes `).call(`, so the line reads
 # kernel | ::cuda_emu::launch_dims(grid, block, smem, stream).call(args…). The copy starts with a #line
 # naming the source, so compile errors and device assertions point at it.
-#   cmake -DIN=src/kernels/x_cuda.cu -DOUT=build/…/kernels/x_cuda.cu -P rewrite_launches.cmake
+#   cmake -DIN=src/kernels/cuda/x_cuda.cu -DOUT=build/…/kernels/cuda/x_cuda.cu -P rewrite_launches.cmake
 file(READ "${IN}" text)
 string(FIND "${text}" "<<<" first)
 if(first EQUAL -1)
