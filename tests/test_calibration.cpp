@@ -186,10 +186,17 @@ output: {progress: false}
   ro.quiet = true;
   ro.overwrite = true;
   ro.out_dir = dir + "/run";
-  run_training(config_from(text, {{"DATA", dir + "/data"}}, {}, "stalled.yaml"), ro);
+  const RunSummary r = run_training(config_from(text, {{"DATA", dir + "/data"}}, {}, "stalled.yaml"), ro);
+  EXPECT_TRUE(r.stalled);  // `sgmcmc train` exits 4 on it (require_healthy: true; tests/test_run_safety.cpp)
   std::ifstream in(ro.out_dir + "/summary.json");
   const auto s = nlohmann::json::parse(in);
   EXPECT_EQ(s["stalled"].get<double>(), 1.0) << s.dump();
+  EXPECT_TRUE(s["health"]["stalled"].get<bool>());
+  EXPECT_FALSE(s["health"]["ok"].get<bool>());
+  bool listed = false;
+  for (const auto& w : s["health"]["warnings"])
+    if (w["check"] == "stalled") listed = w["message"].get<std::string>().find("give a larger one") != std::string::npos;
+  EXPECT_TRUE(listed) << s["health"].dump();
   EXPECT_FALSE(s["convergence"]["ok"].get<bool>());
   EXPECT_NE(s["convergence"]["verdict"].get<std::string>().find("stalled"), std::string::npos);
   remove_tree(dir);

@@ -1,10 +1,13 @@
 // Parallel chains (MlpChains, `chains: C`) and the convergence diagnostics (split-R̂, ESS).
 #include <gtest/gtest.h>
 
+#include "data/tensors.h"
+
 #include <cmath>
 
 #include "compat.h"
 #include "config/experiment_config.h"
+#include "data/tensors.h"
 #include "metrics/convergence.h"
 #include "models/mlp.h"
 #include "models/mlp_chains.h"
@@ -237,6 +240,27 @@ TEST(Trainer, ParallelChains) {
   EXPECT_TRUE(std::isfinite(four.values.at("rhat_test_loglik")));
   EXPECT_GT(four.values.at("ess_test_loglik"), 0);
   EXPECT_TRUE(std::isfinite(four.values.at("rhat_weights_max")));
+  // Each sample file holds every chain's own λ ("lambda.<group>.chain<c>") beside their mean ("lambda.<group>").
+  {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/four/samples")) files.push_back(e.path());
+    ASSERT_FALSE(files.empty());
+    const auto dict = read_pickle_file(files.front().string()).toGenericDict();
+    int groups = 0;
+    for (const auto& item : dict) {
+      const std::string key = item.key().toStringRef();
+      if (key.rfind("lambda.", 0) != 0 || key.find(".chain") != std::string::npos) continue;
+      ++groups;
+      double sum = 0;
+      for (int c = 0; c < 4; ++c) {
+        const std::string k = key + ".chain" + std::to_string(c);
+        ASSERT_TRUE(dict.contains(k)) << k;
+        sum += dict.at(k).toDouble();
+      }
+      EXPECT_NEAR(sum / 4, item.value().toDouble(), 1e-12 * std::fabs(sum)) << key;
+    }
+    EXPECT_GT(groups, 0);
+  }
 
   // One minibatch a step for all four chains (train.chain_minibatch: shared): every chain learns the
   // problem, as with their own minibatches.

@@ -2,6 +2,7 @@
 // 90/10 splits, standardization on the training split, and the trainer reporting RMSE / NLL in the
 // original units.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <filesystem>
@@ -144,6 +145,10 @@ TEST(Csv, TrainerReportsOriginalUnits) {
   EXPECT_LT(s.values.at("test_nll"), 1.9);
   EXPECT_GT(s.values.at("val_rmse"), 0.6);
   EXPECT_LT(s.values.at("val_rmse"), 1.6);
+  // The run's config.yaml holds the CSV's keys, none of the image format's (data.dir, normalize, ood).
+  const YAML::Node data = YAML::LoadFile(dir + "/run/config.yaml")["data"];
+  EXPECT_EQ(data["format"].as<std::string>(), "csv");
+  for (const char* k : {"dir", "normalize", "ood", "ood_classes", "ood_dir", "val_size"}) EXPECT_FALSE(data[k]) << k;
   // Resuming keeps the mixture sums (lse_test) in the checkpoint: equal to the uninterrupted run.
   RunOptions rb = ro;
   rb.out_dir = dir + "/run_b";

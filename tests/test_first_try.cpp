@@ -220,6 +220,12 @@ TEST(LrPilot, ChoosesAStableStepAndRecordsIt) {
   run_training(c, quiet(dir + "/run"));
   const auto js = summary_of(dir + "/run");
   EXPECT_NEAR(js["lr_auto"]["lr"].get<double>(), choice.lr, 1e-12 * choice.lr);
+  // The rates count the chain's steps over the loop's time, not the pilot's: at least the steps over the
+  // wall clock less the pilot (the setup is outside them too).
+  const double steps = js["steps"].get<double>(), wall = js["wall_seconds"].get<double>();
+  const double pilot = js["lr_auto"]["seconds"].get<double>();
+  ASSERT_GT(wall, pilot);
+  EXPECT_GE(js["steps_per_second"].get<double>(), 0.99 * steps / (wall - pilot)) << js.dump();
   const ExperimentConfig resumed = load_config(dir + "/run/config.yaml", {});
   EXPECT_FALSE(resumed.lr_auto);
   EXPECT_NEAR(resumed.sampler.get_double("lr", 0), choice.lr, 1e-6 * choice.lr);

@@ -322,6 +322,40 @@ TEST(RunSafety, ExtendingARunKeepsItsSamplesWithinMaxSamples) {
   for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i], after[0] * static_cast<int64_t>(i + 1)) << i;
 }
 
+// A chain that never moves (sampler.lr 1e-30) ends unhealthy: exit 4 and one line on stderr pointing to a
+// larger step, never "a smaller sampler.lr".
+TEST(RunSafety, AStalledChainExitsUnhealthyPointingToALargerStep) {
+  const std::string dir = temp_dir("safety_stalled");
+  const std::string cfg = make_config(dir, 200);
+  EXPECT_EQ(run({"train", cfg, "--out", dir + "/run", "--quiet", "--set", "sampler.lr=1e-30"}, dir + "/a"), 4)
+      << read_text(dir + "/a.err");
+  // the error, after any warning the health check gave on the way (each pointing the same way)
+  const std::string err = read_text(dir + "/a.err");
+  EXPECT_NE(err.find("error: the run finished, but the chain has stalled"), std::string::npos) << err;
+  EXPECT_NE(err.find("give a larger one"), std::string::npos) << err;
+  EXPECT_EQ(err.find("smaller"), std::string::npos) << err;
+  EXPECT_NE(read_text(dir + "/a.out").find("convergence: the chain has stalled"), std::string::npos)
+      << read_text(dir + "/a.out");
+}
+
+// What a run prints: with output.progress an estimate after the first epoch and an ETA on each evaluation line;
+// with output.progress: false only the results (no evaluation lines), the summary still whole.
+TEST(RunSafety, ProgressFalseIsQuietAndProgressGivesAnEstimate) {
+  const std::string dir = temp_dir("safety_quiet");
+  const std::string cfg = make_config(dir, 60);
+  ASSERT_EQ(run({"train", cfg, "--out", dir + "/loud", "--set", "output.progress=true"}, dir + "/a"), 0)
+      << read_text(dir + "/a.err");
+  const std::string loud = read_text(dir + "/a.out");
+  EXPECT_NE(loud.find(": first epoch "), std::string::npos) << loud;
+  EXPECT_NE(loud.find(" to go"), std::string::npos) << loud;
+  EXPECT_NE(loud.find("| ETA "), std::string::npos) << loud;
+  ASSERT_EQ(run({"train", cfg, "--out", dir + "/quiet"}, dir + "/b"), 0) << read_text(dir + "/b.err");
+  const std::string quiet = read_text(dir + "/b.out");
+  EXPECT_EQ(quiet.find("epoch "), std::string::npos) << quiet;
+  EXPECT_NE(quiet.find("run directory: " + dir + "/quiet"), std::string::npos) << quiet;
+  EXPECT_LT(lines(quiet), lines(loud) - 5) << quiet;
+}
+
 // --- units -----------------------------------------------------------------------------------------
 
 TEST(RunSafety, ChecksumCoversEveryTensor) {

@@ -355,6 +355,17 @@ TEST(DivergenceGuard, ReportsThenThrowsWithHintAndLastCheckpoint) {
   EXPECT_THROW(g.check_state(8, 0.1), RunDiverged);
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[1], "8 non-finite parameters");
+  // A non-finite loss at step 1 is the model's at its initial parameters: no step-size hint.
+  try {
+    DivergenceGuard first("sghmc", opts, {torch::ones({1})}, true, "c", [](int64_t, const std::string&) {});
+    first.check_step_loss(1, torch::tensor(NAN), 0.1);
+    FAIL() << "no throw";
+  } catch (const RunDiverged& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("at the initial parameters, before any update"), std::string::npos) << m;
+    EXPECT_NE(m.find("the step size is not the cause"), std::string::npos) << m;
+    EXPECT_EQ(m.find("lower sampler.lr"), std::string::npos) << m;
+  }
   // An accelerator run does not read the loss every step.
   DivergenceGuard lazy("sgld", opts, {torch::ones({1})}, false, "c", [](int64_t, const std::string&) {});
   EXPECT_NO_THROW(lazy.check_step_loss(1, torch::tensor(NAN), 0.1));

@@ -406,6 +406,35 @@ TEST(SweepRunner, ChangedSettingsOfADoneRunAreAnError) {
   for (const auto& r : run_sweep(edited, over, log)) EXPECT_EQ(r.status, "done");
 }
 
+// A part per sampler with the documented `group_by: [sampler.name]`: a key the part does not vary is one group
+// there (it was refused as "not a grid or zip key"); a key no run's config has is one line naming it.
+TEST(SweepRunner, GroupByAKeyAPartDoesNotVary) {
+  auto dir = test_util::temp_dir("sweep_group_parts");
+  tiny_sweep(dir);
+  write(fs::path(dir) / "parts.yaml", R"(
+base: base.yaml
+select: {metric: val_error, group_by: [sampler.name]}
+parts:
+  - {name: sgld, grid: {sampler.lr: [5.0e-4, 1.0e-3]}}
+  - {name: sgd, set: {sampler.name: sgd}, grid: {sampler.lr: [1.0e-2]}}
+)");
+  SweepOptions o;
+  o.out_dir = dir + "/S";
+  o.quiet = true;
+  o.dry_run = true;
+  std::ostringstream log;
+  EXPECT_NO_THROW(run_sweep(load_sweep(dir + "/parts.yaml"), o, log)) << log.str();
+  write(fs::path(dir) / "bogus.yaml", R"(
+base: base.yaml
+select: {metric: val_error, group_by: [sampler.nme]}
+parts:
+  - {name: sgld, grid: {sampler.lr: [5.0e-4]}}
+)");
+  const std::string msg = error_of([&] { run_sweep(load_sweep(dir + "/bogus.yaml"), o, log); });
+  EXPECT_NE(msg.find("select.group_by: 'sampler.nme' is not a key of run"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
 // --jobs 2 through the binary: child processes (train.threads = 1 each), one run fails
 // at run time (batch larger than the training set) and is reported without stopping the others;
 // the finished runs equal the in-process results.

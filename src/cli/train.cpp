@@ -185,12 +185,17 @@ void print_result(const RunSummary& s) {
               << "\n";
   }
   print_convergence(s.values);
+  std::cout << std::flush;  // before result_status's line on stderr, in a log of both streams
 }
 
 // The run's exit status after its summary: kExitUnhealthy when the final predictive is worse than
 // the trivial one (the message on stderr), else 0.
 int result_status(const RunSummary& s) {
-  if (!s.worse_than_trivial || !s.require_healthy) return kExitOk;  // train.require_healthy: false warns only
+  if (!(s.worse_than_trivial || s.stalled)) return kExitOk;
+  if (!s.require_healthy) {  // train.require_healthy: false warns only
+    if (s.rank == 0) std::cerr << "sgmcmc train: warning: " << s.health_message << " (summary.json: health)\n";
+    return kExitOk;
+  }
   if (s.rank != 0) return kExitUnhealthy;
   std::cerr << "sgmcmc train: error: the run finished, but "
             << (s.health_message.empty() ? "its predictive is worse than the trivial predictor's" : s.health_message)
@@ -207,7 +212,7 @@ int cmd_train(int argc, char** argv) {
     if (r.count("help")) {
       std::cout << options.help() << "\nConfig keys: sgmcmc train --help-keys lists them; every key can be given with "
                                      "--set block.key=value.\nExit codes: 0 ok, 1 run-time failure, 2 bad input, 3 diverged, "
-                                     "4 finished worse than the trivial predictor, 130/143 interrupted.\n";
+                                     "4 finished unhealthy (worse than the trivial predictor, or a stalled chain), 130/143 interrupted.\n";
       return 0;
     }
     if (r.count("help-keys")) {

@@ -280,17 +280,23 @@ int64_t int_or_auto(const OptionMap& o, const std::string& key) {
 
 void read_data(const OptionMap& d, DataConfig& data) {
   data.format = d.get_string("format", "idx");  // checked in phase 1
-  data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
-  data.val_size = int_or_auto(d, "val_size");
+  // The image keys (and val_size where the format splits by its own keys) are read for the formats they
+  // apply to, or where given: a CSV run's config.yaml then carries no IDX directory or pixel scaling.
+  const bool idx = data.format == "idx";
+  const auto applies = [&](const std::string& key, bool format_uses) { return format_uses || d.has(key); };
+  if (applies("dir", idx)) data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
+  if (applies("val_size", idx || data.format == "tensors" || data.format == "libsvm"))
+    data.val_size = int_or_auto(d, "val_size");
   data.train_limit = d.get_int("train_limit", 0);
   check_nonneg_int(d.context() + ".train_limit", data.train_limit);
   data.test_limit = d.get_int("test_limit", 0);
   check_nonneg_int(d.context() + ".test_limit", data.test_limit);
-  data.normalize = d.get_bool("normalize", true);
-  data.ood.kind = d.get_choice("ood", "none", ood_kinds());
-  const std::string classes = d.get_string("ood_classes", "");
+  if (applies("normalize", idx)) data.normalize = d.get_bool("normalize", true);
+  const bool ood = applies("ood", idx || data.format == "tensors" || data.format == "libsvm");
+  data.ood.kind = ood ? d.get_choice("ood", "none", ood_kinds()) : "none";
+  const std::string classes = applies("ood_classes", ood) ? d.get_string("ood_classes", "") : "";
   data.ood.classes = classes.empty() ? std::vector<int64_t>{} : parse_int_list(classes, d.context() + ".ood_classes");
-  data.ood.dir = d.get_string("ood_dir", "");
+  data.ood.dir = applies("ood_dir", ood) ? d.get_string("ood_dir", "") : "";
   data.ood.normalize = data.normalize;
   if (data.ood.kind == "classes" && data.ood.classes.empty())
     throw std::invalid_argument(d.context() + ".ood_classes: needed for ood: classes (e.g. [5, 6, 7, 8, 9])");

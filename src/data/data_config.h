@@ -9,6 +9,7 @@
 #include "core/option_map.h"
 #include "data/csv.h"
 #include "data/kfold.h"
+#include "data/libsvm.h"
 #include "data/ood.h"
 #include "data/tensors.h"
 
@@ -31,6 +32,7 @@ struct DataConfig {
   std::optional<CsvOptions> csv;
   std::optional<RatingsOptions> ratings;
   std::optional<TensorsOptions> tensors;
+  std::optional<LibsvmOptions> libsvm;
 };
 
 // data.val_size for a training file of `n` examples: the configured size, or a sixth of n under auto.

@@ -29,12 +29,13 @@ DataFormat::DataFormat(std::string name_, Task task_, std::vector<OptionDoc> opt
 }
 
 const std::vector<DataFormat>& data_formats() {
-  // Each format's own keys, documented beside its parser (csv.cpp, kfold.cpp, tensors.cpp).
+  // Each format's own keys, documented beside its parser (csv.cpp, kfold.cpp, tensors.cpp, libsvm.cpp).
   static const std::vector<DataFormat> formats = {
       {"idx", Task::kClassification, {}},
       {"ratings", Task::kRegression, ratings_option_docs()},
       {"csv", Task::kRegression, csv_option_docs()},
       {"tensors", Task::kClassification, tensors_option_docs()},
+      {"libsvm", Task::kClassification, libsvm_option_docs()},
   };
   return formats;
 }
@@ -52,6 +53,7 @@ void parse_data_format_options(DataConfig& config) {
   if (config.format == "csv") config.csv = parse_csv_options(config.options);
   if (config.format == "ratings") config.ratings = parse_ratings_options(config.options);
   if (config.format == "tensors") config.tensors = parse_tensors_options(config.options);
+  if (config.format == "libsvm") config.libsvm = parse_libsvm_options(config.options);
 }
 
 Task data_task(const DataConfig& config) {
@@ -142,13 +144,22 @@ Dataset load_tensors_format(const DataConfig& config, uint64_t seed) {
   return ds;
 }
 
+Dataset load_libsvm_format(const DataConfig& config, uint64_t seed) {
+  const LibsvmOptions opts = config.libsvm ? *config.libsvm : parse_libsvm_options(config.options);
+  Dataset ds = load_libsvm_dataset(opts, config.val_size, seed, where_of(config));  // val_size -1: a sixth
+  ds.train = take_first(ds.train, config.train_limit);
+  ds.test = take_first(ds.test, config.test_limit);
+  return ds;
+}
+
 static Dataset load_format(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
   if (config.format == "tensors") return load_tensors_format(config, seed);
   if (config.format == "ratings") return load_ratings_format(config);
   if (config.format == "csv") return load_csv_format(config);
+  if (config.format == "libsvm") return load_libsvm_format(config, seed);
   throw std::invalid_argument(where_of(config) + ".format: '" + config.format +
-                              "' is not available in this build yet (have: idx, ratings, csv, tensors)");
+                              "' is not available in this build yet (have: idx, ratings, csv, tensors, libsvm)");
 }
 
 Dataset load_dataset(const DataConfig& config, uint64_t seed) {

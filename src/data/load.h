@@ -8,6 +8,8 @@
 //   csv:     a numeric CSV with a header (src/data/csv.h: keys path, target, test_fraction, split,
 //            split_seed, val_fraction), standardized on the training split; val_size/dir ignored.
 //   tensors: a dict saved by Python's torch.save (src/data/tensors.h: keys path, task).
+//   libsvm:  sparse classification rows in LIBSVM's text format, a9a's (src/data/libsvm.h: keys path,
+//            test_path, test_fraction, split_seed, features).
 // A validation split of data.val_size examples is carved from train with a seed derived from
 // `seed`; data.train_limit / data.test_limit truncate (for quick runs). Everything stays on CPU;
 // the trainer moves the data set to the training device.

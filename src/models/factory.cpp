@@ -109,6 +109,8 @@ const std::vector<ModelEntry>& model_registry() {
       {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)", bpmf_option_docs()},
       {"torchscript", "a TorchScript module of your own (torch.jit.script(m).save(path)): logits or means",
        torchscript_docs()},
+      {"logistic", "Bayesian logistic regression, binary (sigmoid) or multinomial (softmax) (002 §5.1, Table 2)",
+       {}},
   };
   return registry;
 }
@@ -139,7 +141,8 @@ void ModelOptions::validate(const std::string& where) const {
   else if (name == "cnn") validate_cnn(cnn, where);
   else if (name == "bpmf") bpmf.validate();
   else if (name == "torchscript") validate_torchscript(torchscript, where);
-  else bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf, torchscript)");
+  else if (name != "logistic")
+    bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf, torchscript, logistic)");
 }
 
 ModelOptions parse_model_options(const OptionMap& o, Task task) {
@@ -193,6 +196,12 @@ ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed
   if (opts.name == "torchscript") {
     check_model_task(opts, data.task, where);
     return make_torchscript(opts.torchscript, data, seed, chains, where);
+  }
+  if (opts.name == "logistic") {
+    if (data.task != Task::kClassification) bad(where, "name", "logistic needs a classification data set");
+    const int64_t features = dim_or(data, "features", 0);
+    if (features <= 0) bad(where, "name", "logistic needs a data set with a 'features' size");
+    return std::make_shared<LogisticRegression>(features, data.num_classes);
   }
   return make_bpmf(data, opts.bpmf, gen);
 }

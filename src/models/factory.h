@@ -6,6 +6,7 @@
 //   cnn:  conv1 (20), conv2 (50), fc (500)
 //   bpmf: dim (20), init_std (0.1), tau (2), sample_tau (false), tau_alpha (1), tau_beta (1)
 //         (models/bpmf.h; users/items from dims, μ = training mean)
+//   logistic: no keys (binary for two classes, multinomial beyond; models/logistic.h)
 //   torchscript: path (required), likelihood, noise_precision, noise_prior, noise_alpha, noise_beta
 //         as for mlp (models/torchscript_model.h: a user's TorchScript module; its forward is
 //         checked on two training examples when the model is built)
@@ -25,6 +26,7 @@
 #include "data/dataset.h"
 #include "models/bpmf.h"
 #include "models/cnn.h"
+#include "models/logistic.h"
 #include "models/mlp.h"
 #include "models/torchscript_model.h"
 #include "models/model.h"

@@ -302,6 +302,14 @@ std::map<std::string, double> GaussianPrior::log_values() const {
   return sum;
 }
 
+std::map<std::string, double> GaussianPrior::chain_values() const {
+  refresh_host();
+  std::map<std::string, double> out;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (groups_[g].chain >= 0) out["lambda." + groups_[g].name + ".chain" + std::to_string(groups_[g].chain)] = lambda_[g];
+  return out;
+}
+
 namespace {
 
 std::vector<PriorGroup> groups_by_pattern(Model& model, const std::vector<std::pair<std::string, std::string>>& patterns) {

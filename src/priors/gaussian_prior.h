@@ -79,8 +79,10 @@ class GaussianPrior {
   bool chains_vectorized() const { return chains_vectorized_; }
   double alpha() const { return alpha_; }
   double beta() const { return beta_; }
-  // {"lambda.<group>": λ}, for logging.
+  // {"lambda.<group>": λ}, for logging (parallel chains: the mean of the chains' λ).
   std::map<std::string, double> log_values() const;
+  // Parallel chains: {"lambda.<group>.chain<c>": chain c's λ} (empty without chains), for the sample files.
+  std::map<std::string, double> chain_values() const;
 
  private:
   // op(.grad view, θ view, λ_g) for every parameter of every group, without autograd; an undefined

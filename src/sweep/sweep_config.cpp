@@ -198,9 +198,11 @@ void finish_part(SweepPart& p, const Ctx& c, const std::string& prefix) {
     for (const auto& [k, v] : g) add(k, prefix + "zip");
   if (!p.seeds.empty())
     for (const auto& k : p.seed_keys) add(k, prefix + "seed_keys");
+  // A group_by key the part does not vary (sampler.name in a part per sampler) is one group there; that
+  // it names a key of the runs' configs is checked with their configs (sweep_runner.cpp).
   for (const auto& k : p.select.group_by)
-    if (!seen.count(k) || std::find(p.seed_keys.begin(), p.seed_keys.end(), k) != p.seed_keys.end())
-      c.fail(prefix + "select.group_by", "'" + k + "' is not a grid or zip key");
+    if (!p.seeds.empty() && std::find(p.seed_keys.begin(), p.seed_keys.end(), k) != p.seed_keys.end())
+      c.fail(prefix + "select.group_by", "'" + k + "' is a seed key: the seeds are averaged, not grouped");
 }
 
 // parts: each part starts from the top level (`top`) and reads its own keys on top.

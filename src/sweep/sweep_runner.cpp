@@ -118,11 +118,23 @@ bool check_run_config(const SweepSpec& spec, const Plan& plan, size_t i) {
   std::string base = plan.bases[run.part];
   if (base.empty())
     base = materialize_base(spec, run.part, (fs::temp_directory_path() / ("sgmcmc-sweep-" + std::to_string(getpid()))).string());
+  ExperimentConfig config;
   try {
-    return load_config(base, run.overrides).device.rfind("cuda", 0) == 0;
+    config = load_config(base, run.overrides);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("run " + run.name + ": " + first_line(e.what()));
   }
+  // select.group_by names keys of the runs' configs: a key the part varies, or one its runs have (its
+  // resolved config.yaml, block.key)
+  const YAML::Node yaml = YAML::Load(to_yaml(config));
+  for (const auto& key : spec.parts[run.part].select.group_by) {
+    const auto dot = key.find('.');
+    const YAML::Node node = dot == std::string::npos ? yaml[key] : yaml[key.substr(0, dot)][key.substr(dot + 1)];
+    if (!node)
+      throw std::invalid_argument(spec.source + ": select.group_by: '" + key + "' is not a key of run " + run.name +
+                                  "'s config");
+  }
+  return config.device.rfind("cuda", 0) == 0;
 }
 
 // Per-process keys: the runner sets them itself, so a stored run may differ there.

@@ -127,8 +127,8 @@ std::map<std::string, double> TrainingRun::summary_values() const {
   v["steps"] = static_cast<double>(step_);
   v["epochs"] = s_.plan.epoch(step_);
   v["wall_seconds"] = wall_before_ + session_seconds();
-  const double session = session_seconds();
-  v["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
+  const double session = loop_seconds();  // the rates leave out the pilot and the setup
+  v["steps_per_second"] = steps_per_second();
   const auto phases = phases_.seconds();  // this session's wall clock by phase
   const double eval = phases.at("time.eval");
   v["train_steps_per_second"] = session - eval > 0 ? (step_ - step_at_start_) / std::max(session - eval, 1e-9) : NAN;
@@ -189,9 +189,16 @@ RunSummary TrainingRun::write_summary(bool finished, const nlohmann::ordered_jso
   }
   // The objects after the run's own values (readers that search the text for "test_nll" find those).
   summary.worse_than_trivial = finished && health_.worse_than_trivial(last_);
+  // A sampler's chain that never moved reads as converged (R-hat 1 on constant series) unless it is
+  // named: an unhealthy end, as a predictive worse than the trivial one is.
+  const auto stalled_value = summary.values.find("stalled");
+  summary.stalled = finished && s_.sampler->is_sampler() && stalled_value != summary.values.end() &&
+                    stalled_value->second == 1;
   summary.require_healthy = cfg_.train.require_healthy;
-  if (summary.worse_than_trivial) summary.health_message = health_.trivial_message(last_);
-  j["health"] = health_.to_json(summary.worse_than_trivial);
+  // a stall is the more specific diagnosis: a chain that never moved is worse than trivial for that reason
+  if (summary.stalled) summary.health_message = HealthCheck::stalled_message();
+  else if (summary.worse_than_trivial) summary.health_message = health_.trivial_message(last_);
+  j["health"] = health_.to_json(summary.worse_than_trivial, summary.stalled, step_);
   if (s_.sampler->is_sampler())  // the verdict over every traced quantity (train/convergence_trace.h)
     if (const auto verdict = ConvergenceTrace::verdict_of_summary(summary.values))
       j["convergence"] = {{"ok", verdict->empty()}, {"verdict", verdict->empty() ? "ok" : *verdict}};

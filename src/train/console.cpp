@@ -22,7 +22,7 @@ std::string format_duration(double s) {
 
 Console::Console(std::string run_name, bool quiet, bool progress, bool classification, double total_epochs)
     : name_(std::move(run_name)),
-      quiet_(quiet),
+      quiet_(quiet || !progress),
       tty_(!quiet && progress && isatty(fileno(stderr))),
       classification_(classification),
       total_epochs_(total_epochs),
@@ -34,10 +34,19 @@ void Console::clear() {
 
 void Console::warning(const std::string& line) {
   clear();  // shown with --quiet too: a warning is about the result, not progress
+  std::cout << std::flush;  // in a log of both streams, in the order it happened
   std::cerr << name_ << ": warning: " << line << std::endl;
 }
 
-void Console::evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas) {
+void Console::first_epoch(double seconds, double eta_seconds) {
+  if (quiet_) return;
+  clear();
+  std::cout << name_ << ": first epoch " << format_duration(seconds) << "; about " << format_duration(eta_seconds)
+            << " to go" << std::endl;
+}
+
+void Console::evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas,
+                         double eta_seconds) {
   if (quiet_) return;
   clear();
   const std::string mname = classification_ ? "error" : "rmse";
@@ -62,6 +71,7 @@ void Console::evaluation(const std::map<std::string, double>& row, const std::ma
   for (const auto& [k, v] : lambdas) s << " " << std::setprecision(3) << std::defaultfloat << v;
   s << " | lr " << std::setprecision(3) << std::defaultfloat << get("lr") << " | " << std::setprecision(1) << std::fixed
     << get("steps_per_second") << " steps/s | " << format_duration(get("wall_seconds"));
+  if (eta_seconds > 0) s << " | ETA " << format_duration(eta_seconds);
   std::cout << s.str() << std::endl;
 }
 

@@ -11,16 +11,20 @@ namespace sgmcmc {
 
 class Console {
  public:
-  // `quiet`: no evaluation lines; `progress`: the progress line (only on a terminal).
+  // `quiet` (--quiet) or not `progress` (output.progress: false): no evaluation lines, no first-epoch
+  // line; `progress` on a terminal: the progress line too. Warnings are printed either way.
   Console(std::string run_name, bool quiet, bool progress, bool classification, double total_epochs);
 
-  // The evaluation line from a metrics row (and the prior's λ's).
-  void evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas);
+  // The evaluation line from a metrics row (and the prior's λ's), with the time left at this rate.
+  void evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas,
+                  double eta_seconds);
+  // After the session's first epoch: its time and the estimate of the rest.
+  void first_epoch(double seconds, double eta_seconds);
   // The progress line, at most twice a second.
   void progress(int64_t step, int64_t total, int64_t steps_per_epoch, double steps_per_second);
   // Clears the progress line.
   void clear();
-  // One line on stderr, "<run>: warning: <line>" (also when quiet).
+  // One line on stderr, "<run>: warning: <line>" (also when quiet), after what stdout holds so far.
   void warning(const std::string& line);
 
  private:

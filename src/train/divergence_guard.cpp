@@ -26,7 +26,14 @@ DivergenceGuard::DivergenceGuard(std::string sampler, const OptionMap& options, 
       report_(std::move(report)) {}
 
 void DivergenceGuard::check_step_loss(int64_t step, const torch::Tensor& batch_nll, double lr) {
-  if (check_every_step_ && !std::isfinite(batch_nll.item<double>())) diverge(step, lr, "non-finite loss");
+  if (!check_every_step_ || std::isfinite(batch_nll.item<double>())) return;
+  // Step 1's loss is the model's at its initial parameters, before any update: the step size plays no
+  // part in it, so "lower sampler.lr" would send the user the wrong way.
+  if (step == 1)
+    diverge(step, lr, "non-finite loss at the initial parameters, before any update",
+            "the model's output or the data hold NaN or infinity (the step size is not the cause): check the "
+            "model's forward and the data's values");
+  diverge(step, lr, "non-finite loss");
 }
 
 torch::Tensor DivergenceGuard::state_sum(int64_t step) const {
@@ -66,10 +73,10 @@ void DivergenceGuard::check_state(int64_t step, double lr, bool loss_finite) {
   if (!loss_finite) diverge(step, lr, "non-finite loss");
 }
 
-void DivergenceGuard::diverge(int64_t step, double lr, const std::string& what) {
+void DivergenceGuard::diverge(int64_t step, double lr, const std::string& what, const std::string& hint) {
   std::ostringstream m;
   m << "run diverged at step " << step << " (" << sampler_ << ", lr " << lr << "): " << what << "; "
-    << divergence_hint(sampler_, options_);
+    << (hint.empty() ? divergence_hint(sampler_, options_) : hint);
   if (last_checkpoint_ >= 0)
     m << " (last good checkpoint, step " << last_checkpoint_ << ", kept in " << checkpoint_file_ << ")";
   report_(step, what);

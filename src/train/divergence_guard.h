@@ -45,7 +45,8 @@ class DivergenceGuard {
   // A checkpoint of `step` was written: the last good one.
   void checkpoint_written(int64_t step) { last_checkpoint_ = step; }
 
-  [[noreturn]] void diverge(int64_t step, double lr, const std::string& what);
+  // `hint`: what to try, when not the sampler's step-size hint (divergence_hint).
+  [[noreturn]] void diverge(int64_t step, double lr, const std::string& what, const std::string& hint = "");
 
   // Called from a handler: a LibTorch error raised by the numbers themselves ("value cannot be
   // converted to type float without overflow", which c10 throws as std::runtime_error, or a c10::Error

@@ -36,9 +36,22 @@ bool HealthCheck::worse_than_trivial(const std::map<std::string, double>& row) c
 
 std::string HealthCheck::trivial_message(const std::map<std::string, double>& row) const {
   const std::string metric = classification_ ? "nll" : "rmse";
+  const double loss = get(row, "train_loss");
+  // grown by more than a minibatch's noise: a quarter of the loss's scale (a stalled chain's minibatch
+  // losses wander by a few hundredths)
+  const bool grew = have_first_loss_ && std::isfinite(loss) &&
+                    loss > first_loss_ + kGrowthFactor * std::max(std::fabs(first_loss_), 1.0);
   return "the test " + metric + " " + num(reported(row, metric)) + " is worse than the trivial predictor's " +
          num(get(trivial_, "test_" + metric)) + (classification_ ? " (uniform)" : " (the training mean)") +
-         "; try a smaller sampler.lr (or sampler.lr: auto)";
+         (grew ? "; the training loss grew from " + num(first_loss_) + " to " + num(loss) +
+                     ": try a smaller sampler.lr (or sampler.lr: auto)"
+               : "; the training loss did not grow, so the step is not too large: try a larger sampler.lr or a "
+                 "longer run (or sampler.lr: auto)");
+}
+
+std::string HealthCheck::stalled_message() {
+  return "the chain has stalled: no traced weight, prediction or log-likelihood changed between samples; "
+         "sampler.lr is too small to move the parameters: give a larger one (or sampler.lr: auto)";
 }
 
 void HealthCheck::fire(int64_t step, const std::string& check, const std::string& message,
@@ -134,12 +147,14 @@ void HealthCheck::load_state(const std::string& text) {
   }
 }
 
-nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial) const {
+nlohmann::ordered_json HealthCheck::to_json(bool final_worse_than_trivial, bool stalled, int64_t step) const {
   nlohmann::ordered_json j;
-  j["ok"] = warnings_.empty() && !final_worse_than_trivial;
+  j["ok"] = warnings_.empty() && !final_worse_than_trivial && !stalled;
   j["worse_than_trivial"] = final_worse_than_trivial;
+  j["stalled"] = stalled;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& w : warnings_) list.push_back({{"step", w.step}, {"check", w.check}, {"message", w.message}});
+  if (stalled) list.push_back({{"step", step}, {"check", "stalled"}, {"message", stalled_message()}});
   j["warnings"] = list;
   nlohmann::ordered_json trivial = nlohmann::ordered_json::object();
   for (const auto& [k, v] : trivial_) trivial[k] = v;

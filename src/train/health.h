@@ -44,6 +44,8 @@ struct HealthWarning {
 class HealthCheck {
  public:
   static constexpr double kLossFactor = 10.0;
+  // trivial_message: a final training loss this many times the loss's scale above the first one has grown
+  static constexpr double kGrowthFactor = 0.25;
   static constexpr double kMinPrecision = 1e-3, kMaxPrecision = 1e7;
   // r above this: an effective temperature more than 20 % above the one asked for.
   static constexpr double kMaxGradientNoiseRatio = 0.2;
@@ -61,8 +63,11 @@ class HealthCheck {
   std::vector<HealthWarning> check_gradient_noise(int64_t step, const std::vector<double>& ratios);
   // Whether `row` (the final one) reports a predictive worse than the trivial one.
   bool worse_than_trivial(const std::map<std::string, double>& row) const;
-  // One line for `row`'s reported metric against the trivial predictor's, with what to try.
+  // One line for `row`'s reported metric against the trivial predictor's, with what to try: a smaller
+  // step where the training loss has grown since the first row, else a larger one or a longer run.
   std::string trivial_message(const std::map<std::string, double>& row) const;
+  // The line for a chain that ended stalled (ConvergenceTrace: nothing traced moved between samples).
+  static std::string stalled_message();
 
   const std::vector<HealthWarning>& warnings() const { return warnings_; }
   // T·(1 + the largest gradient-noise ratio probed): the chain's effective temperature at its hottest
@@ -75,10 +80,11 @@ class HealthCheck {
   // std::invalid_argument on text it did not write.
   std::string save_state() const;
   void load_state(const std::string& text);
-  // {"ok", "worse_than_trivial", "warnings": [{"step", "check", "message"}], "trivial": {...}, and after a
+  // {"ok", "worse_than_trivial", "stalled", "warnings": [{"step", "check", "message"}], "trivial": {...}, and after a
   // probe "gradient_noise": {"step", "ratio" (the latest probe's, max over groups), "max_ratio",
   // "effective_temperature" (T·(1 + ratio)), "max_effective_temperature", "temperature" (T)}}
-  nlohmann::ordered_json to_json(bool final_worse_than_trivial) const;
+  // A final stall (`stalled`) is one more warning there, at `step`, and makes "ok" false.
+  nlohmann::ordered_json to_json(bool final_worse_than_trivial, bool stalled = false, int64_t step = 0) const;
 
  private:
   // The reported test metric of a row: the averaged predictive's, else the current sample's.

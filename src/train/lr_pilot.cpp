@@ -248,6 +248,7 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
   double centre = 0, tau0 = NAN;
   bool settle = false;
   ExperimentConfig config = given;
+  tell("sampler.lr: auto: the pilot starts (its data and model, then short trials of step sizes)");
   {
     ExperimentConfig probe_config = config;
     probe_config.output.save_samples = "false";

@@ -84,7 +84,7 @@ RunSummary run_training(const ExperimentConfig& config, const RunOptions& opt) {
                           dist.world_size());
     // The pilot before the run directory is touched; every rank runs the same trials (config.seed) and
     // so chooses the same step. The chosen value is what config.yaml records.
-    const bool speak = !opt.quiet && dist.rank() == 0;
+    const bool speak = !opt.quiet && config.output.progress && dist.rank() == 0;  // its lines are progress
     const LrChoice choice = choose_lr(config, {dist.device_for(config.device), std::nullopt}, [&](const std::string& line) {
       if (speak) std::cout << config.name << ": " << line << std::endl;
     });
@@ -198,6 +198,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
     steps_.set_gradient_reduction([this](torch::Tensor& nll) { dist_.reduce_gradient(s_.params, nll); });
   step_at_start_ = step_;
   s_.seconds["time.setup.trainer"] = seconds_since(s_.built_at);
+  loop_start_ = Clock::now();
 }
 
 // The loop, as the papers write it: for each step a minibatch, ∇Ũ and the sampler's update; every
@@ -236,7 +237,11 @@ RunSummary TrainingRun::run() {
       }
     }
     signal = dist_.agree_on_signal(signals::pending(), step_);  // SIGINT / SIGTERM: the step is complete; checkpoint and stop
-    console_.progress(step_, plan.total_steps, plan.steps_per_epoch, (step_ - step_at_start_) / std::max(session_seconds(), 1e-9));
+    console_.progress(step_, plan.total_steps, plan.steps_per_epoch, steps_per_second());
+    if (!told_first_epoch_ && step_ - step_at_start_ >= plan.steps_per_epoch && step_ < plan.total_steps) {
+      told_first_epoch_ = true;  // (a graph block may step past the epoch's end)
+      console_.first_epoch(loop_seconds(), (plan.total_steps - step_) / steps_per_second());
+    }
   } catch (const c10::Error& e) {
     console_.clear();
     guard_.diverge_on_error(step_, s_.sampler->lr(), e);
@@ -395,7 +400,7 @@ std::optional<std::vector<double>> TrainingRun::gradient_noise_probe() {
 
 void TrainingRun::report_evaluation(int64_t step, const std::optional<std::vector<double>>& probe) {
   log_->append(last_);
-  console_.evaluation(last_, s_.prior->log_values());
+  console_.evaluation(last_, s_.prior->log_values(), (s_.plan.total_steps - step) / steps_per_second());
   auto warnings = health_.check(step, last_, precisions());
   if (probe)
     for (auto& w : health_.check_gradient_noise(step, *probe)) warnings.push_back(std::move(w));
@@ -456,7 +461,7 @@ int64_t TrainingRun::sample_file_stride() const {
 std::map<std::string, double> TrainingRun::auto_values() const {
   std::map<std::string, double> out = s_.plan.resolved;
   const std::string& format = cfg_.data.format;
-  if (cfg_.data.val_size < 0 && (format == "idx" || format == "tensors"))
+  if (cfg_.data.val_size < 0 && (format == "idx" || format == "tensors" || format == "libsvm"))
     out["data.val_size"] = static_cast<double>(data_.val.size());
   return out;
 }
@@ -524,8 +529,7 @@ void TrainingRun::queue_evaluation(bool sample_fresh, const PosteriorPredictive&
 // evaluations and checkpoints: two rows give the stepping rate between them, without the per-epoch work or
 // the first epoch's graph capture (bench/peers/sgmcmc_row.py), and what each epoch's other phases cost.
 void TrainingRun::host_columns(Metrics& row) const {
-  const double session = session_seconds();
-  row["steps_per_second"] = session > 0 ? (step_ - step_at_start_) / session : NAN;
+  row["steps_per_second"] = steps_per_second();
   const auto secs = phases_.seconds();
   for (const char* k : {"time.steps", "time.gibbs", "time.samples", "time.eval", "time.checkpoint"}) row[k] = secs.at(k);
 }
@@ -654,11 +658,17 @@ torch::Tensor TrainingRun::reported_test_prediction() {
 
 std::map<std::string, double> TrainingRun::state_scalars() const {
   std::map<std::string, double> out = s_.prior->log_values();
+  for (const auto& [k, v] : s_.prior->chain_values()) out[k] = v;  // each chain's own λ beside their mean
   for (const auto& [k, v] : model_.likelihood_hyperparameters()) out[k] = v;
   out["step"] = static_cast<double>(step_);
   return out;
 }
 
 double TrainingRun::session_seconds() const { return seconds_since(start_); }
+double TrainingRun::loop_seconds() const { return seconds_since(loop_start_); }
+double TrainingRun::steps_per_second() const {
+  const double t = loop_seconds();
+  return t > 0 ? static_cast<double>(step_ - step_at_start_) / t : NAN;
+}
 
 }  // namespace sgmcmc

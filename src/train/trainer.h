@@ -49,6 +49,7 @@ struct RunSummary {
   // The final predictive is worse than the trivial one (train/health.h): `sgmcmc train` exits with
   // kExitUnhealthy after writing everything; `health_message` says what and what to try.
   bool worse_than_trivial = false;
+  bool stalled = false;         // a sampler's chain that did not move (the same exit)
   bool require_healthy = true;  // train.require_healthy
   std::string health_message;
 };

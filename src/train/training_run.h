@@ -79,6 +79,9 @@ class TrainingRun {
   RunSummary write_summary(bool finished, const nlohmann::ordered_json& status) const;
   std::map<std::string, double> summary_values() const;
   double session_seconds() const;
+  // Since this session's loop began: the rates' clock (the pilot and the setup are not stepping).
+  double loop_seconds() const;
+  double steps_per_second() const;
   // The scalars saved with a sample or final.pt: step, the prior precisions, τ.
   std::map<std::string, double> state_scalars() const;
   Metrics ood_row(int64_t samples, const PredictiveSummary& current_test, const PosteriorPredictive& predictive);
@@ -97,7 +100,7 @@ class TrainingRun {
   const Dataset& data_;
   RunDirectory dir_;
   RunOptions opt_;
-  Clock::time_point start_;
+  Clock::time_point start_, loop_start_;
   PhaseClock phases_;           // summary.json's time.<phase>
   Clock::time_point last_checkpoint_;  // this session's latest checkpoint (its start before the first)
   Evaluator eval_;
@@ -115,6 +118,7 @@ class TrainingRun {
   int64_t step_ = 0, step_at_start_ = 0, rows_at_resume_ = 0;
   std::string metrics_at_resume_;  // metrics.csv as the checkpoint knew it
   int64_t stride_at_resume_ = -1;  // the checkpoint's save_every_ (-1: not recorded)
+  bool told_first_epoch_ = false;
   int64_t save_every_ = 0;      // every how many samples one is written to samples/ (0: none)
   double wall_before_ = 0;
   double gemm_lt_before_ = 0;   // the process's cuBLASLt measuring seconds when this run began
