@@ -5,8 +5,8 @@
 //   rmsprop:       V ← αV + (1−α) g⊙g;  θ ← θ − η g ⊘ (sqrt(V) + eps)     (T. Tieleman & G. Hinton 2012)
 //   adam:          m ← β1 m + (1−β1) g;  s ← β2 s + (1−β2) g⊙g;
 //                  θ ← θ − η m̂ ⊘ (sqrt(ŝ) + eps),  m̂ = m/(1−β1^t), ŝ = s/(1−β2^t)   (Kingma & Ba 2015)
-// Option keys: sgd {lr}; sgd-momentum {lr, momentum 0.9, nesterov false}; rmsprop {lr, alpha 0.99,
-// eps 1e-8}; adam {lr, beta1 0.9, beta2 0.999, eps 1e-8}. No `temperature` key (it is fixed at 0).
+// Option keys: the tables in optimizers.cpp (defaults: the structs below; `sgmcmc train --help-keys`).
+// No `temperature` key (it is fixed at 0).
 // g is ∇Ũ = (N/n)Σ_batch∇ℓ_i + ∇(−log p(θ)), so for sgd and sgd-momentum η = lr/N is PyTorch's
 // learning rate on the mean loss; sampler.lr_scaling: per_datum does that division (the trainer).
 #pragma once
