@@ -405,10 +405,11 @@ TEST(ConfigDeclarations, DataFormatAndTypedBlockKeysAreWhatTheConfigReads) {
     if (f.name != "idx") text += "model: {name: bpmf}\n";  // a regression model for the regression formats
     auto c = build_config(parse_raw_config(text, "decl.yaml"));
     auto declared = as_set(typed_block_keys("data"));
-    // The image keys are read for idx alone, val_size and the OOD keys also for the formats that
-    // carve a validation split and take an OOD set (tensors, libsvm), unless given.
-    if (f.name != "idx") declared.erase("dir"), declared.erase("normalize");
-    if (f.name == "ratings" || f.name == "csv")
+    // the image format's keys are read for the formats they apply to (idx; val_size and ood also tensors
+    // and libsvm), so that another format's resolved config.yaml does not carry them
+    if (f.name != "idx")
+      for (const char* k : {"dir", "normalize"}) declared.erase(k);
+    if (f.name == "csv" || f.name == "ratings")
       for (const char* k : {"val_size", "ood", "ood_classes", "ood_dir"}) declared.erase(k);
     declared.insert(f.keys.begin(), f.keys.end());
     EXPECT_EQ(c.data.options.read_keys(), declared) << f.name;

@@ -13,8 +13,10 @@ import torch  # noqa: F401  (loads LibTorch before the extension)
 
 from . import _C  # noqa: F401
 from .diagnostics import effective_sample_size, split_rhat
-from .optim import (HMC, MSGNHT, PSGLD, SGD, SGHMC, SGLD, SGNHT, Adam, RMSprop, Santa, SamplerOptimizer,
+from .inference_data import to_inference_data
+from .optim import (HMC, MSGNHT, PSGLD, SGD, SGHMC, SGLD, SGNHT, SGRLD, Adam, RMSprop, Santa, SamplerOptimizer,
                     SGDMomentum, SGHMCNaive, StochasticHMC, registry)
+from .likelihood import NoisePrecision
 from .prior import GaussianPrior
 from .run import train
 from .samples import SampleCollector, load_samples, save_sample
@@ -23,7 +25,8 @@ from .schedule import Schedule
 __version__ = "0.1.0"
 
 __all__ = [
-    "SGLD", "PSGLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC", "StochasticHMC", "SGD",
+    "SGLD", "PSGLD", "SGRLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC", "StochasticHMC", "SGD",
     "SGDMomentum", "RMSprop", "Adam", "SamplerOptimizer", "registry", "GaussianPrior", "Schedule",
     "SampleCollector", "load_samples", "save_sample", "split_rhat", "effective_sample_size", "train",
+    "to_inference_data", "NoisePrecision",
 ]

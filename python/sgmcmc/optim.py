@@ -43,7 +43,7 @@ import torch
 from . import _C
 
 __all__ = [
-    "SamplerOptimizer", "SGLD", "PSGLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC",
+    "SamplerOptimizer", "SGLD", "PSGLD", "SGRLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC",
     "StochasticHMC", "SGD", "SGDMomentum", "RMSprop", "Adam", "registry",
 ]
 
@@ -79,6 +79,9 @@ class SamplerOptimizer(torch.optim.Optimizer):
 
     name: str = ""
     needs_closure = False  # HMC-type samplers evaluate the gradient several times a step
+    # step() refuses a non-finite gradient before anything is written (one read of every gradient; on a GPU a
+    # sync a step): set it False on an optimizer to skip the check.
+    check_finite = True
 
     def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None, **options):
@@ -144,8 +147,20 @@ class SamplerOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        if self.check_finite:
+            self._check_finite()
         self._impl.step()
         return loss
+
+    def _check_finite(self) -> None:
+        for gi, group in enumerate(self.param_groups):
+            for pi, p in enumerate(group["params"]):
+                if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+                    bad = int((~torch.isfinite(p.grad)).sum())
+                    raise FloatingPointError(
+                        f"{self.name}.step: param group {gi}, parameter {pi} {tuple(p.shape)}: {bad} non-finite "
+                        "gradient entries; nothing was written (a diverged loss, or a step too large: the "
+                        "binary's check; check_finite = False skips it)")
 
     def zero_grad(self, set_to_none: bool = False) -> None:
         """Zeroes every gradient in place (the default; ``.grad`` stay views of the group's buffer).
@@ -313,6 +328,9 @@ def _sampler(cls_name: str, core_name: str, doc: str):
 SGLD = _sampler("SGLD", "sgld", """Stochastic gradient Langevin dynamics (Welling & Teh 2011):
     θ ← θ − η∇Ũ + N(0, 2ηT).""")
 PSGLD = _sampler("PSGLD", "psgld", """Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016).""")
+SGRLD = _sampler("SGRLD", "sgrld", """SG Riemannian Langevin dynamics with a diagonal metric G(θ) (Patterson & Teh 2013):
+    θ ← θ + η(−G∇Ũ + TΓ) + N(0, 2ηT·G), Γ = ∂G/∂θ; metric "expanded_mean" (G = |θ|, mirrored at 0: the
+    simplex's expanded mean), "quadratic" (G = 1 + cθ²) or "identity".""")
 SGHMC = _sampler("SGHMC", "sghmc", """Stochastic gradient HMC (Chen, Fox & Guestrin 2014), SGD-momentum form:
     v ← v − η∇Ũ − αv + N(0, 2η(αT − β̂)),  θ ← θ + v   (integrator "euler"; "ssi": symmetric splitting).""")
 SGHMCNaive = _sampler("SGHMCNaive", "sghmc-naive", """Naive SGHMC without friction (Chen et al. 2014 §3.1):

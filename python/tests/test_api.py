@@ -15,7 +15,7 @@ def param(n=4, dtype=torch.float32):
 
 def test_registry_lists_every_sampler_with_a_class():
     names = set(sgmcmc.registry())
-    classes = {c.name for c in (sgmcmc.SGLD, sgmcmc.PSGLD, sgmcmc.SGHMC, sgmcmc.SGHMCNaive, sgmcmc.SGNHT,
+    classes = {c.name for c in (sgmcmc.SGLD, sgmcmc.PSGLD, sgmcmc.SGRLD, sgmcmc.SGHMC, sgmcmc.SGHMCNaive, sgmcmc.SGNHT,
                                 sgmcmc.MSGNHT, sgmcmc.Santa, sgmcmc.HMC, sgmcmc.StochasticHMC, sgmcmc.SGD,
                                 sgmcmc.SGDMomentum, sgmcmc.RMSprop, sgmcmc.Adam)}
     assert names == classes
@@ -135,7 +135,7 @@ def test_hmc_needs_a_closure_and_samples_a_gaussian_mean():
         draws.append(x.item())
     d = torch.tensor(draws[500:], dtype=torch.float64)
     # HMC draws are nearly independent here; ESS from the core's diagnostics sets the tolerance
-    ess = sgmcmc.effective_sample_size(d)
+    ess = sgmcmc.effective_sample_size(d, dims=("draw", "chain"))
     assert ess > 300
     assert abs(d.mean().item() - 0.5) < 4.5 * math.sqrt(0.5 / ess)
 
@@ -212,10 +212,10 @@ def test_exploration_needs_a_sampler_defined_at_zero_temperature():
 def test_split_rhat_flags_chains_that_disagree():
     g = torch.Generator().manual_seed(0)
     same = torch.randn(1000, 4, generator=g, dtype=torch.float64)
-    assert sgmcmc.split_rhat(same) < 1.01
+    assert sgmcmc.split_rhat(same, dims=("draw", "chain")) < 1.01
     shifted = same + torch.tensor([0.0, 0.0, 0.0, 3.0], dtype=torch.float64)
-    assert sgmcmc.split_rhat(shifted) > 1.1
-    assert 3000 < sgmcmc.effective_sample_size(same) < 5000  # 4,000 independent draws
+    assert sgmcmc.split_rhat(shifted, dims=("draw", "chain")) > 1.1
+    assert 3000 < sgmcmc.effective_sample_size(same, dims=("draw", "chain")) < 5000  # 4,000 independent draws
 
 
 def test_collector_files_predictive_and_metrics(tmp_path):
@@ -266,3 +266,39 @@ def test_train_runs_the_binary_trainer_in_process(tmp_path):
     with pytest.raises(ValueError, match="sampler.alpah: unknown key"):
         sgmcmc.train(dict(config, sampler={"name": "sghmc", "alpah": 0.1}), out=str(tmp_path / "bad"))
     assert not os.path.exists(tmp_path / "bad")
+
+
+def test_noise_precision_draws_from_its_gamma_conditional():
+    # fixed residuals: τ | r ~ Gamma(α + n/2, β + Σr²/2); 4,000 Gibbs draws (independent given r) have its mean
+    # and variance within 4 standard errors
+    g = torch.Generator().manual_seed(2)
+    r = 0.5 * torch.randn(50, generator=g, dtype=torch.float64)
+    noise = sgmcmc.NoisePrecision(tau=1.0, alpha=2.0, beta=1.0, seed=7)
+    draws = torch.tensor([noise.gibbs_step(r) for _ in range(4000)], dtype=torch.float64)
+    shape, rate = 2.0 + 25, 1.0 + 0.5 * float((r * r).sum())
+    mean, var = shape / rate, shape / rate ** 2
+    assert abs(draws.mean().item() - mean) < 4 * math.sqrt(var / 4000)
+    assert abs(draws.var().item() / var - 1) < 4 * math.sqrt(2 / 4000) + 0.02
+    assert noise.tau == draws[-1].item()
+    # nll at τ: Σ −log N(r; 0, 1/τ)
+    want = -torch.distributions.Normal(0.0, 1 / math.sqrt(noise.tau)).log_prob(r).sum().item()
+    assert abs(noise.nll(r).item() - want) < 1e-6 * abs(want)  # (torch.distributions in float32)
+    with pytest.raises(ValueError, match="non-finite residuals"):
+        noise.gibbs_step(torch.tensor([1.0, float("nan")]))
+    with pytest.raises(ValueError, match="alpha: must be a finite number > 0"):
+        sgmcmc.NoisePrecision(alpha=0)
+
+
+def test_a_non_finite_gradient_is_refused_and_nothing_is_written():
+    a, b = param(), param()
+    opt = sgmcmc.SGHMC([{"params": [a]}, {"params": [b], "lr": 0.05}], lr=0.1, seed=1)
+    a.grad = torch.ones_like(a)
+    b.grad = torch.ones_like(b)
+    b.grad[1] = float("nan")
+    before = [a.detach().clone(), b.detach().clone()]
+    with pytest.raises(FloatingPointError, match=r"param group 1, parameter 0 \(4,\): 1 non-finite"):
+        opt.step()
+    assert torch.equal(a.detach(), before[0]) and torch.equal(b.detach(), before[1])
+    opt.check_finite = False  # the flag that skips it: NaN goes through, as torch.optim's would
+    opt.step()
+    assert torch.isnan(b.detach()).any()

@@ -11,6 +11,7 @@
 #include "samplers/sghmc_naive.h"
 #include "samplers/sgld.h"
 #include "samplers/sgnht.h"
+#include "samplers/sgrld.h"
 #include "samplers/stochastic_hmc.h"
 
 namespace sgmcmc {
@@ -47,6 +48,8 @@ const std::vector<SamplerEntry>& sampler_registry() {
   // One line per sampler: class, option table (its header), `sgmcmc list` summary, traits.
   static const std::vector<SamplerEntry> registry = {
       entry<Sgld>(sgld_option_table(), "stochastic gradient Langevin dynamics (Welling & Teh 2011)", T().per_datum()),
+      entry<Sgrld>(sgrld_option_table(),
+                   "SG Riemannian Langevin, diagonal metric with its Gamma term; expanded mean on the simplex (Patterson & Teh 2013)"),
       entry<Psgld>(psgld_option_table(), "preconditioned SGLD, RMSprop preconditioner (Li et al. 2016)"),
       entry<Sghmc>(sghmc_option_table(), "stochastic gradient HMC with friction, euler|ssi (Chen, Fox & Guestrin 2014)",
                    T().per_datum().hint("step size too large for the friction alpha={alpha} \u2014 lower sampler.lr or "
