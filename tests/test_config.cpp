@@ -1,13 +1,21 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "compat.h"
 #include "config/experiment_config.h"
+#include "data/libsvm.h"
 #include "data/load.h"
 #include "models/factory.h"
+#include "samplers/hmc.h"
 #include "samplers/registry.h"
+#include "samplers/santa.h"
+#include "samplers/sghmc.h"
+#include "samplers/sgld.h"
+#include "samplers/sgnht.h"
 #include "samplers/schedules.h"
 #include "tiny_idx.h"
 #include "error_of.h"
@@ -274,6 +282,85 @@ TEST(ConfigDeclarations, SamplerKeysAreWhatTheParserReads) {
     keys.insert("lr_scaling");
     EXPECT_EQ(as_set(sampler_keys(e)), keys) << e.name;
   }
+}
+
+// The option tables' defaults are what the parsers fall back to (the resolved options of an empty
+// block), every key has a meaning, and the traits agree with the built samplers.
+TEST(ConfigDeclarations, SamplerTablesAndTraitsAgreeWithTheSamplers) {
+  for (const auto& e : sampler_registry()) {
+    ASSERT_EQ(e.options.size(), e.keys.size()) << e.name;
+    OptionMap o("sampler");
+    auto p = torch::zeros({3}, torch::requires_grad());
+    SamplerPtr s = e.make({ParamGroup({p})}, o, compat::make_generator(torch::kCPU, 1));
+    const auto resolved = o.resolved();
+    for (const auto& d : e.options) {
+      EXPECT_FALSE(d.meaning.empty()) << e.name << "." << d.key;
+      auto it = resolved.find(d.key);
+      if (d.type == "optional real") {
+        EXPECT_EQ(it, resolved.end()) << e.name << "." << d.key;  // unset unless given
+        continue;
+      }
+      ASSERT_NE(it, resolved.end()) << e.name << "." << d.key;
+      EXPECT_EQ(it->second, d.default_text) << e.name << "." << d.key;
+      if (d.type == "choice")
+        EXPECT_NE(std::find(d.choices.begin(), d.choices.end(), d.default_text), d.choices.end()) << d.key;
+    }
+    EXPECT_EQ(s->name(), e.name);
+    EXPECT_EQ(s->is_sampler(), e.is_sampler) << e.name;
+    EXPECT_EQ(s->runs_at_zero_temperature(), e.zero_temperature) << e.name;
+    EXPECT_EQ(e.chains, e.coupled_by.empty()) << e.name;
+    EXPECT_EQ(e.divergence_hint.find("{"), e.divergence_hint.rfind("{")) << e.name;  // at most one placeholder
+  }
+  // The hint's placeholder is the option's value, given or default.
+  OptionMap o("sampler");
+  o.set("alpha", "0.2");
+  const SamplerEntry& sghmc = find_sampler("sghmc", o);
+  sghmc.check(o);
+  EXPECT_NE(divergence_hint(sghmc, o).find("friction alpha=0.2 "), std::string::npos) << divergence_hint(sghmc, o);
+  OptionMap d("sampler");
+  find_sampler("sgnht", d).check(d);
+  EXPECT_NE(divergence_hint(find_sampler("sgnht", d), d).find("diffusion=1)"), std::string::npos);
+}
+
+// A table's range check is the message the samplers always gave, and its parser the reader's.
+TEST(ConfigDeclarations, SamplerTableMessages) {
+  EXPECT_EQ(error_of([] { SghmcOptions().alpha(0).validate(); }), "sghmc.alpha: must be in (0, 1], got 0");
+  EXPECT_EQ(error_of([] { SghmcOptions().integrator("rk4").validate(); }),
+            "sghmc.integrator: must be one of {euler, ssi}, got 'rk4'");
+  EXPECT_EQ(error_of([] { HmcOptions().leapfrog_steps(0).validate(); }), "hmc.leapfrog_steps: must be >= 1, got 0");
+  EXPECT_EQ(error_of([] { SgnhtOptions().xi_init(NAN).validate(); }), "sgnht.xi_init: must be finite, got nan");
+  EXPECT_EQ(error_of([] { SgldOptions().lr(-1).validate(); }), "sgld.lr: must be a finite number > 0, got -1");
+  EXPECT_EQ(error_of([] { SantaOptions().thermostat_init("fixed_point").validate(); }),
+            "santa.thermostat_init: fixed_point needs integrator: ssi (Euler's fixed point exists only for g < 1/2)");
+  OptionMap o("sampler");
+  o.set("integrator", "rk4");
+  EXPECT_EQ(error_of([&] { sghmc_option_table().parse(o); }),
+            "sampler.integrator: 'rk4' is not one of {euler, ssi}");
+}
+
+// The plug-ins' key docs (help-keys): one per declared key, each with a meaning; defaults where the
+// parser has one are what it falls back to.
+TEST(ConfigDeclarations, PluginKeyDocsCoverTheirKeys) {
+  for (const auto& e : model_registry()) {
+    std::vector<std::string> keys = {"name"};
+    for (const auto& d : e.options) {
+      keys.push_back(d.key);
+      EXPECT_FALSE(d.meaning.empty()) << e.name << "." << d.key;
+      EXPECT_FALSE(d.default_text.empty()) << e.name << "." << d.key;
+    }
+    EXPECT_EQ(keys, e.keys) << e.name;
+  }
+  for (const auto& t : schedule_types()) {
+    OptionMap o("schedule");
+    o.set("type", t.name);
+    if (t.name == "step") o.set("every", "2");
+    parse_schedule_options(o);
+    const auto resolved = o.resolved();
+    for (const auto& d : t.options)
+      if (d.key != "every") EXPECT_EQ(resolved.at(d.key), d.default_text) << t.name << "." << d.key;
+  }
+  for (const auto& f : data_formats())
+    for (const auto& d : f.options) EXPECT_FALSE(d.meaning.empty()) << f.name << "." << d.key;
 }
 
 TEST(ConfigDeclarations, ScheduleKeysAreWhatTheParserReads) {

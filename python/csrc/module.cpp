@@ -307,6 +307,37 @@ PYBIND11_MODULE(_C, m) {
     return out;
   }, "(name, is_sampler, summary, option keys) of every sampler and optimizer");
 
+  // Each sampler's option table (src/samplers/<name>.cpp) and traits, from which python/sgmcmc/optim.py
+  // builds the classes' signatures and docstrings: the defaults and meanings are stated once, in C++.
+  m.def("sampler_info", [] {
+    py::dict out;
+    for (const auto& e : sampler_registry()) {
+      py::list options;
+      for (const auto& d : e.options) {
+        py::dict o;
+        o["key"] = d.key;
+        o["type"] = d.type;
+        o["default"] = d.default_text;
+        o["meaning"] = d.meaning;
+        o["choices"] = d.choices;
+        o["range"] = d.range;
+        options.append(o);
+      }
+      py::dict info;
+      info["is_sampler"] = e.is_sampler;
+      info["summary"] = e.summary;
+      info["keys"] = e.keys;
+      info["options"] = options;
+      info["lr_per_datum"] = e.lr_per_datum;
+      info["chains"] = e.chains;
+      info["zero_temperature"] = e.zero_temperature;
+      info["needs_closure"] = e.needs_closure;
+      out[py::str(e.name)] = info;
+    }
+    return out;
+  }, "name -> {is_sampler, summary, keys, options: [{key, type, default, meaning, choices, range}], "
+     "lr_per_datum, chains, zero_temperature, needs_closure} of every sampler and optimizer");
+
   py::class_<PySampler>(m, "Sampler")
       .def(py::init<const std::string&, std::vector<std::vector<torch::Tensor>>,
                     const std::map<std::string, std::string>&, uint64_t, std::optional<at::Generator>>(),

@@ -34,6 +34,7 @@ second one; ``zero_grad()`` zeroes in place to keep them so. Add every param gro
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Callable, Dict, Iterable, List, Optional
 
@@ -48,9 +49,10 @@ __all__ = [
 
 
 def registry() -> Dict[str, dict]:
-    """Every sampler and optimizer of the core: name -> {is_sampler, summary, keys}."""
-    return {name: {"is_sampler": s, "summary": summary, "keys": list(keys)}
-            for name, s, summary, keys in _C.sampler_registry()}
+    """Every sampler and optimizer of the core: name -> {is_sampler, summary, keys, options, lr_per_datum,
+    chains, zero_temperature, needs_closure}; ``options`` lists each key's type, default, meaning,
+    choices and range, from the option table beside the sampler's C++ class."""
+    return {name: dict(info) for name, info in _C.sampler_info().items()}
 
 
 def _text(key: str, value) -> str:
@@ -261,19 +263,62 @@ class SamplerOptimizer(torch.optim.Optimizer):
         return f"sgmcmc.{type(self).__name__}({groups}, seed={self.seed})"
 
 
-def _sampler(cls_name: str, core_name: str, doc: str, closure: bool = False):
-    keys = [k for k in registry()[core_name]["keys"] if k != "lr"]
+def _default(option: dict):
+    """An option's default as a Python value, from the core's table (its text as a resolved config
+    writes it); None where the core has none (an optional key such as xi_init)."""
+    text, kind = option["default"], option["type"]
+    if kind == "real":
+        return float(text)
+    if kind == "integer":
+        return int(text)
+    if kind == "flag":
+        return text == "true"
+    if kind == "optional real":
+        return None
+    return text
 
+
+def _options_doc(options: List[dict]) -> str:
+    """One line per option: name=default (type; range or choices): meaning."""
+    lines = []
+    for o in options:
+        what = o["type"] + ("; " + o["range"] if o["range"] else "") + \
+            ("; " + " | ".join(o["choices"]) if o["choices"] else "")
+        default = _default(o)
+        shown = f"None (unset: {o['default'].strip('()')})" if default is None else repr(default)
+        lines.append(f"        {o['key']}={shown} ({what}): {o['meaning']}")
+    return "\n".join(lines) if lines else "        (none)"
+
+
+def _signature(options: List[dict]) -> inspect.Signature:
+    """(params, lr, *, <the core's options with their defaults>, prior_precision=0.0, seed=None,
+    generator=None), for help() and inspect.signature (the types are in the docstring)."""
+    P = inspect.Parameter
+    ps = [P("params", P.POSITIONAL_OR_KEYWORD), P("lr", P.POSITIONAL_OR_KEYWORD)]
+    ps += [P(o["key"], P.KEYWORD_ONLY, default=_default(o)) for o in options]
+    ps += [P("prior_precision", P.KEYWORD_ONLY, default=0.0), P("seed", P.KEYWORD_ONLY, default=None),
+           P("generator", P.KEYWORD_ONLY, default=None)]
+    return inspect.Signature(ps)
+
+
+def _sampler(cls_name: str, core_name: str, doc: str):
+    info = _C.sampler_info()[core_name]
+    options = [o for o in info["options"] if o["key"] != "lr"]
+
+    # The options travel as **options (only those given reach the core, which fills in its own
+    # defaults and checks every value); __signature__ shows them as the keywords they are.
     def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None, **options):
         SamplerOptimizer.__init__(self, params, lr, prior_precision=prior_precision, seed=seed,
                                   generator=generator, **options)
 
-    options = ", ".join(keys) if keys else "none"
+    sig = _signature(options)
+    __init__.__signature__ = sig.replace(parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+                                         + list(sig.parameters.values()))
     cls = type(cls_name, (SamplerOptimizer,), {
-        "name": core_name, "needs_closure": closure, "__init__": __init__,
-        "__doc__": f"{doc}\n\n    Options (keys of the YAML ``sampler:`` block; the core's defaults "
-                   f"when omitted, listed by ``sgmcmc train --help-keys``): {options}.\n"
+        "name": core_name, "needs_closure": info["needs_closure"], "__init__": __init__, "__signature__": sig,
+        "__doc__": f"{doc}\n\n    Options (the YAML ``sampler:`` block's keys, as ``sgmcmc train --help-keys`` lists "
+                   f"them;\n    an option left out takes the core's default):\n{_options_doc(options)}\n"
                    f"    Common arguments: see ``sgmcmc.SamplerOptimizer``.",
     })
     cls.__module__ = __name__
@@ -294,10 +339,10 @@ SGNHT = _sampler("SGNHT", "sgnht", """SG Nosé–Hoover thermostat with a scalar
 MSGNHT = _sampler("MSGNHT", "msgnht", """Multivariate SGNHT, Euler or splitting integrator (Li, Chen, Fan & Carin 2016).""")
 Santa = _sampler("Santa", "santa", """Santa: annealed thermostats with adaptive momentum (Chen et al. 2016).""")
 HMC = _sampler("HMC", "hmc", """Exact HMC: leapfrog and a Metropolis–Hastings test on full gradients.
-    ``step(closure)``: the closure computes the whole data's loss and its gradient.""", closure=True)
+    ``step(closure)``: the closure computes the whole data's loss and its gradient.""")
 StochasticHMC = _sampler("StochasticHMC", "stochastic-hmc", """Stochastic HMC: leapfrog steps on minibatch
     gradients with a partial momentum refresh (Franzese et al. 2022). ``step(closure)``: the closure
-    draws its own minibatch.""", closure=True)
+    draws its own minibatch.""")
 SGD = _sampler("SGD", "sgd", """Stochastic gradient descent (baseline: a point estimate).""")
 SGDMomentum = _sampler("SGDMomentum", "sgd-momentum", """SGD with (Nesterov) momentum (baseline).""")
 RMSprop = _sampler("RMSprop", "rmsprop", """RMSprop (Tieleman & Hinton 2012; baseline).""")

@@ -26,6 +26,51 @@ def test_unknown_option_names_the_options():
         sgmcmc.SGHMC([param()], lr=0.1, alpah=0.1)
 
 
+def test_signature_and_docstring_show_the_options_with_their_defaults():
+    """The options are keyword-only parameters with the core's defaults (its option tables), and the
+    docstring lists each with its default and meaning."""
+    import inspect
+    import pydoc
+    sig = inspect.signature(sgmcmc.SGHMC)
+    ps = sig.parameters
+    assert list(ps)[:2] == ["params", "lr"] and ps["lr"].default is inspect.Parameter.empty
+    assert ps["alpha"].kind is inspect.Parameter.KEYWORD_ONLY and ps["alpha"].default == 0.01
+    assert ps["noise_estimate"].default == "none" and ps["integrator"].default == "euler"
+    assert ps["fisher_decay"].default == 0.99 and ps["temperature"].default == 1.0
+    assert ps["prior_precision"].default == 0.0 and ps["seed"].default is None
+    assert "alpha=0.01, noise_estimate='none'" in str(sig)
+    assert inspect.signature(sgmcmc.SGNHT).parameters["xi_init"].default is None
+    assert inspect.signature(sgmcmc.HMC).parameters["leapfrog_steps"].default == 50
+    assert inspect.signature(sgmcmc.SGDMomentum).parameters["nesterov"].default is False
+    assert "lr" not in list(inspect.signature(sgmcmc.SGD).parameters)[2:]
+    doc = sgmcmc.SGHMC.__doc__
+    assert "alpha=0.01 (real; in (0, 1]): momentum decay" in doc
+    assert "noise_estimate='none' (choice; none | constant | fisher)" in doc
+    assert "alpha=0.01" in pydoc.render_doc(sgmcmc.SGHMC, renderer=pydoc.plaintext)
+    # every class: each core key but lr in the signature, its default the core's
+    for name, info in sgmcmc.registry().items():
+        cls = next(getattr(sgmcmc, n) for n in sgmcmc.optim.__all__[1:-1] if getattr(sgmcmc, n).name == name)
+        keyword_only = [k for k, p in inspect.signature(cls).parameters.items() if p.kind is p.KEYWORD_ONLY]
+        assert [k for k in info["keys"] if k != "lr"] == keyword_only[:-3], name  # then prior_precision, seed, generator
+        assert cls.needs_closure == info["needs_closure"], name
+
+
+def test_signature_defaults_are_what_the_core_uses():
+    """Passing every option at its signature default builds the same chain as passing none."""
+    import inspect
+    for cls in (sgmcmc.SGHMC, sgmcmc.Santa, sgmcmc.PSGLD, sgmcmc.SGDMomentum):
+        defaults = {k: p.default for k, p in inspect.signature(cls).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY and k not in ("prior_precision", "seed", "generator")}
+        a, b = param(), param()
+        oa, ob = cls([a], lr=1e-3, seed=3, **defaults), cls([b], lr=1e-3, seed=3)
+        for _ in range(3):
+            a.grad.fill_(0.5)
+            b.grad.fill_(0.5)
+            oa.step()
+            ob.step()
+        assert torch.equal(a, b), cls.__name__
+
+
 def test_bad_values_are_refused_by_the_core():
     with pytest.raises(ValueError, match="alpha"):
         sgmcmc.SGHMC([param()], lr=0.1, alpha=2.0)

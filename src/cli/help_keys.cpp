@@ -1,5 +1,7 @@
-// `sgmcmc train --help-keys`: every config key with its default and meaning, read from the parsers
-// themselves (a config built from nothing but a sampler's name), so the list cannot drift from them.
+// `sgmcmc train --help-keys`: every config key with its default and meaning. The typed blocks' come
+// from a config built from nothing but a sampler's name (their parsers' own defaults); the plug-ins'
+// (samplers, models, schedules, data formats) from the key tables declared beside their parsers,
+// which also give the keys those parsers accept, so the list cannot drift from them.
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -22,7 +24,7 @@ const std::map<std::string, std::string>& meanings() {
       {"name", "the run's name (runs/<name>-<timestamp> by default)"},
       {"seed", "seeds the data split, the model, the minibatches and the noise"},
       {"device", "cpu | cuda | cuda:N"},
-      {"chains", "C parallel chains of the MLP in one process (0: one plain model)"},
+      {"chains", "C parallel chains in one process, parameters stacked [C, ...] (models mlp and torchscript; 0: one plain model)"},
       {"data.format", "idx | ratings | csv | tensors"},
       {"data.dir", "idx: the directory of {train,t10k}-{images,labels} files"},
       {"data.val_size", "validation examples carved from train; auto: a sixth of it"},
@@ -96,25 +98,33 @@ std::string meaning(const std::string& key) {
   return key.rfind(kernels, 0) == 0 ? kernel_setting_help(key.substr(kernels.size())) : "";
 }
 
-void line(std::ostream& out, const std::string& key, const std::string& value) {
-  const std::string m = meaning(key);
-  out << "  " << std::left << std::setw(34) << key << " " << std::setw(12) << value << (m.empty() ? "" : "  " + m)
-      << "\n";
+void line(std::ostream& out, const std::string& key, const std::string& value, const std::string& meaning) {
+  out << "  " << std::left << std::setw(34) << key << " " << std::setw(12) << value
+      << (meaning.empty() ? "" : "  " + meaning) << "\n";
 }
 
-// The resolved options of a block after building a config from `yaml` (its defaults filled in), or
-// its declared keys without defaults when the block cannot be built alone (a file it needs).
-void plugin(std::ostream& out, const std::string& block, const std::string& yaml,
-            const std::vector<std::string>& keys) {
-  try {
-    const std::string base = block == "sampler" ? "" : "sampler: {name: sgld, lr: 1.0e-5}\n";
-    const ExperimentConfig c = build_config(parse_raw_config(base + yaml, "keys"));
-    const OptionMap& m = block == "model" ? c.model : block == "sampler" ? c.sampler : c.schedule;
-    for (const auto& [k, v] : m.resolved())
-      if (k != "name" && k != "type" && k != "lr" && k != "lr_scaling") line(out, block + "." + k, v);
-  } catch (const std::exception&) {
-    for (const auto& k : keys) line(out, block + "." + k, "(required)");
+void line(std::ostream& out, const std::string& key, const std::string& value) {
+  line(out, key, value, meaning(key));
+}
+
+// A declared key's meaning with its range, or its choices where the meaning does not list them.
+std::string meaning_of(const OptionDoc& d) {
+  std::string m = d.meaning;
+  if (!d.range.empty()) m += (m.empty() ? "" : "; ") + d.range;
+  if (!d.choices.empty() && m.find(d.choices.front()) == std::string::npos) {
+    std::string list;
+    for (const auto& c : d.choices) list += (list.empty() ? "" : " | ") + c;
+    m += (m.empty() ? "" : "; ") + list;
   }
+  return m;
+}
+
+// The declared keys of a plug-in (a sampler's option table, a model's, a schedule's or a data
+// format's docs), each with its default and meaning. `lr` is left out: sampler.lr is printed once,
+// its default being the pilot's (auto), not the sampler's.
+void plugin(std::ostream& out, const std::string& block, const std::vector<OptionDoc>& docs) {
+  for (const auto& d : docs)
+    if (d.key != "lr") line(out, block + "." + d.key, d.default_text, meaning_of(d));
 }
 
 }  // namespace
@@ -133,9 +143,9 @@ void print_config_keys(std::ostream& out) {
     }
     if (block == "data")
       for (const auto& f : data_formats())
-        if (!f.keys.empty()) {
+        if (!f.options.empty()) {
           out << "  format: " << f.name << "\n";
-          for (const auto& k : f.keys) line(out, "data." + k, "");
+          plugin(out, "data", f.options);
         }
     out << "\n";
   }
@@ -144,17 +154,17 @@ void print_config_keys(std::ostream& out) {
   line(out, "sampler.lr_scaling", "total");
   for (const auto& e : sampler_registry()) {
     out << "  name: " << e.name << "\n";
-    plugin(out, "sampler", "sampler: {name: " + e.name + "}\n", e.keys);
+    plugin(out, "sampler", e.options);
   }
   out << "\nmodel: (name)\n";
   for (const auto& e : model_registry()) {
     out << "  name: " << e.name << "\n";
-    plugin(out, "model", "model: {name: " + e.name + "}\n", e.keys);
+    plugin(out, "model", e.options);
   }
   out << "\nschedule: (type)\n";
   for (const auto& e : schedule_types()) {
     out << "  type: " << e.name << "\n";
-    plugin(out, "schedule", "schedule: {type: " + e.name + "}\n", e.keys);
+    plugin(out, "schedule", e.options);
   }
 }
 

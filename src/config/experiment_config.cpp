@@ -470,10 +470,7 @@ void check_cross_fields(const ExperimentConfig& c, const ModelOptions& model, co
     fail(src, "sampler.temperature: T = " + c.sampler.get_string("temperature", "") +
                   " < 1 with prior.hyperprior: gamma has no stationary distribution (λ grows without bound; "
                   "docs/uncertainty.md); fix λ with prior.hyperprior: none");
-  if (c.chains > 1 && (p.sampler->name == "sgnht" || p.sampler->name == "hmc"))
-    fail(src, "chains: sampler " + p.sampler->name +
-                  " couples all parameters (one thermostat / one accept step); use an elementwise "
-                  "sampler (sgld, psgld, sghmc, msgnht, santa) with parallel chains");
+  if (c.chains > 1 && !p.sampler->chains) fail(src, "chains: " + chains_refusal(p.sampler->name));
 }
 
 }  // namespace

@@ -7,10 +7,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/option_table.h"
+
 namespace sgmcmc {
-namespace {
-// Shortest text that reads back as the same double.
-std::string double_text(double d) {
+
+std::string round_trip_text(double d) {
   for (int prec = 6; prec <= 17; ++prec) {
     std::ostringstream s;
     s.precision(prec);
@@ -19,7 +20,6 @@ std::string double_text(double d) {
   }
   return std::to_string(d);
 }
-}  // namespace
 
 std::optional<std::string> OptionMap::lookup(const std::string& key) const {
   read_.insert(key);
@@ -36,7 +36,7 @@ void OptionMap::fail(const std::string& key, const std::string& what) const {
 
 double OptionMap::get_double(const std::string& key, double fallback) const {
   auto v = lookup(key);
-  if (!v) return defaults_[key] = double_text(fallback), fallback;
+  if (!v) return defaults_[key] = round_trip_text(fallback), fallback;
   const char* s = v->c_str();
   char* end = nullptr;
   errno = 0;

@@ -112,6 +112,20 @@ void CsvOptions::validate(const std::string& where) const {
   if (split_seed_ < 0) throw std::invalid_argument(where + ".split_seed: must be >= 0, got " + std::to_string(split_seed_));
 }
 
+std::vector<OptionDoc> csv_option_docs() {
+  const CsvOptions d;
+  return {
+      {"path", "text", "(required)", "the CSV file (a header row, numeric columns)", {}, ""},
+      {"target", "text", d.target().empty() ? "(last column)" : d.target(), "the column to predict", {}, ""},
+      {"test_fraction", "real", round_trip_text(d.test_fraction()),
+       "the share of rows held out as the test set", {}, "in (0, 1)"},
+      {"split", "integer", std::to_string(d.split()), "which random train/test split (0, 1, ...)", {}, ">= 0"},
+      {"split_seed", "integer", std::to_string(d.split_seed()), "seeds the splits", {}, ">= 0"},
+      {"val_fraction", "real", round_trip_text(d.val_fraction()), "the share of train rows held out for validation", {},
+       "in [0, 1)"},
+  };
+}
+
 CsvOptions parse_csv_options(const OptionMap& o) {
   CsvOptions c;
   c.path(o.get_string("path", c.path()))

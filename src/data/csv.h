@@ -26,6 +26,7 @@
 #include <torch/arg.h>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {
@@ -53,6 +54,9 @@ struct CsvOptions {
 
 // The csv-specific keys of a `data:` block (marks them read; the other keys are the config's),
 // validated with the block's context in messages.
+// The keys parse_csv_options reads: types, defaults (CsvOptions') and meanings, for --help-keys.
+std::vector<OptionDoc> csv_option_docs();
+
 CsvOptions parse_csv_options(const OptionMap& options);
 
 // The `csv` data format; `where` names the block in messages ("data", "configs/x.yaml: data").

@@ -7,6 +7,9 @@
 #include <stdexcept>
 
 namespace sgmcmc {
+
+// The ratings file's layout when the block names none: read from the file.
+const char* const kDefaultRatingsFormat = "auto";
 namespace {
 
 // Uniform integer in [0, range) without modulo bias (Lemire 2019, rejection on the low part).
@@ -110,6 +113,23 @@ void RatingsOptions::validate(const std::string& where) const {
   }
 }
 
+std::vector<OptionDoc> ratings_option_docs() {
+  const RatingsOptions d;
+  return {
+      {"path", "text", "(required)", "the ratings file (ratings.dat, u.data or ratings.csv)", {}, ""},
+      {"ratings_format", "choice", kDefaultRatingsFormat, "auto (from the file) | dat | tsv | csv",
+       {"auto", "dat", "tsv", "udata", "csv"}, ""},
+      {"min_rating", "real", round_trip_text(d.read().min_rating), "ratings below are errors", {}, ""},
+      {"max_rating", "real", round_trip_text(d.read().max_rating), "ratings above are errors", {}, ""},
+      {"folds", "integer", std::to_string(d.folds()), "k of the k-fold split", {}, ">= 2"},
+      {"fold", "integer", std::to_string(d.fold()), "the fold held out as the test set", {}, "in [0, folds)"},
+      {"split_seed", "integer", std::to_string(d.split_seed()), "seeds the fold assignment", {}, ""},
+      {"val_fraction", "real", round_trip_text(d.val_fraction()),
+       "the share of train ratings held out for validation", {},
+       "in [0, 1)"},
+  };
+}
+
 RatingsOptions parse_ratings_options(const OptionMap& o) {
   const std::string where = o.context().empty() ? "data" : o.context();
   RatingsOptions r;
@@ -117,7 +137,7 @@ RatingsOptions parse_ratings_options(const OptionMap& o) {
   // The missing path before any other key's value, as the reader always did.
   if (r.path().empty()) throw std::invalid_argument(where + ".path: required for format ratings (the ratings file)");
   RatingsReadOptions ro;
-  ro.format = parse_ratings_format(o.get_string("ratings_format", "auto"), where + ".ratings_format");
+  ro.format = parse_ratings_format(o.get_string("ratings_format", kDefaultRatingsFormat), where + ".ratings_format");
   ro.min_rating = o.get_double("min_rating", ro.min_rating);
   ro.max_rating = o.get_double("max_rating", ro.max_rating);
   r.read(ro)

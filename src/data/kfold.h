@@ -14,6 +14,7 @@
 #include <torch/arg.h>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "data/dataset.h"
 #include "data/ratings.h"
 
@@ -63,6 +64,9 @@ struct RatingsOptions {
 
 // The ratings-specific keys of a `data:` block (marks them read), validated with the block's
 // context in messages.
+// The keys parse_ratings_options reads: types, defaults (RatingsOptions') and meanings (--help-keys).
+std::vector<OptionDoc> ratings_option_docs();
+
 RatingsOptions parse_ratings_options(const OptionMap& data_block);
 
 // The `ratings` data format from typed options; `where` names the block in messages.

@@ -106,6 +106,19 @@ void LibsvmOptions::validate(const std::string& where) const {
   if (features_ < 0) throw std::invalid_argument(where + ".features: must be >= 0, got " + std::to_string(features_));
 }
 
+std::vector<OptionDoc> libsvm_option_docs() {
+  const LibsvmOptions d;
+  return {
+      {"path", "text", "(required)", "the training file (LIBSVM text: <label> <index>:<value> ...)", {}, ""},
+      {"test_path", "text", "(none)", "the test file; without it test_fraction of the rows is held out", {}, ""},
+      {"test_fraction", "real", round_trip_text(d.test_fraction()), "the share held out as the test set without test_path",
+       {}, "in (0, 1)"},
+      {"split_seed", "integer", std::to_string(d.split_seed()), "seeds that split", {}, ">= 0"},
+      {"features", "integer", std::to_string(d.features()), "the input dimension (0: the largest index of the files)", {},
+       ">= 0"},
+  };
+}
+
 LibsvmOptions parse_libsvm_options(const OptionMap& o) {
   const std::string where = o.context().empty() ? "data" : o.context();
   LibsvmOptions l;

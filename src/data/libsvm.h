@@ -25,6 +25,7 @@
 #include <torch/arg.h>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {
@@ -48,6 +49,9 @@ struct LibsvmOptions {
   TORCH_ARG(int64_t, split_seed) = 0;      // >= 0
   TORCH_ARG(int64_t, features) = 0;        // >= 0; 0: from the files
 };
+
+// The keys parse_libsvm_options reads: types, defaults (LibsvmOptions') and meanings (--help-keys).
+std::vector<OptionDoc> libsvm_option_docs();
 
 // The libsvm-specific keys of a `data:` block (marks them read), validated.
 LibsvmOptions parse_libsvm_options(const OptionMap& options);

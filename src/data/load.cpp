@@ -23,14 +23,19 @@ std::string where_of(const DataConfig& config) {
 
 }  // namespace
 
+DataFormat::DataFormat(std::string name_, Task task_, std::vector<OptionDoc> options_)
+    : name(std::move(name_)), task(task_), options(std::move(options_)) {
+  keys = doc_keys(options);
+}
+
 const std::vector<DataFormat>& data_formats() {
+  // Each format's own keys, documented beside its parser (csv.cpp, kfold.cpp, tensors.cpp, libsvm.cpp).
   static const std::vector<DataFormat> formats = {
       {"idx", Task::kClassification, {}},
-      {"ratings", Task::kRegression,
-       {"path", "ratings_format", "min_rating", "max_rating", "folds", "fold", "split_seed", "val_fraction"}},
-      {"csv", Task::kRegression, {"path", "target", "test_fraction", "split", "split_seed", "val_fraction"}},
-      {"tensors", Task::kClassification, {"path", "task"}},
-      {"libsvm", Task::kClassification, {"path", "test_path", "test_fraction", "split_seed", "features"}},
+      {"ratings", Task::kRegression, ratings_option_docs()},
+      {"csv", Task::kRegression, csv_option_docs()},
+      {"tensors", Task::kClassification, tensors_option_docs()},
+      {"libsvm", Task::kClassification, libsvm_option_docs()},
   };
   return formats;
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/option_table.h"
 #include "data/data_config.h"
 #include "data/dataset.h"
 
@@ -26,11 +27,14 @@ namespace sgmcmc {
 
 // A data format, the task of the data sets it gives, and its own keys of the `data:` block (besides
 // the keys every format takes, read into DataConfig's typed fields by the config): exactly what its
-// options parser (parse_csv_options, parse_ratings_options) reads.
+// options parser (parse_csv_options, parse_ratings_options) reads, documented beside that parser
+// (type, default, meaning); `keys` is the docs' keys.
 struct DataFormat {
+  DataFormat(std::string name, Task task, std::vector<OptionDoc> options);
   std::string name;
   Task task;
   std::vector<std::string> keys;
+  std::vector<OptionDoc> options;
 };
 const std::vector<DataFormat>& data_formats();
 // The entry for the block's `format` (read with default idx); std::invalid_argument naming

@@ -79,12 +79,19 @@ std::string description(const std::string& path, const Dataset& ds) {
 
 }  // namespace
 
+std::vector<OptionDoc> tensors_option_docs() {
+  return {
+      {"path", "text", "(required)", "a dict of tensors saved by torch.save (docs/python.md)", {}, ""},
+      {"task", "choice", "classification", "classification | regression", {"classification", "regression"}, ""},
+  };
+}
+
 TensorsOptions parse_tensors_options(const OptionMap& o) {
   const std::string where = o.context().empty() ? "data" : o.context();
   TensorsOptions t;
   t.path = o.get_string("path", "");
   if (t.path.empty()) throw std::invalid_argument(where + ".path: required for data.format: tensors (a torch.save file)");
-  t.task = o.get_choice("task", "classification", {"classification", "regression"}) == "regression"
+  t.task = o.get_choice("task", tensors_option_docs()[1].default_text, {"classification", "regression"}) == "regression"
                ? Task::kRegression : Task::kClassification;
   return t;
 }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "data/dataset.h"
 
 namespace sgmcmc {
@@ -29,6 +30,8 @@ struct TensorsOptions {
 };
 
 // The tensors-specific keys of a `data:` block (path, task), validated.
+// The keys parse_tensors_options reads: types, defaults and meanings (--help-keys).
+std::vector<OptionDoc> tensors_option_docs();
 TensorsOptions parse_tensors_options(const OptionMap& options);
 
 // Loads the file; `val_size` and `seed` carve a validation split when the file has none.

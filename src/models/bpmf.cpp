@@ -123,6 +123,19 @@ std::map<std::string, double> Bpmf::likelihood_hyperparameters() const {
   return {{"tau", tau_.item<double>()}};
 }
 
+std::vector<OptionDoc> bpmf_option_docs() {
+  const BpmfOptions d;
+  return {
+      {"dim", "integer", std::to_string(d.dim()), "latent dimension d of the user and item factors", {}, ">= 1"},
+      {"init_std", "real", round_trip_text(d.init_std()), "U, V initialised N(0, init_std²)", {}, ">= 0"},
+      {"tau", "real", round_trip_text(d.tau()),
+       "τ, the rating noise precision (initial value when sampled)", {}, "> 0"},
+      {"sample_tau", "flag", d.sample_tau() ? "true" : "false", "Gibbs steps for τ", {}, ""},
+      {"tau_alpha", "real", round_trip_text(d.tau_alpha()), "shape α of τ's Gamma(α, β) prior", {}, "> 0"},
+      {"tau_beta", "real", round_trip_text(d.tau_beta()), "rate β of τ's Gamma(α, β) prior", {}, "> 0"},
+  };
+}
+
 BpmfOptions parse_bpmf_options(const OptionMap& o) {
   BpmfOptions opt;
   opt.dim(o.get_int("dim", opt.dim()))

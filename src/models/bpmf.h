@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "data/dataset.h"
 #include "models/model.h"
 
@@ -77,6 +78,8 @@ class Bpmf : public Model {
 // The `model:` keys of bpmf: `dim`, `init_std`, `tau`, `sample_tau`, `tau_alpha`, `tau_beta` (marked
 // read; unknown keys are the caller's), validated; `mean` is left at its default (make_bpmf sets it).
 BpmfOptions parse_bpmf_options(const OptionMap& o);
+// The keys parse_bpmf_options reads: types, defaults (BpmfOptions') and meanings, for --help-keys.
+std::vector<OptionDoc> bpmf_option_docs();
 
 // The model factory's entry: takes users/items from data.dims and μ = mean of data.train.targets.
 std::shared_ptr<Bpmf> make_bpmf(const Dataset& data, BpmfOptions options, at::Generator generator);

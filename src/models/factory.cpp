@@ -17,16 +17,50 @@ int64_t dim_or(const Dataset& d, const std::string& key, int64_t fallback) {
   throw std::invalid_argument(where + "." + key + ": " + what);
 }
 
+std::string int_list_text(const std::vector<int64_t>& v) {
+  std::string out;
+  for (int64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+// Each model's keys beside its parser; the defaults are its options struct's.
+std::vector<OptionDoc> mlp_docs() {
+  const MlpOptions d;
+  std::vector<OptionDoc> docs = {
+      {"hidden", "list", int_list_text(d.hidden), "hidden layer widths, e.g. 400,400", {}, "> 0 each"},
+      {"activation", "choice", d.activation, "sigmoid | relu | tanh", {"sigmoid", "relu", "tanh"}, ""},
+  };
+  for (auto& l : likelihood_option_docs()) docs.push_back(l);
+  return docs;
+}
+
 void parse_mlp(const OptionMap& o, Task task, const std::string& where, MlpOptions& m) {
-  m.hidden = parse_int_list(o.get_string("hidden", "100"), where + ".hidden");
-  m.activation = o.get_choice("activation", "sigmoid", {"sigmoid", "relu", "tanh"});
+  m.hidden = parse_int_list(o.get_string("hidden", int_list_text(m.hidden)), where + ".hidden");
+  m.activation = o.get_choice("activation", m.activation, {"sigmoid", "relu", "tanh"});
   parse_likelihood_options(o, task, m);
 }
 
+std::vector<OptionDoc> cnn_docs() {
+  const CnnOptions d;
+  return {
+      {"conv1", "integer", std::to_string(d.conv1), "channels of the first 5x5 convolution", {}, "> 0"},
+      {"conv2", "integer", std::to_string(d.conv2), "channels of the second 5x5 convolution", {}, "> 0"},
+      {"fc", "integer", std::to_string(d.fc), "units of the fully connected layer", {}, "> 0"},
+  };
+}
+
 void parse_cnn(const OptionMap& o, CnnOptions& c) {
-  c.conv1 = o.get_int("conv1", 20);
-  c.conv2 = o.get_int("conv2", 50);
-  c.fc = o.get_int("fc", 500);
+  c.conv1 = o.get_int("conv1", c.conv1);
+  c.conv2 = o.get_int("conv2", c.conv2);
+  c.fc = o.get_int("fc", c.fc);
+}
+
+std::vector<OptionDoc> torchscript_docs() {
+  std::vector<OptionDoc> docs = {
+      {"path", "text", "(required)", "the module's file: torch.jit.script(m).save(path)", {}, ""},
+  };
+  for (auto& l : likelihood_option_docs()) docs.push_back(l);
+  return docs;
 }
 
 void validate_mlp(const MlpOptions& m, const std::string& where) {
@@ -67,20 +101,24 @@ void validate_cnn(const CnnOptions& c, const std::string& where) {
 }  // namespace
 
 const std::vector<ModelEntry>& model_registry() {
-  // Keys: exactly what parse_model_options reads for the model (tests/test_config.cpp checks it).
+  // Keys: exactly what parse_model_options reads for the model (tests/test_config.cpp checks it),
+  // from the docs beside each parser.
   static const std::vector<ModelEntry> registry = {
-      {"mlp", "multilayer perceptron, softmax or Gaussian likelihood (000 App. H.1, 001 FNN, 002 §5.2)",
-       {"name", "hidden", "activation", "likelihood", "noise_precision", "noise_prior", "noise_alpha", "noise_beta"}},
-      {"cnn", "LeNet-style convnet: 2 x (conv 5x5, ReLU, maxpool 2), fc, softmax (001 CNN)",
-       {"name", "conv1", "conv2", "fc"}},
-      {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)",
-       {"name", "dim", "init_std", "tau", "sample_tau", "tau_alpha", "tau_beta"}},
+      {"mlp", "multilayer perceptron, softmax or Gaussian likelihood (000 App. H.1, 001 FNN, 002 §5.2)", mlp_docs()},
+      {"cnn", "LeNet-style convnet: 2 x (conv 5x5, ReLU, maxpool 2), fc, softmax (001 CNN)", cnn_docs()},
+      {"bpmf", "Bayesian probabilistic matrix factorisation (000 §4.3, App. H.2)", bpmf_option_docs()},
       {"torchscript", "a TorchScript module of your own (torch.jit.script(m).save(path)): logits or means",
-       {"name", "path", "likelihood", "noise_precision", "noise_prior", "noise_alpha", "noise_beta"}},
+       torchscript_docs()},
       {"logistic", "Bayesian logistic regression, binary (sigmoid) or multinomial (softmax) (002 §5.1, Table 2)",
-       {"name"}},
+       {}},
   };
   return registry;
+}
+
+ModelEntry::ModelEntry(std::string name_, std::string summary_, std::vector<OptionDoc> options_)
+    : name(std::move(name_)), summary(std::move(summary_)), options(std::move(options_)) {
+  keys = {"name"};
+  for (const auto& d : options) keys.push_back(d.key);
 }
 
 std::vector<std::pair<std::string, std::string>> model_names() {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "data/dataset.h"
 #include "models/bpmf.h"
 #include "models/cnn.h"
@@ -47,11 +48,14 @@ struct ModelOptions {
   void validate(const std::string& where = "model") const;
 };
 
-// A model name, its `sgmcmc list` line and the keys of its `model:` block (`name` included).
+// A model name, its `sgmcmc list` line and the keys of its `model:` block (`name` included), each
+// documented (type, default, meaning) beside the parser that reads it; `keys` is the docs' keys.
 struct ModelEntry {
+  ModelEntry(std::string name, std::string summary, std::vector<OptionDoc> options);
   std::string name;
   std::string summary;
   std::vector<std::string> keys;
+  std::vector<OptionDoc> options;  // without `name`
 };
 const std::vector<ModelEntry>& model_registry();
 

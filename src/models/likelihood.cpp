@@ -7,18 +7,38 @@
 
 namespace sgmcmc {
 
-const std::vector<std::string> kLikelihoodKeys = {"likelihood", "noise_precision", "noise_prior", "noise_alpha",
-                                                  "noise_beta"};
+namespace {
+// A config's noise prior when the block names none (LikelihoodOptions::sample_noise is false for a
+// model built in code).
+const char* const kDefaultNoisePrior = "gamma";
+}  // namespace
+
+std::vector<OptionDoc> likelihood_option_docs() {
+  const LikelihoodOptions d;
+  return {
+      {"likelihood", "choice", "(by task)", "categorical for a classification data set, gaussian for regression",
+       {"categorical", "gaussian"}, ""},
+      {"noise_precision", "real", round_trip_text(d.noise_precision),
+       "gaussian: τ, the noise precision (initial value when sampled)", {}, "> 0"},
+      {"noise_prior", "choice", kDefaultNoisePrior, "gaussian: gamma (Gibbs steps for τ) | fixed (τ = noise_precision)",
+       {"fixed", "gamma"}, ""},
+      {"noise_alpha", "real", round_trip_text(d.noise_alpha), "shape α of τ's Gamma(α, β) prior", {}, "> 0"},
+      {"noise_beta", "real", round_trip_text(d.noise_beta), "rate β of τ's Gamma(α, β) prior", {}, "> 0"},
+  };
+}
+
+const std::vector<std::string> kLikelihoodKeys = doc_keys(likelihood_option_docs());
 
 void parse_likelihood_options(const OptionMap& o, Task task, LikelihoodOptions& m) {
+  const LikelihoodOptions d;
   m.likelihood = o.get_choice("likelihood", task == Task::kRegression ? "gaussian" : "categorical",
                               {"categorical", "gaussian"});
-  m.noise_precision = o.get_double("noise_precision", 1.0);
+  m.noise_precision = o.get_double("noise_precision", d.noise_precision);
   // gamma by default: a fixed τ = 1 on standardized targets says the noise is as wide as the targets
   // themselves (Boston: test NLL 3.28 against 2.5 with τ learned); the posterior's τ is what a user wants.
-  m.sample_noise = o.get_choice("noise_prior", "gamma", {"fixed", "gamma"}) == "gamma";
-  m.noise_alpha = o.get_double("noise_alpha", 1.0);
-  m.noise_beta = o.get_double("noise_beta", 1.0);
+  m.sample_noise = o.get_choice("noise_prior", kDefaultNoisePrior, {"fixed", "gamma"}) == "gamma";
+  m.noise_alpha = o.get_double("noise_alpha", d.noise_alpha);
+  m.noise_beta = o.get_double("noise_beta", d.noise_beta);
 }
 
 void validate_likelihood_options(const LikelihoodOptions& m, const std::string& where) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 #include "models/model.h"
 
 namespace sgmcmc {
@@ -28,6 +29,8 @@ struct LikelihoodOptions {
 void parse_likelihood_options(const OptionMap& o, Task task, LikelihoodOptions& out);
 void validate_likelihood_options(const LikelihoodOptions& l, const std::string& where);
 extern const std::vector<std::string> kLikelihoodKeys;
+// Those keys' types, defaults and meanings (--help-keys), declared beside the parser.
+std::vector<OptionDoc> likelihood_option_docs();
 
 // Σ −log p(y_i | f_i) (differentiable in f; τ a 0-dim tensor on f's device).
 torch::Tensor likelihood_nll(const LikelihoodOptions& l, const torch::Tensor& f, const Batch& batch,

@@ -3,15 +3,21 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<HmcOptions>& hmc_option_table() {
+  using T = OptionTable<HmcOptions>;
+  static const T table("hmc", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "leapfrog step size ε (not ε²)"),
+      T::integer("leapfrog_steps", SGMCMC_FIELD(leapfrog_steps), Range::at_least(1), "L leapfrog steps per proposal"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::positive(), "T: samples exp(-U/T) (1: the posterior)"),
+  });
+  return table;
+}
+
 void HmcOptions::validate() const {
-  check_positive("hmc", "lr", lr_);
-  if (leapfrog_steps_ < 1)
-    throw std::invalid_argument("hmc.leapfrog_steps: must be >= 1, got " + std::to_string(leapfrog_steps_));
-  check_positive("hmc", "temperature", temperature_);
+  hmc_option_table().check(*this);
 }
 
 Hmc::Hmc(std::vector<ParamGroup> groups, at::Generator generator, HmcOptions options)

@@ -12,6 +12,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -24,6 +25,9 @@ struct HmcOptions {
   TORCH_ARG(int64_t, leapfrog_steps) = 50;   // L >= 1
   TORCH_ARG(double, temperature) = 1.0;      // > 0
 };
+
+// The `sampler: {name: hmc}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<HmcOptions>& hmc_option_table();
 
 class Hmc : public Sampler {
  public:

@@ -3,18 +3,25 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<MsgnhtOptions>& msgnht_option_table() {
+  using T = OptionTable<MsgnhtOptions>;
+  static const T table("msgnht", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "h, the step (drift h²·∇Ũ)"),
+      T::real("diffusion", SGMCMC_FIELD(diffusion), Range::nonnegative(), "D, the injected noise's diffusion"),
+      T::choice("integrator", SGMCMC_FIELD(integrator), {"euler", "ssi"}, "euler | ssi (symmetric splitting)"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+      T::optional_real("xi_init", SGMCMC_FIELD(xi_init), Range::finite(), "diffusion",
+          "the thermostats ξ's initial value"),
+  });
+  return table;
+}
+
 void MsgnhtOptions::validate() const {
-  check_positive("msgnht", "lr", lr_);
-  check_nonnegative("msgnht", "diffusion", diffusion_);
-  if (xi_init_ && !std::isfinite(*xi_init_))
-    throw std::invalid_argument("msgnht.xi_init: must be finite, got " + fmt_value(*xi_init_));
-  if (integrator_ != "euler" && integrator_ != "ssi")
-    throw std::invalid_argument("msgnht.integrator: must be one of {euler, ssi}, got '" + integrator_ + "'");
-  check_nonnegative("msgnht", "temperature", temperature_);
+  msgnht_option_table().check(*this);
 }
 
 Msgnht::Msgnht(std::vector<ParamGroup> groups, at::Generator generator, MsgnhtOptions options)

@@ -21,6 +21,7 @@
 
 #include <optional>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -35,6 +36,9 @@ struct MsgnhtOptions {
   TORCH_ARG(std::string, integrator) = "euler";  // euler | ssi
   TORCH_ARG(double, temperature) = 1.0;
 };
+
+// The `sampler: {name: msgnht}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<MsgnhtOptions>& msgnht_option_table();
 
 class Msgnht : public Sampler {
  public:

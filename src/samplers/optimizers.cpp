@@ -1,25 +1,62 @@
 #include "samplers/optimizers.h"
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
-void SgdOptions::validate() const { check_positive("sgd", "lr", lr_); }
+const OptionTable<SgdOptions>& sgd_option_table() {
+  using T = OptionTable<SgdOptions>;
+  static const T table("sgd", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "learning rate on ∇Ũ"),
+  });
+  return table;
+}
+
+void SgdOptions::validate() const {
+  sgd_option_table().check(*this);
+}
+
+const OptionTable<SgdMomentumOptions>& sgd_momentum_option_table() {
+  using T = OptionTable<SgdMomentumOptions>;
+  static const T table("sgd-momentum", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "learning rate on ∇Ũ"),
+      T::real("momentum", SGMCMC_FIELD(momentum), Range::interval(0, 1, false, true), "μ, the momentum buffer's decay"),
+      T::flag("nesterov", SGMCMC_FIELD(nesterov), "Nesterov momentum"),
+  });
+  return table;
+}
+
 void SgdMomentumOptions::validate() const {
-  check_positive("sgd-momentum", "lr", lr_);
-  check_range("sgd-momentum", "momentum", momentum_, 0, 1, false, /*hi_open=*/true);
+  sgd_momentum_option_table().check(*this);
 }
+
+const OptionTable<RmspropOptions>& rmsprop_option_table() {
+  using T = OptionTable<RmspropOptions>;
+  static const T table("rmsprop", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "learning rate on ∇Ũ"),
+      T::real("alpha", SGMCMC_FIELD(alpha), Range::interval(0, 1, true, false), "decay of the RMS average V of g⊙g"),
+      T::real("eps", SGMCMC_FIELD(eps), Range::positive(), "added to sqrt(V)"),
+  });
+  return table;
+}
+
 void RmspropOptions::validate() const {
-  check_positive("rmsprop", "lr", lr_);
-  check_range("rmsprop", "alpha", alpha_, 0, 1, /*lo_open=*/true);
-  check_positive("rmsprop", "eps", eps_);
+  rmsprop_option_table().check(*this);
 }
+
+const OptionTable<AdamOptions>& adam_option_table() {
+  using T = OptionTable<AdamOptions>;
+  static const T table("adam", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "learning rate on ∇Ũ"),
+      T::real("beta1", SGMCMC_FIELD(beta1), Range::interval(0, 1, false, true), "decay of the first moment m"),
+      T::real("beta2", SGMCMC_FIELD(beta2), Range::interval(0, 1, false, true), "decay of the second moment s"),
+      T::real("eps", SGMCMC_FIELD(eps), Range::positive(), "added to sqrt(ŝ)"),
+  });
+  return table;
+}
+
 void AdamOptions::validate() const {
-  check_positive("adam", "lr", lr_);
-  check_range("adam", "beta1", beta1_, 0, 1, false, true);
-  check_range("adam", "beta2", beta2_, 0, 1, false, true);
-  check_positive("adam", "eps", eps_);
+  adam_option_table().check(*this);
 }
 
 Sgd::Sgd(std::vector<ParamGroup> groups, at::Generator generator, SgdOptions options)

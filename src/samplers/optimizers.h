@@ -5,14 +5,15 @@
 //   rmsprop:       V ← αV + (1−α) g⊙g;  θ ← θ − η g ⊘ (sqrt(V) + eps)     (T. Tieleman & G. Hinton 2012)
 //   adam:          m ← β1 m + (1−β1) g;  s ← β2 s + (1−β2) g⊙g;
 //                  θ ← θ − η m̂ ⊘ (sqrt(ŝ) + eps),  m̂ = m/(1−β1^t), ŝ = s/(1−β2^t)   (Kingma & Ba 2015)
-// Option keys: sgd {lr}; sgd-momentum {lr, momentum 0.9, nesterov false}; rmsprop {lr, alpha 0.99,
-// eps 1e-8}; adam {lr, beta1 0.9, beta2 0.999, eps 1e-8}. No `temperature` key (it is fixed at 0).
+// Option keys: the tables in optimizers.cpp (defaults: the structs below; `sgmcmc train --help-keys`).
+// No `temperature` key (it is fixed at 0).
 // g is ∇Ũ = (N/n)Σ_batch∇ℓ_i + ∇(−log p(θ)), so for sgd and sgd-momentum η = lr/N is PyTorch's
 // learning rate on the mean loss; sampler.lr_scaling: per_datum does that division (the trainer).
 #pragma once
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -24,6 +25,9 @@ struct SgdOptions {
   TORCH_ARG(double, lr) = 1e-3;
 };
 
+// The `sampler: {name: sgd}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SgdOptions>& sgd_option_table();
+
 struct SgdMomentumOptions {
   SgdMomentumOptions() = default;
   explicit SgdMomentumOptions(double lr) : lr_(lr) {}
@@ -32,6 +36,9 @@ struct SgdMomentumOptions {
   TORCH_ARG(double, momentum) = 0.9;  // in [0, 1)
   TORCH_ARG(bool, nesterov) = false;
 };
+
+// The `sampler: {name: sgd-momentum}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SgdMomentumOptions>& sgd_momentum_option_table();
 
 struct RmspropOptions {
   RmspropOptions() = default;
@@ -42,6 +49,9 @@ struct RmspropOptions {
   TORCH_ARG(double, eps) = 1e-8;    // > 0
 };
 
+// The `sampler: {name: rmsprop}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<RmspropOptions>& rmsprop_option_table();
+
 struct AdamOptions {
   AdamOptions() = default;
   explicit AdamOptions(double lr) : lr_(lr) {}
@@ -51,6 +61,9 @@ struct AdamOptions {
   TORCH_ARG(double, beta2) = 0.999;  // in [0, 1)
   TORCH_ARG(double, eps) = 1e-8;     // > 0
 };
+
+// The `sampler: {name: adam}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<AdamOptions>& adam_option_table();
 
 class Sgd : public Sampler {
  public:

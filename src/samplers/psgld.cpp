@@ -3,15 +3,23 @@
 #include <cmath>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<PsgldOptions>& psgld_option_table() {
+  using T = OptionTable<PsgldOptions>;
+  static const T table("psgld", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "step size η on ∇Ũ"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+      T::real("alpha", SGMCMC_FIELD(alpha), Range::interval(0, 1, true, false), "decay of the RMS average V of g⊙g"),
+      T::real("eps", SGMCMC_FIELD(eps), Range::positive(), "added to sqrt(V) in the preconditioner 1/(eps + sqrt(V))"),
+  });
+  return table;
+}
+
 void PsgldOptions::validate() const {
-  check_positive("psgld", "lr", lr_);
-  check_nonnegative("psgld", "temperature", temperature_);
-  check_range("psgld", "alpha", alpha_, 0, 1, /*lo_open=*/true);
-  check_positive("psgld", "eps", eps_);
+  psgld_option_table().check(*this);
 }
 
 Psgld::Psgld(std::vector<ParamGroup> groups, at::Generator generator, PsgldOptions options)

@@ -12,6 +12,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -25,6 +26,9 @@ struct PsgldOptions {
   TORCH_ARG(double, alpha) = 0.99;  // RMS decay, in (0, 1]
   TORCH_ARG(double, eps) = 1e-5;    // > 0
 };
+
+// The `sampler: {name: psgld}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<PsgldOptions>& psgld_option_table();
 
 class Psgld : public Sampler {
  public:

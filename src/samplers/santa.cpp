@@ -4,29 +4,42 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<SantaOptions>& santa_option_table() {
+  using T = OptionTable<SantaOptions>;
+  static const T table("santa", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "η, the step"),
+      T::real("sigma", SGMCMC_FIELD(sigma), Range::interval(0, 1, true, false), "σ, decay of the RMS average v"),
+      T::real("eps", SGMCMC_FIELD(eps), Range::positive(), "λ in the preconditioner 1/sqrt(λ + sqrt(v))"),
+      T::real("data_size", SGMCMC_FIELD(data_size), Range::positive(), "N, dividing f⊙f in v"),
+      T::real("friction", SGMCMC_FIELD(friction), Range::nonnegative(), "C: the thermostat starts at α₀ = sqrt(η)·C"),
+      T::integer("burnin", SGMCMC_FIELD(burnin), Range::at_least(0),
+          "exploration steps (annealed thermostat) before refinement"),
+      T::real("anneal_a", SGMCMC_FIELD(anneal_a), Range::positive(), "a in β_t = a·(t+1)^γ / T"),
+      T::real("anneal_gamma", SGMCMC_FIELD(anneal_gamma), Range::nonnegative(), "γ in β_t = a·(t+1)^γ / T"),
+      T::flag("precond_term", SGMCMC_FIELD(precond_term),
+          "keep the Itô term of ∇G (divides by u; numerically hazardous)"),
+      T::choice("integrator", SGMCMC_FIELD(integrator), {"euler", "ssi"},
+          "euler | ssi (symmetric splitting; stable for every g)"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::positive(), "T, dividing β_t"),
+      T::real("noise_g2", SGMCMC_FIELD(noise_g2), Range::nonnegative(),
+          "> 0: the authors' code's constant G₂ in the noise (0: the paper's g)"),
+      T::choice("thermostat_init", SGMCMC_FIELD(thermostat_init), {"friction", "fixed_point"},
+          "friction (α₀ = sqrt(η)·C) | fixed_point (α ← asinh(g) at step 1; ssi)"),
+      T::real("grad_decay", SGMCMC_FIELD(grad_decay), Range::interval(0, 1, false, true),
+          "EMA weight of the previous gradient (the authors' decay_grad; 0: off)"),
+      T::real("explore_eps", SGMCMC_FIELD(explore_eps), Range::nonnegative(),
+          "> 0: λ during exploration (0: eps throughout)"),
+  });
+  return table;
+}
+
 void SantaOptions::validate() const {
-  check_positive("santa", "lr", lr_);
-  check_range("santa", "sigma", sigma_, 0, 1, /*lo_open=*/true);
-  check_positive("santa", "eps", eps_);
-  check_positive("santa", "data_size", data_size_);
-  check_nonnegative("santa", "friction", friction_);
-  if (burnin_ < 0) throw std::invalid_argument("santa.burnin: must be >= 0, got " + std::to_string(burnin_));
-  check_positive("santa", "anneal_a", anneal_a_);
-  check_nonnegative("santa", "anneal_gamma", anneal_gamma_);
-  if (integrator_ != "euler" && integrator_ != "ssi")
-    throw std::invalid_argument("santa.integrator: must be one of {euler, ssi}, got '" + integrator_ + "'");
-  check_positive("santa", "temperature", temperature_);
-  check_nonnegative("santa", "noise_g2", noise_g2_);
-  if (thermostat_init_ != "friction" && thermostat_init_ != "fixed_point")
-    throw std::invalid_argument("santa.thermostat_init: must be one of {friction, fixed_point}, got '" + thermostat_init_ + "'");
+  santa_option_table().check(*this);
   if (thermostat_init_ == "fixed_point" && integrator_ != "ssi")
     throw std::invalid_argument("santa.thermostat_init: fixed_point needs integrator: ssi (Euler's fixed point exists only for g < 1/2)");
-  check_range("santa", "grad_decay", grad_decay_, 0, 1, /*lo_open=*/false, /*hi_open=*/true);
-  check_nonnegative("santa", "explore_eps", explore_eps_);
 }
 
 Santa::Santa(std::vector<ParamGroup> groups, at::Generator generator, SantaOptions options)

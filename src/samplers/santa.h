@@ -60,6 +60,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -84,6 +85,9 @@ struct SantaOptions {
   TORCH_ARG(double, grad_decay) = 0.0;           // in [0, 1): EMA weight of the previous gradient
   TORCH_ARG(double, explore_eps) = 0.0;          // >= 0; > 0: λ during exploration
 };
+
+// The `sampler: {name: santa}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SantaOptions>& santa_option_table();
 
 class Santa : public Sampler {
  public:

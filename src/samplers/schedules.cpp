@@ -97,12 +97,28 @@ std::unique_ptr<Schedule> cyclical_schedule(double a, int64_t total_steps, int64
   return std::make_unique<Cyclical>(a, total_steps, cycles, explore_fraction);
 }
 
+ScheduleType::ScheduleType(std::string name_, std::vector<OptionDoc> options_)
+    : name(std::move(name_)), options(std::move(options_)) {
+  keys = {"type"};
+  for (const auto& d : options) keys.push_back(d.key);
+}
+
 const std::vector<ScheduleType>& schedule_types() {
+  // Beside parse_schedule_options, which reads these keys with ScheduleOptions' defaults.
+  const ScheduleOptions d;
   static const std::vector<ScheduleType> types = {
-      {"constant", {"type"}},
-      {"polynomial", {"type", "b", "gamma"}},
-      {"step", {"type", "every", "every_epochs", "factor"}},
-      {"cyclical", {"type", "cycles", "explore_fraction"}},
+      {"constant", {}},
+      {"polynomial",
+       {{"b", "real", round_trip_text(d.b()), "b in a·(b + t)^(-γ)", {}, "> 0"},
+        {"gamma", "real", round_trip_text(d.gamma()), "γ in a·(b + t)^(-γ)", {}, "in [0, 1]"}}},
+      {"step",
+       {{"every", "integer", std::to_string(d.every()), "steps between decays", {}, ""},
+        {"every_epochs", "integer", std::to_string(d.every_epochs()), "... or epochs (> 0 takes precedence)", {}, ""},
+        {"factor", "real", round_trip_text(d.factor()), "the step size's factor at each decay", {}, "> 0"}}},
+      {"cyclical",
+       {{"cycles", "integer", std::to_string(d.cycles()), "cosine cycles over the run", {}, "> 0"},
+        {"explore_fraction", "real", round_trip_text(d.explore_fraction()),
+         "each cycle's noise-free start (temperature 0, no samples)", {}, "in [0, 1)"}}},
   };
   return types;
 }

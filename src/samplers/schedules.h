@@ -18,6 +18,7 @@
 #include <torch/arg.h>
 
 #include "core/option_map.h"
+#include "core/option_table.h"
 
 namespace sgmcmc {
 
@@ -54,10 +55,13 @@ struct ScheduleOptions {
 };
 
 // A schedule type and the keys of its `schedule:` block (`type` included): exactly what
-// parse_schedule_options reads for it.
+// parse_schedule_options reads for it, documented (type, default, meaning) in schedule_types();
+// `keys` is "type" and the docs' keys.
 struct ScheduleType {
+  ScheduleType(std::string name, std::vector<OptionDoc> options);
   std::string name;
   std::vector<std::string> keys;
+  std::vector<OptionDoc> options;  // without `type`
 };
 const std::vector<ScheduleType>& schedule_types();
 // The entry for the block's `type` (read with default constant); std::invalid_argument naming

@@ -4,21 +4,28 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<SghmcOptions>& sghmc_option_table() {
+  using T = OptionTable<SghmcOptions>;
+  static const T table("sghmc", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "η = ε², the step on ∇Ũ"),
+      T::real("alpha", SGMCMC_FIELD(alpha), Range::interval(0, 1, true, false), "momentum decay α = εC (the friction)"),
+      T::choice("noise_estimate", SGMCMC_FIELD(noise_estimate), {"none", "constant", "fisher"},
+          "β̂, the gradient noise subtracted from the injected: none | constant (beta_hat) | fisher (running variance)"),
+      T::real("beta_hat", SGMCMC_FIELD(beta_hat), Range::nonnegative(), "β̂ for noise_estimate: constant"),
+      T::real("fisher_decay", SGMCMC_FIELD(fisher_decay), Range::interval(0, 1, true, true),
+          "EMA decay of the gradient variance for noise_estimate: fisher"),
+      T::choice("integrator", SGMCMC_FIELD(integrator), {"euler", "ssi"}, "euler | ssi (symmetric splitting)"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+  });
+  return table;
+}
+
 void SghmcOptions::validate() const {
-  check_positive("sghmc", "lr", lr_);
-  check_range("sghmc", "alpha", alpha_, 0, 1, /*lo_open=*/true);
-  if (noise_estimate_ != "none" && noise_estimate_ != "constant" && noise_estimate_ != "fisher")
-    throw std::invalid_argument("sghmc.noise_estimate: must be one of {none, constant, fisher}, got '" +
-                                noise_estimate_ + "'");
-  check_nonnegative("sghmc", "beta_hat", beta_hat_);
-  check_range("sghmc", "fisher_decay", fisher_decay_, 0, 1, true, true);
-  if (integrator_ != "euler" && integrator_ != "ssi")
-    throw std::invalid_argument("sghmc.integrator: must be one of {euler, ssi}, got '" + integrator_ + "'");
-  check_nonnegative("sghmc", "temperature", temperature_);
+  sghmc_option_table().check(*this);
 }
 
 Sghmc::Sghmc(std::vector<ParamGroup> groups, at::Generator generator, SghmcOptions options)

@@ -38,6 +38,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -54,6 +55,9 @@ struct SghmcOptions {
   TORCH_ARG(std::string, integrator) = "euler";      // euler | ssi
   TORCH_ARG(double, temperature) = 1.0;
 };
+
+// The `sampler: {name: sghmc}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SghmcOptions>& sghmc_option_table();
 
 class Sghmc : public Sampler {
  public:

@@ -4,16 +4,23 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<SghmcNaiveOptions>& sghmc_naive_option_table() {
+  using T = OptionTable<SghmcNaiveOptions>;
+  static const T table("sghmc-naive", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "η = ε², the step on ∇Ũ"),
+      T::integer("resample_every", SGMCMC_FIELD(resample_every), Range::at_least(0),
+          "steps between momentum draws v ~ N(0, ηT) (0: never)"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+  });
+  return table;
+}
+
 void SghmcNaiveOptions::validate() const {
-  check_positive("sghmc-naive", "lr", lr_);
-  if (resample_every_ < 0)
-    throw std::invalid_argument("sghmc-naive.resample_every: must be >= 0, got " +
-                                std::to_string(resample_every_));
-  check_nonnegative("sghmc-naive", "temperature", temperature_);
+  sghmc_naive_option_table().check(*this);
 }
 
 SghmcNaive::SghmcNaive(std::vector<ParamGroup> groups, at::Generator generator,

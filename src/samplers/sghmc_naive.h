@@ -9,6 +9,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -21,6 +22,9 @@ struct SghmcNaiveOptions {
   TORCH_ARG(int64_t, resample_every) = 50;   // >= 0
   TORCH_ARG(double, temperature) = 1.0;
 };
+
+// The `sampler: {name: sghmc-naive}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SghmcNaiveOptions>& sghmc_naive_option_table();
 
 class SghmcNaive : public Sampler {
  public:

@@ -4,13 +4,21 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<SgldOptions>& sgld_option_table() {
+  using T = OptionTable<SgldOptions>;
+  static const T table("sgld", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "step size η on ∇Ũ"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+  });
+  return table;
+}
+
 void SgldOptions::validate() const {
-  check_positive("sgld", "lr", lr_);
-  check_nonnegative("sgld", "temperature", temperature_);
+  sgld_option_table().check(*this);
 }
 
 Sgld::Sgld(std::vector<ParamGroup> groups, at::Generator generator, SgldOptions options)

@@ -10,6 +10,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -22,6 +23,9 @@ struct SgldOptions {
   TORCH_ARG(double, lr) = 1e-4;
   TORCH_ARG(double, temperature) = 1.0;
 };
+
+// The `sampler: {name: sgld}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SgldOptions>& sgld_option_table();
 
 class Sgld : public Sampler {
  public:

@@ -3,20 +3,25 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<SgnhtOptions>& sgnht_option_table() {
+  using T = OptionTable<SgnhtOptions>;
+  static const T table("sgnht", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "h, the step (drift h²·∇Ũ)"),
+      T::real("diffusion", SGMCMC_FIELD(diffusion), Range::nonnegative(), "A, the injected noise's diffusion"),
+      T::choice("integrator", SGMCMC_FIELD(integrator), {"euler", "ssi"}, "euler | ssi (symmetric splitting)"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+      T::optional_real("xi_init", SGMCMC_FIELD(xi_init), Range::finite(), "diffusion",
+          "the thermostat ξ's initial value"),
+  });
+  return table;
+}
+
 void SgnhtOptions::validate() const {
-  check_positive("sgnht", "lr", lr_);
-  check_nonnegative("sgnht", "diffusion", diffusion_);
-  if (xi_init_) {
-    if (!std::isfinite(*xi_init_))
-      throw std::invalid_argument("sgnht.xi_init: must be finite, got " + fmt_value(*xi_init_));
-  }
-  if (integrator_ != "euler" && integrator_ != "ssi")
-    throw std::invalid_argument("sgnht.integrator: must be one of {euler, ssi}, got '" + integrator_ + "'");
-  check_nonnegative("sgnht", "temperature", temperature_);
+  sgnht_option_table().check(*this);
 }
 
 Sgnht::Sgnht(std::vector<ParamGroup> groups, at::Generator generator, SgnhtOptions options)

@@ -17,6 +17,7 @@
 
 #include <optional>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -31,6 +32,9 @@ struct SgnhtOptions {
   TORCH_ARG(std::string, integrator) = "euler";  // euler | ssi
   TORCH_ARG(double, temperature) = 1.0;
 };
+
+// The `sampler: {name: sgnht}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SgnhtOptions>& sgnht_option_table();
 
 class Sgnht : public Sampler {
  public:

@@ -3,8 +3,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "samplers/validate.h"
-
 namespace sgmcmc {
 
 namespace rules {
@@ -34,13 +32,20 @@ void sgrld_update(torch::Tensor& theta, const torch::Tensor& grad, const torch::
 
 }  // namespace rules
 
-void SgrldOptions::validate() const {
-  check_positive("sgrld", "lr", lr_);
-  check_nonnegative("sgrld", "temperature", temperature_);
-  if (metric_ != "expanded_mean" && metric_ != "quadratic" && metric_ != "identity")
-    throw std::invalid_argument("sgrld.metric: expected expanded_mean, quadratic or identity, got '" + metric_ + "'");
-  check_positive("sgrld", "metric_scale", metric_scale_);
+const OptionTable<SgrldOptions>& sgrld_option_table() {
+  using T = OptionTable<SgrldOptions>;
+  static const T table("sgrld", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "h, the step on ∇Ũ"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+      T::choice("metric", SGMCMC_FIELD(metric), {"expanded_mean", "quadratic", "identity"},
+          "the diagonal G: expanded_mean (|θ|, θ >= 0) | quadratic (1 + cθ²) | identity (SGLD)"),
+      T::real("metric_scale", SGMCMC_FIELD(metric_scale), Range::positive(), "c of the quadratic metric"),
+  });
+  return table;
 }
+
+void SgrldOptions::validate() const { sgrld_option_table().check(*this); }
 
 Sgrld::Sgrld(std::vector<ParamGroup> groups, at::Generator generator, SgrldOptions options)
     : Sampler(std::move(groups), std::move(generator), (options.validate(), options.lr()), options.temperature()),

@@ -18,6 +18,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -39,6 +40,9 @@ struct SgrldOptions {
   TORCH_ARG(std::string, metric) = "expanded_mean";  // expanded_mean | quadratic | identity
   TORCH_ARG(double, metric_scale) = 1.0;             // c of the quadratic metric, > 0
 };
+
+// The `sampler: {name: sgrld}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<SgrldOptions>& sgrld_option_table();
 
 class Sgrld : public Sampler {
  public:

@@ -4,16 +4,25 @@
 #include <stdexcept>
 
 #include "kernels/update/update_rules.h"
-#include "samplers/validate.h"
 
 namespace sgmcmc {
 
+const OptionTable<StochasticHmcOptions>& stochastic_hmc_option_table() {
+  using T = OptionTable<StochasticHmcOptions>;
+  static const T table("stochastic-hmc", {
+      T::real("lr", SGMCMC_FIELD(lr), Range::positive(), "η, the leapfrog step (η² is SGHMC's lr)"),
+      T::integer("leapfrog_steps", SGMCMC_FIELD(leapfrog_steps), Range::at_least(1),
+          "N_l minibatch leapfrog steps per trajectory"),
+      T::real("friction", SGMCMC_FIELD(friction), Range::nonnegative(),
+          "C: momentum kept α = exp(-η N_l C) at a refresh (0: none after step 0)"),
+      T::real("temperature", SGMCMC_FIELD(temperature), Range::nonnegative(),
+          "T: scales the injected noise's variance (1: the posterior; 0: no noise)"),
+  });
+  return table;
+}
+
 void StochasticHmcOptions::validate() const {
-  check_positive("stochastic-hmc", "lr", lr_);
-  if (leapfrog_steps_ < 1)
-    throw std::invalid_argument("stochastic-hmc.leapfrog_steps: must be >= 1, got " + std::to_string(leapfrog_steps_));
-  check_nonnegative("stochastic-hmc", "friction", friction_);
-  check_nonnegative("stochastic-hmc", "temperature", temperature_);
+  stochastic_hmc_option_table().check(*this);
 }
 
 StochasticHmc::StochasticHmc(std::vector<ParamGroup> groups, at::Generator generator, StochasticHmcOptions options)

@@ -18,6 +18,7 @@
 
 #include <torch/arg.h>
 
+#include "core/option_table.h"
 #include "samplers/sampler.h"
 
 namespace sgmcmc {
@@ -32,6 +33,9 @@ struct StochasticHmcOptions {
   TORCH_ARG(double, friction) = 1.0;        // C >= 0 (α = exp(−η N_l C); 0: no refreshment after step 0)
   TORCH_ARG(double, temperature) = 1.0;
 };
+
+// The `sampler: {name: stochastic-hmc}` keys, with their ranges and meanings (defaults: the struct's).
+const OptionTable<StochasticHmcOptions>& stochastic_hmc_option_table();
 
 class StochasticHmc : public Sampler {
  public:

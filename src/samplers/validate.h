@@ -1,11 +1,12 @@
-// Range checks shared by the samplers' Options::validate(); each throws std::invalid_argument
-// with a message "<sampler>.<key>: must be ..., got <value>".
+// Range checks for a validate() written by hand (the schedules'; the samplers' go through their
+// option tables); each throws std::invalid_argument "<who>.<key>: must be ..., got <value>", worded
+// by core/option_table.h's Range like every sampler key.
 #pragma once
 
-#include <cmath>
 #include <sstream>
-#include <stdexcept>
 #include <string>
+
+#include "core/option_table.h"
 
 namespace sgmcmc {
 
@@ -16,21 +17,15 @@ inline std::string fmt_value(double v) {
 }
 
 inline void check_positive(const std::string& who, const std::string& key, double v) {
-  if (!(v > 0) || !std::isfinite(v))
-    throw std::invalid_argument(who + "." + key + ": must be a finite number > 0, got " + fmt_value(v));
+  Range::positive().check(who, key, v);
 }
 inline void check_nonnegative(const std::string& who, const std::string& key, double v) {
-  if (!(v >= 0) || !std::isfinite(v))
-    throw std::invalid_argument(who + "." + key + ": must be a finite number >= 0, got " + fmt_value(v));
+  Range::nonnegative().check(who, key, v);
 }
 // lo < v <= hi (with `lo_open`) or lo <= v <= hi.
 inline void check_range(const std::string& who, const std::string& key, double v, double lo,
                         double hi, bool lo_open = false, bool hi_open = false) {
-  bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-  if (!ok)
-    throw std::invalid_argument(who + "." + key + ": must be in " + (lo_open ? "(" : "[") +
-                                fmt_value(lo) + ", " + fmt_value(hi) + (hi_open ? ")" : "]") +
-                                ", got " + fmt_value(v));
+  Range::interval(lo, hi, lo_open, hi_open).check(who, key, v);
 }
 
 }  // namespace sgmcmc

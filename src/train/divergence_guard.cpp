@@ -5,26 +5,15 @@
 #include <vector>
 
 #include "core/signals.h"
+#include "samplers/registry.h"
 
 namespace sgmcmc {
 
 std::string divergence_hint(const std::string& sampler, const OptionMap& options) {
-  auto r = options.resolved();
-  auto val = [&](const std::string& k) {
-    auto it = r.find(k);
-    return it == r.end() ? std::string("?") : it->second;
-  };
-  if (sampler == "sghmc")
-    return "step size too large for the friction alpha=" + val("alpha") + " \u2014 lower sampler.lr or raise sampler.alpha";
-  if (sampler == "sgnht" || sampler == "msgnht")
-    return "step size too large for the thermostat (diffusion=" + val("diffusion") +
-           ") \u2014 lower sampler.lr or raise sampler.diffusion";
-  if (sampler == "santa")
-    return "step size too large for the thermostat (friction=" + val("friction") + ") \u2014 lower sampler.lr";
-  if (sampler == "sghmc-naive") return "naive SGHMC has no friction to absorb the gradient noise \u2014 lower sampler.lr";
-  if (sampler == "sgd" || sampler == "sgd-momentum" || sampler == "rmsprop" || sampler == "adam")
-    return "learning rate too large \u2014 lower sampler.lr";
-  return "step size too large \u2014 lower sampler.lr";
+  // The sampler's own hint (SamplerTraits::divergence_hint), its "{key}"s filled from the options.
+  for (const auto& e : sampler_registry())
+    if (e.name == sampler) return divergence_hint(e, options);
+  return SamplerTraits().divergence_hint;
 }
 
 DivergenceGuard::DivergenceGuard(std::string sampler, const OptionMap& options, std::vector<torch::Tensor> params,

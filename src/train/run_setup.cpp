@@ -67,10 +67,8 @@ SamplerPtr make_checked_sampler(RunSetup& s, bool& graph) {
       sampler->set_step_mode(Sampler::StepMode::kPrepare);
       return 0;
     });
-  if (s.dm.model->chains() > 1 && (cfg.sampler_name() == "sgnht" || cfg.sampler_name() == "hmc"))
-    throw std::invalid_argument(cfg.source + ": chains: sampler " + cfg.sampler_name() +
-                                " couples all parameters (one thermostat / one accept step); use an elementwise "
-                                "sampler (sgld, psgld, sghmc, msgnht, santa) with parallel chains");
+  if (s.dm.model->chains() > 1 && !find_sampler(cfg.sampler_name(), cfg.sampler).chains)
+    throw std::invalid_argument(cfg.source + ": chains: " + chains_refusal(cfg.sampler_name()));
   return sampler;
 }
 
@@ -152,8 +150,9 @@ RunSetup make_run_setup(const ExperimentConfig& config, const RunPlace& place) {
     cfg.schedule.check_all_used();
     // Exploration stages run the sampler at temperature 0.
     if (schedule->has_stages() && !s.sampler->runs_at_zero_temperature())
-      throw std::invalid_argument("schedule.explore_fraction: needs a sampler that runs at temperature 0 "
-                                  "(sgld, psgld, sghmc, sgnht, msgnht), not " + cfg.sampler_name());
+      throw std::invalid_argument("schedule.explore_fraction: needs a sampler that runs at temperature 0 (" +
+                                  sampler_names([](const SamplerEntry& e) { return e.zero_temperature; }) +
+                                  "), not " + cfg.sampler_name());
     return schedule;
   });
   for (const auto& [part, x] : s.dm.seconds) s.seconds["time.setup." + part] = x;
