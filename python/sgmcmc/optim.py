@@ -153,6 +153,10 @@ class SamplerOptimizer(torch.optim.Optimizer):
         return loss
 
     def _check_finite(self) -> None:
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        # one reduction and one read for the whole step; the culprit is looked for only when there is one
+        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+            return
         for gi, group in enumerate(self.param_groups):
             for pi, p in enumerate(group["params"]):
                 if p.grad is not None and not bool(torch.isfinite(p.grad).all()):

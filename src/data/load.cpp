@@ -120,8 +120,6 @@ Dataset load_ratings_format(const DataConfig& config) {
   RatingsData raw;
   const RatingsOptions opts = config.ratings ? *config.ratings : parse_ratings_options(config.options);
   Dataset ds = load_ratings_dataset(opts, &raw, where_of(config));
-  ds.train = take_first(ds.train, config.train_limit);
-  ds.test = take_first(ds.test, config.test_limit);
   ds.run_files["id_map.csv"] = id_map_csv(raw);
   return ds;
 }
@@ -129,37 +127,31 @@ Dataset load_ratings_format(const DataConfig& config) {
 Dataset load_csv_format(const DataConfig& config) {
   // Splits by data.test_fraction / data.split / data.val_fraction (src/data/csv.h); data.val_size
   // and data.dir are ignored like in the ratings format.
-  const CsvOptions opts = config.csv ? *config.csv : parse_csv_options(config.options);
-  Dataset ds = load_csv_dataset(opts, where_of(config));
-  ds.train = take_first(ds.train, config.train_limit);
-  ds.test = take_first(ds.test, config.test_limit);
-  return ds;
+  return load_csv_dataset(config.csv ? *config.csv : parse_csv_options(config.options), where_of(config));
 }
 
-Dataset load_tensors_format(const DataConfig& config, uint64_t seed) {
-  const TensorsOptions opts = config.tensors ? *config.tensors : parse_tensors_options(config.options);
-  Dataset ds = load_tensors_dataset(opts, config.val_size, seed, where_of(config));  // val_size -1: a sixth
-  ds.train = take_first(ds.train, config.train_limit);
-  ds.test = take_first(ds.test, config.test_limit);
-  return ds;
-}
-
-Dataset load_libsvm_format(const DataConfig& config, uint64_t seed) {
-  const LibsvmOptions opts = config.libsvm ? *config.libsvm : parse_libsvm_options(config.options);
-  Dataset ds = load_libsvm_dataset(opts, config.val_size, seed, where_of(config));  // val_size -1: a sixth
-  ds.train = take_first(ds.train, config.train_limit);
-  ds.test = take_first(ds.test, config.test_limit);
-  return ds;
+// The formats whose loader leaves data.train_limit / data.test_limit to the caller (idx cuts its own, before
+// its validation split): the first N of each split after loading.
+static Dataset load_split_format(const DataConfig& config, uint64_t seed) {
+  const std::string where = where_of(config);
+  if (config.format == "ratings") return load_ratings_format(config);
+  if (config.format == "csv") return load_csv_format(config);
+  if (config.format == "tensors")  // val_size -1: a sixth
+    return load_tensors_dataset(config.tensors ? *config.tensors : parse_tensors_options(config.options),
+                                config.val_size, seed, where);
+  if (config.format == "libsvm")
+    return load_libsvm_dataset(config.libsvm ? *config.libsvm : parse_libsvm_options(config.options),
+                               config.val_size, seed, where);
+  throw std::invalid_argument(where + ".format: '" + config.format +
+                              "' is not available in this build yet (have: idx, ratings, csv, tensors, libsvm)");
 }
 
 static Dataset load_format(const DataConfig& config, uint64_t seed) {
   if (config.format == "idx") return load_idx_dataset(config, seed);
-  if (config.format == "tensors") return load_tensors_format(config, seed);
-  if (config.format == "ratings") return load_ratings_format(config);
-  if (config.format == "csv") return load_csv_format(config);
-  if (config.format == "libsvm") return load_libsvm_format(config, seed);
-  throw std::invalid_argument(where_of(config) + ".format: '" + config.format +
-                              "' is not available in this build yet (have: idx, ratings, csv, tensors, libsvm)");
+  Dataset ds = load_split_format(config, seed);
+  ds.train = take_first(ds.train, config.train_limit);
+  ds.test = take_first(ds.test, config.test_limit);
+  return ds;
 }
 
 Dataset load_dataset(const DataConfig& config, uint64_t seed) {

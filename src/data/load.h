@@ -52,10 +52,10 @@ Task data_task(const DataConfig& config);
 // `config` was not built by build_config, i.e. lacks the typed options of its format).
 Dataset load_dataset(const DataConfig& config, uint64_t seed);
 
-// The ratings branch on its own.
+// The ratings branch on its own (data.train_limit / test_limit are load_dataset's).
 Dataset load_ratings_format(const DataConfig& config);
 
-// The csv branch on its own.
+// The csv branch on its own (likewise).
 Dataset load_csv_format(const DataConfig& config);
 
 // The idx branch on its own.
