@@ -25,7 +25,7 @@ const std::map<std::string, std::string>& meanings() {
       {"seed", "seeds the data split, the model, the minibatches and the noise"},
       {"device", "cpu | cuda | cuda:N"},
       {"chains", "C parallel chains in one process, parameters stacked [C, ...] (models mlp and torchscript; 0: one plain model)"},
-      {"data.format", "idx | ratings | csv | tensors | libsvm"},
+      {"data.format", "idx | ratings | csv | tensors | libsvm | bow"},
       {"data.dir", "idx: the directory of {train,t10k}-{images,labels} files"},
       {"data.val_size", "validation examples carved from train; auto: a sixth of it"},
       {"data.train_limit", "use only the first N training examples (0: all)"},

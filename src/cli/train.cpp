@@ -171,8 +171,8 @@ void print_convergence(const std::map<std::string, double>& v) {
 
 void print_result(const RunSummary& s) {
   std::cout << "run directory: " << s.run_dir << (s.finished ? "" : " (stopped early; continue with --resume)") << "\n";
-  for (const char* k : {"test_error", "test_nll", "test_ece", "test_rmse", "test_cover90", "ood_auroc_entropy",
-                        "val_error", "samples", "steps", "wall_seconds", "steps_per_second", "threads"}) {
+  for (const char* k : {"test_perplexity", "test_error", "test_nll", "test_ece", "test_rmse", "test_cover90",
+                        "ood_auroc_entropy", "val_perplexity", "val_error", "samples", "steps", "wall_seconds", "steps_per_second", "threads"}) {
     auto it = s.values.find(k);
     if (it != s.values.end() && std::isfinite(it->second)) std::cout << "  " << k << ": " << it->second << "\n";
   }

@@ -285,7 +285,7 @@ void read_data(const OptionMap& d, DataConfig& data) {
   const bool idx = data.format == "idx";
   const auto applies = [&](const std::string& key, bool format_uses) { return format_uses || d.has(key); };
   if (applies("dir", idx)) data.dir = d.get_string("dir", "/usr/share/datasets/fashion-mnist");
-  if (applies("val_size", idx || data.format == "tensors" || data.format == "libsvm"))
+  if (applies("val_size", idx || data.format == "tensors" || data.format == "libsvm" || data.format == "bow"))
     data.val_size = int_or_auto(d, "val_size");
   data.train_limit = d.get_int("train_limit", 0);
   check_nonneg_int(d.context() + ".train_limit", data.train_limit);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/option_map.h"
+#include "data/bow.h"
 #include "data/csv.h"
 #include "data/kfold.h"
 #include "data/libsvm.h"
@@ -16,7 +17,7 @@
 namespace sgmcmc {
 
 struct DataConfig {
-  std::string format = "idx";      // idx | ratings | csv | tensors
+  std::string format = "idx";      // idx | ratings | csv | tensors | libsvm | bow
   std::string dir;                 // directory holding the files
   // Validation examples carved from train (seeded); 0 = none; -1 = auto (the default): a sixth of the
   // training file, e.g. 10,000 of Fashion-MNIST's 60,000 (resolved_val_size).
@@ -33,6 +34,7 @@ struct DataConfig {
   std::optional<RatingsOptions> ratings;
   std::optional<TensorsOptions> tensors;
   std::optional<LibsvmOptions> libsvm;
+  std::optional<BowOptions> bow;
 };
 
 // data.val_size for a training file of `n` examples: the configured size, or a sixth of n under auto.

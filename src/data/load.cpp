@@ -4,6 +4,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "data/bow.h"
 #include "data/byte_rows.h"
 #include "data/csv.h"
 #include "data/idx.h"
@@ -36,6 +37,7 @@ const std::vector<DataFormat>& data_formats() {
       {"csv", Task::kRegression, csv_option_docs()},
       {"tensors", Task::kClassification, tensors_option_docs()},
       {"libsvm", Task::kClassification, libsvm_option_docs()},
+      {"bow", Task::kClassification, bow_option_docs()},
   };
   return formats;
 }
@@ -54,6 +56,7 @@ void parse_data_format_options(DataConfig& config) {
   if (config.format == "ratings") config.ratings = parse_ratings_options(config.options);
   if (config.format == "tensors") config.tensors = parse_tensors_options(config.options);
   if (config.format == "libsvm") config.libsvm = parse_libsvm_options(config.options);
+  if (config.format == "bow") config.bow = parse_bow_options(config.options);
 }
 
 Task data_task(const DataConfig& config) {
@@ -142,8 +145,10 @@ static Dataset load_split_format(const DataConfig& config, uint64_t seed) {
   if (config.format == "libsvm")
     return load_libsvm_dataset(config.libsvm ? *config.libsvm : parse_libsvm_options(config.options),
                                config.val_size, seed, where);
+  if (config.format == "bow")
+    return load_bow_dataset(config.bow ? *config.bow : parse_bow_options(config.options), config.val_size, seed, where);
   throw std::invalid_argument(where + ".format: '" + config.format +
-                              "' is not available in this build yet (have: idx, ratings, csv, tensors, libsvm)");
+                              "' is not available in this build yet (have: idx, ratings, csv, tensors, libsvm, bow)");
 }
 
 static Dataset load_format(const DataConfig& config, uint64_t seed) {

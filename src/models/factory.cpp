@@ -111,6 +111,8 @@ const std::vector<ModelEntry>& model_registry() {
        torchscript_docs()},
       {"logistic", "Bayesian logistic regression, binary (sigmoid) or multinomial (softmax) (002 §5.1, Table 2)",
        {}},
+      {"lda", "semi-collapsed latent Dirichlet allocation on a bag-of-words corpus (002 §5.1, Table 1)",
+       lda_option_docs()},
   };
   return registry;
 }
@@ -141,8 +143,9 @@ void ModelOptions::validate(const std::string& where) const {
   else if (name == "cnn") validate_cnn(cnn, where);
   else if (name == "bpmf") bpmf.validate();
   else if (name == "torchscript") validate_torchscript(torchscript, where);
+  else if (name == "lda") lda.validate(where);
   else if (name != "logistic")
-    bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf, torchscript, logistic)");
+    bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf, torchscript, logistic, lda)");
 }
 
 ModelOptions parse_model_options(const OptionMap& o, Task task) {
@@ -153,6 +156,7 @@ ModelOptions parse_model_options(const OptionMap& o, Task task) {
   else if (m.name == "cnn") parse_cnn(o, m.cnn);
   else if (m.name == "bpmf") m.bpmf = parse_bpmf_options(o);
   else if (m.name == "torchscript") parse_torchscript(o, task, m.torchscript);
+  else if (m.name == "lda") m.lda = parse_lda_options(o);
   m.validate(where);
   return m;
 }
@@ -202,6 +206,13 @@ ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed
     const int64_t features = dim_or(data, "features", 0);
     if (features <= 0) bad(where, "name", "logistic needs a data set with a 'features' size");
     return std::make_shared<LogisticRegression>(features, data.num_classes);
+  }
+  if (opts.name == "lda") {
+    LdaOptions l = opts.lda;
+    l.words = dim_or(data, "words", 0);
+    l.documents = dim_or(data, "documents", 0);
+    if (l.words <= 0) bad(where, "name", "lda needs a bag-of-words data set (data.format: bow)");
+    return std::make_shared<Lda>(l, seed);
   }
   return make_bpmf(data, opts.bpmf, gen);
 }

@@ -74,6 +74,9 @@ class Model : public torch::nn::Module {
     for (const auto& item : named_parameters()) groups.push_back({item.key(), {item.value()}});
     return groups;
   }
+  // A model whose prior is part of its definition (not a Gaussian over groups: lda's Gamma or shifted
+  // Gaussian) adds its gradient itself in nll / nll_backward*; the trainer's prior then has no groups.
+  virtual bool own_prior() const { return false; }
   // Likelihood hyperparameters with conjugate Gibbs steps (e.g. a Gaussian noise precision τ with
   // a Gamma hyperprior), resampled given the whole training set. Default: none.
   virtual void gibbs_step_likelihood(const Batch& train, at::Generator& generator) {}

@@ -334,6 +334,7 @@ std::vector<PriorGroup> groups_by_pattern(Model& model, const std::vector<std::p
 
 std::vector<PriorGroup> make_prior_groups(Model& model, const std::string& mode,
                                           const std::vector<std::pair<std::string, std::string>>& patterns) {
+  if (model.own_prior()) return {};
   if (mode == "model") return model.prior_groups();
   std::vector<PriorGroup> groups;
   if (mode == "patterns") {

@@ -25,6 +25,7 @@ Console::Console(std::string run_name, bool quiet, bool progress, bool classific
       quiet_(quiet || !progress),
       tty_(!quiet && progress && isatty(fileno(stderr))),
       classification_(classification),
+      headline_(classification ? "error" : "rmse"),
       total_epochs_(total_epochs),
       last_progress_(std::chrono::steady_clock::now()) {}
 
@@ -49,7 +50,7 @@ void Console::evaluation(const std::map<std::string, double>& row, const std::ma
                          double eta_seconds) {
   if (quiet_) return;
   clear();
-  const std::string mname = classification_ ? "error" : "rmse";
+  const std::string& mname = headline_;
   auto get = [&](const std::string& k) {
     auto it = row.find(k);
     return it == row.end() ? NAN : it->second;

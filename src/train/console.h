@@ -14,6 +14,8 @@ class Console {
   // `quiet` (--quiet) or not `progress` (output.progress: false): no evaluation lines, no first-epoch
   // line; `progress` on a terminal: the progress line too. Warnings are printed either way.
   Console(std::string run_name, bool quiet, bool progress, bool classification, double total_epochs);
+  // The metric the evaluation line shows (default: error for classification, else rmse).
+  void set_headline(std::string metric) { headline_ = std::move(metric); }
 
   // The evaluation line from a metrics row (and the prior's λ's), with the time left at this rate.
   void evaluation(const std::map<std::string, double>& row, const std::map<std::string, double>& lambdas,
@@ -30,6 +32,7 @@ class Console {
  private:
   std::string name_;
   bool quiet_, tty_, classification_;
+  std::string headline_;  // the metric shown: error, rmse or perplexity
   double total_epochs_;
   std::chrono::steady_clock::time_point last_progress_;
 };

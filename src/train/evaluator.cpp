@@ -63,6 +63,7 @@ size_t Evaluator::queue(MetricsBatch& batch, const PredictiveSummary& predictive
 
 Metrics Evaluator::result(const MetricsBatch& batch, size_t i) const {
   Metrics m = batch.metrics(i);
+  if (topics() && m.count("nll")) m["perplexity"] = std::exp(m["nll"]);  // per held-out word
   if (!data_.standardized_targets || m.empty()) return m;
   for (const char* k : {"rmse", "width50", "width90"}) m[k] *= data_.target_scale;
   if (!batch.has_pointwise_nll(i)) m["nll"] += std::log(data_.target_scale);  // the mixture's is in the original units

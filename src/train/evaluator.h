@@ -50,8 +50,10 @@ class Evaluator {
   }
 
   bool classification() const { return data_.task == Task::kClassification; }
-  // The headline metric's name: "error" (classification) or "rmse".
-  std::string headline() const { return classification() ? "error" : "rmse"; }
+  // A bag-of-words data set (data/bow.h): its points are held-out words, its headline the perplexity.
+  bool topics() const { return data_.dims.count("words") > 0; }
+  // The headline metric's name: "perplexity" (topics), "error" (classification) or "rmse".
+  std::string headline() const { return topics() ? "perplexity" : classification() ? "error" : "rmse"; }
   const Dataset& data() const { return data_; }
 
  private:

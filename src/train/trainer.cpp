@@ -159,6 +159,7 @@ TrainingRun::TrainingRun(RunSetup setup, RunDirectory dir, const RunOptions& opt
   // predictor's metrics, the per-epoch graphs' holders); the rest is the run directory's files
   s_.seconds["time.setup.trainer.members"] = seconds_since(s_.built_at);
   steps_.use_model_backward(cfg_.train.backward == "auto");
+  console_.set_headline(eval_.headline());
   save_every_ = sample_file_stride();
   if (opt_.resume) {  // a distributed run: the latest checkpoint of the same step on every rank
     load_checkpoint(dist_.agreed_checkpoint(dir_.checkpoint_path().string(), dir_.previous_checkpoint_path().string()));
@@ -463,6 +464,8 @@ std::map<std::string, double> TrainingRun::auto_values() const {
   const std::string& format = cfg_.data.format;
   if (cfg_.data.val_size < 0 && (format == "idx" || format == "tensors" || format == "libsvm"))
     out["data.val_size"] = static_cast<double>(data_.val.size());
+  if (cfg_.data.val_size < 0 && format == "bow")  // documents, not the tokens they hold out
+    out["data.val_size"] = static_cast<double>(data_.dims.at("val_documents"));
   return out;
 }
 
