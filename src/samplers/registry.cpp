@@ -11,6 +11,7 @@
 #include "samplers/sghmc_naive.h"
 #include "samplers/sgld.h"
 #include "samplers/sgnht.h"
+#include "samplers/sgnuts.h"
 #include "samplers/sgrld.h"
 #include "samplers/stochastic_hmc.h"
 
@@ -62,6 +63,9 @@ const std::vector<SamplerEntry>& sampler_registry() {
       entry<StochasticHmc>(stochastic_hmc_option_table(),
                            "stochastic HMC: N_l minibatch leapfrog steps, partial momentum refresh (Franzese et al. 2022)",
                            T().closure()),
+      entry<Sgnuts>(sgnuts_option_table(),
+                    "SG no-U-turn: stochastic HMC, trajectory lengths learned from the U-turn criterion (eHMC-style)",
+                    T().no_chains("one U-turn criterion over all parameters")),
       entry<Sgnht>(sgnht_option_table(), "SG Nose-Hoover thermostat, scalar thermostat (Ding et al. 2014)",
                    T().no_chains("one thermostat")
                        .hint("step size too large for the thermostat (diffusion={diffusion}) \u2014 lower sampler.lr or "

@@ -353,6 +353,67 @@ ExperimentResult santa_experiment(const SimulateOptions& o, const fs::path& dir)
   return res;
 }
 
+// ---------------------------------------------------------------------------------------------
+// SGNUTS against SGHMC and stochastic HMC (N_l = 10) at equal gradient evaluations over step sizes ε:
+// 000 Fig. 3's Gaussian (∇Ũ = Σ⁻¹θ + N(0, 1): covariance error) and Fig. 1's quartic (∇Ũ = ∇U + N(0, 4):
+// KL and TV of the histogram), 100 chains each. SGHMC in SGD form with η = ε², α = ε, β̂ = ηV/2; stochastic
+// HMC and SGNUTS with leapfrog step ε. The chains of one sampler share one tensor, so SGNUTS's U-turn
+// criterion is the sum over the chains' (θ − θ₀)·r: one length for all, that of a typical chain.
+// sgnuts.csv: target, sampler, epsilon, error, autocorrelation time τ (steps = gradients; 1/τ is the
+// effective samples per gradient), SGNUTS's mean trajectory length.
+
+ExperimentResult sgnuts_experiment(const SimulateOptions& o, const fs::path& dir) {
+  ExperimentResult res{"sgnuts", {}, {}};
+  const int64_t chains = 100, steps = scaled(20000, o.scale, 400), burn = steps / 5;
+  uint64_t seed = o.seed;
+  std::vector<std::vector<std::string>> rows;
+  struct Setup {
+    std::string name;
+    Target target;
+    double noise_var;
+    torch::Tensor init;
+  };
+  const std::vector<Setup> setups = {
+      {"gaussian2d", gaussian2d(0.9), 1.0, torch::zeros({chains, 2}, torch::kFloat64)},
+      {"fig1", fig1_quartic(), 4.0, torch::zeros({chains}, torch::kFloat64)},
+  };
+  const torch::Tensor true_cov = torch::tensor({{1.0, 0.9}, {0.9, 1.0}}, torch::kFloat64);
+  for (const auto& su : setups) {
+    const auto truth = su.name == "fig1" ? bin_probabilities(su.target, 50) : torch::Tensor();
+    for (double eps : {0.025, 0.05, 0.1, 0.2}) {
+      const std::vector<GaussSpec> specs = {
+          {"sghmc", "sghmc", {{"lr", num(eps * eps)}, {"alpha", num(eps)}, {"noise_estimate", "constant"},
+                              {"beta_hat", num(eps * eps * su.noise_var / 2)}}},
+          {"stochastic-hmc", "stochastic-hmc", {{"lr", num(eps)}, {"leapfrog_steps", "10"}, {"friction", "1"}}},
+          {"sgnuts", "sgnuts", {{"lr", num(eps)}}},
+      };
+      for (const auto& spec : specs) {
+        Chain chain(su.target, su.init, spec.sampler, spec.opts, std::sqrt(su.noise_var), seed++);
+        auto s = run(chain, steps, burn);
+        double err = 0;
+        std::string key = su.name + "." + spec.label + ".eps" + num(eps);
+        if (su.name == "fig1") {
+          const auto h = histogram(s, su.target.lo, su.target.hi, 50);
+          err = kl_divergence(h, truth);
+          res.metrics[key + ".tv"] = total_variation(h, truth);
+        } else {
+          err = (cov_of(s) - true_cov).abs().mean().item<double>();
+        }
+        const double tau = autocorrelation_time(su.name == "fig1" ? s : s.select(2, 0));
+        const auto d = chain.sampler().diagnostics();
+        const double len = d.count("trajectory_length_mean") ? d.at("trajectory_length_mean") : NAN;
+        rows.push_back({su.name, spec.label, num(eps), num(err), num(tau), num(len)});
+        res.metrics[key + (su.name == "fig1" ? ".kl" : ".cov_abs_error")] = err;
+        res.metrics[key + ".autocorr_time"] = tau;
+      }
+    }
+  }
+  write_csv(dir / "sgnuts.csv", "target,sampler,epsilon,error,autocorr_time,trajectory_length", rows);
+  res.files.push_back("sgnuts.csv");
+  res.metrics["steps"] = static_cast<double>(steps);
+  return res;
+}
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& experiment_list() {
@@ -361,6 +422,7 @@ const std::vector<std::pair<std::string, std::string>>& experiment_list() {
       {"fig1", "000 Fig. 1: HMC, naive SGHMC and SGHMC on U = -2θ² + θ⁴ with noisy gradients"},
       {"double-well", "002 Figs. 1-2: mSGNHT Euler vs symmetric splitting, KL per step size"},
       {"santa-double-well", "001: Santa vs RMSprop started near the double well's local mode"},
+      {"sgnuts", "SGNUTS vs SGHMC and stochastic HMC over step sizes on Fig. 3's Gaussian and Fig. 1's quartic"},
   };
   return list;
 }
@@ -372,6 +434,7 @@ ExperimentResult run_experiment(const std::string& name, const SimulateOptions& 
   if (name == "fig1") return fig1_experiment(options, out_dir);
   if (name == "double-well") return double_well_experiment(options, out_dir);
   if (name == "santa-double-well") return santa_experiment(options, out_dir);
+  if (name == "sgnuts") return sgnuts_experiment(options, out_dir);
   std::vector<std::string> names;
   for (const auto& e : experiment_list()) names.push_back(e.first);
   std::string near = nearest(name, names);
