@@ -53,16 +53,17 @@ TEST(Sgnuts, OptionsAreChecked) {
   test::expect_option_error("sgnuts", {{"adapt_trajectories", "0"}}, "sgnuts.adapt_trajectories");
 }
 
-// Exact gradients, η = 0.1: 60,000 steps, the first 5,000 discarded (the 50 adapted trajectories take
-// ≈ 1,500). Σ's eigenvalues are 1.9 and 0.1 (periods 2π√1.9 ≈ 8.7 and 2π√0.1 ≈ 2.0 in time, 87 and 20
+// Exact gradients, η = 0.1: 300,000 steps, the first 5,000 discarded (the 50 adapted trajectories take
+// ≈ 1,000). Σ's eigenvalues are 1.9 and 0.1 (periods 2π√1.9 ≈ 8.7 and 2π√0.1 ≈ 2.0 in time, 87 and 20
 // leapfrog steps): a trajectory from a fresh momentum turns back after a quarter to a half period of the
 // slow direction mixed with the fast one, so the recorded lengths lie between a few steps and ≈ 45 and
-// never reach max_leapfrog. The moments: the chain's integrated autocorrelation on this target is ≈ 10
-// steps (one trajectory), so 55,000 steps give an ESS ≈ 5,000 and standard errors ≈ 0.015 on the means,
-// ≈ 0.02 on the variances; the leapfrog's O(η²) bias without an accept step is ≈ η²/4 relative ≈ 0.3 %.
-// Tolerances: means within 0.08, variances and the covariance within 0.08 of 1 and 0.9 (4 errors).
+// never reach max_leapfrog. The moments: along the slow direction a trajectory covers a quarter period,
+// so the integrated autocorrelation is ≈ 55 steps (measured: 60,000 steps leave the variances 8 % off,
+// 600,000 within 0.5 %), an ESS ≈ 5,400 here and standard errors ≈ 0.014 on the means, ≈ 0.019 on the
+// variances; the leapfrog's O(η²) bias without an accept step is +2.5 % at most (the fast direction's
+// η²ω²/4). Tolerances: means within 0.08, variances and the covariance within 0.08 of 1 and 0.9 (4 errors).
 TEST(Sgnuts, CorrelatedGaussianExactGradients) {
-  const Moments m = run(0.1, 60000, 5000, 0.0, 3);
+  const Moments m = run(0.1, 300000, 5000, 0.0, 3);
   ASSERT_EQ(m.lengths.size(), 50u);
   double mean_len = 0;
   for (auto l : m.lengths) {
@@ -81,15 +82,21 @@ TEST(Sgnuts, CorrelatedGaussianExactGradients) {
             << m.v1 << " " << m.c01 << "\n";
 }
 
-// Gradient noise N(0, I) (000 Fig. 3's setting), η = 0.05: the noise heats the chain by about η·B/2 per
-// unit of friction-free time (004); over a trajectory with a full refresh the excess variance stays
-// below 5 % at this η. Same tolerances, widened to 0.12 for the noise's share.
+// Gradient noise N(0, I) (000 Fig. 3's setting), η = 0.05: 400,000 steps, the first 8,000 discarded. There is
+// no friction to absorb the noise (no β̂ correction), so the chain runs hot by O(η): the momentum gains
+// η²·B a step until the next refresh, and the stationary variances come out ≈ 1.10 (measured here; 004:
+// the heat vanishes as η → 0). The noise is isotropic in ∇Ũ, so it inflates both directions alike and the
+// correlation stays 0.9. The autocorrelation is ≈ 110 steps at this η, an ESS ≈ 3,600: errors ≈ 0.024 on
+// the variances, ≈ 0.004 on the correlation. Asserted: the correlation within 0.02 of 0.9 (5 errors), the
+// variances between 0.95 (cooler than the target would be a fault) and 1.2 (the heat at most 20 %).
 TEST(Sgnuts, CorrelatedGaussianNoisyGradients) {
-  const Moments m = run(0.05, 80000, 8000, 1.0, 5);
-  EXPECT_NEAR(m.m0, 0, 0.12);
-  EXPECT_NEAR(m.m1, 0, 0.12);
-  EXPECT_NEAR(m.v0, 1, 0.12);
-  EXPECT_NEAR(m.v1, 1, 0.12);
-  EXPECT_NEAR(m.c01, 0.9, 0.12);
+  const Moments m = run(0.05, 400000, 8000, 1.0, 5);
+  EXPECT_NEAR(m.m0, 0, 0.1);
+  EXPECT_NEAR(m.m1, 0, 0.1);
+  EXPECT_NEAR(m.c01 / std::sqrt(m.v0 * m.v1), 0.9, 0.02);
+  for (double v : {m.v0, m.v1}) {
+    EXPECT_GT(v, 0.95);
+    EXPECT_LT(v, 1.2);
+  }
   std::cout << "sgnuts noisy: moments " << m.m0 << " " << m.m1 << " " << m.v0 << " " << m.v1 << " " << m.c01 << "\n";
 }
