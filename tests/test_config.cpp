@@ -252,6 +252,11 @@ Dataset tiny_dataset(const std::string& model) {
     d.task = Task::kRegression;
     d.dims = {{"users", 3}, {"items", 4}};
     d.train = Batch{torch::tensor({0, 1, 2, 3, 2, 0}, torch::kInt64).reshape({3, 2}), torch::tensor({1.0f, 2.0f, 3.0f})};
+  } else if (model == "lda") {  // a bag-of-words split (data/bow.h): document index, then word ids
+    d.task = Task::kClassification;
+    d.num_classes = 5;
+    d.dims = {{"words", 5}, {"classes", 5}, {"documents", 2}};
+    d.train = Batch{torch::tensor({0, 1, 4, 1, 2, -1}, torch::kInt64).reshape({2, 3}), torch::zeros({2}, torch::kInt64)};
   } else {
     d.task = Task::kClassification;
     d.num_classes = 2;
@@ -411,6 +416,8 @@ TEST(ConfigDeclarations, DataFormatAndTypedBlockKeysAreWhatTheConfigReads) {
       for (const char* k : {"dir", "normalize"}) declared.erase(k);
     if (f.name == "csv" || f.name == "ratings")
       for (const char* k : {"val_size", "ood", "ood_classes", "ood_dir"}) declared.erase(k);
+    if (f.name == "bow")  // documents split by val_size; no out-of-distribution set
+      for (const char* k : {"ood", "ood_classes", "ood_dir"}) declared.erase(k);
     declared.insert(f.keys.begin(), f.keys.end());
     EXPECT_EQ(c.data.options.read_keys(), declared) << f.name;
     // The format's parser alone reads exactly the format's own keys.
@@ -420,6 +427,7 @@ TEST(ConfigDeclarations, DataFormatAndTypedBlockKeysAreWhatTheConfigReads) {
     if (f.name == "ratings") parse_ratings_options(o);
     if (f.name == "tensors") parse_tensors_options(o);
     if (f.name == "libsvm") parse_libsvm_options(o);
+    if (f.name == "bow") parse_bow_options(o);
     EXPECT_EQ(o.read_keys(), as_set(f.keys)) << f.name;
   }
   auto c = build_config(parse_raw_config("sampler: {name: sgld}\n", "decl.yaml"));
