@@ -19,7 +19,8 @@ GaussianPrior(optimizer, hyperprior=(α, β))`` resamples each group's λ by Gib
 
 The step size ``lr`` is the papers' η on ∇Ũ: App. H.1's SGHMC uses lr = 2e-6 at N = 50,000 (an
 SGD-momentum learning rate of 0.1 on the mean loss). A step too large shows as a loss that grows;
-``sgmcmc train`` can choose one (``sampler.lr: auto``, docs/first_try.md).
+``lr="auto"`` chooses one by the binary's pilot (``sampler.lr: auto``, docs/first_try.md) over your own
+steps: ``opt.choose_lr(train_step, val_nll, run_steps=...)`` before the first step (``sgmcmc.lr_pilot``).
 
 Chains, state and resume
 ------------------------
@@ -83,16 +84,25 @@ class SamplerOptimizer(torch.optim.Optimizer):
     # sync a step): set it False on an optimizer to skip the check.
     check_finite = True
 
-    def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
+    def __init__(self, params, lr, *, prior_precision: float = 0.0, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None, **options):
         if not self.name:
             raise TypeError("use a subclass (sgmcmc.SGLD, sgmcmc.SGHMC, ...)")
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"{self.name}.lr: must be a finite number > 0, got {lr!r}")
+        # lr="auto": the groups without an lr of their own wait for choose_lr() (step() refuses until then)
+        self.lr_auto = isinstance(lr, str) and lr == "auto"
+        if self.lr_auto:
+            params = list(params)
+            self._auto_groups = [i for i, g in enumerate(params) if not isinstance(g, dict) or "lr" not in g] \
+                if params and isinstance(params[0], dict) else [0]
+            lr = _lr_default(self.name)
+        elif not (isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"{self.name}.lr: must be a finite number > 0 or \"auto\", got {lr!r}")
+        self.lr_choice = None
         self._ready = False
         super().__init__(params, dict(lr=float(lr), prior_precision=float(prior_precision)))
         keys = registry()[self.name]["keys"]
         given = {k: v for k, v in options.items() if v is not None}
+        self._options = dict(given)  # for the pilot's trial optimizers
         given["lr"] = float(lr)
         text = {}
         for k, v in given.items():
@@ -105,6 +115,7 @@ class SamplerOptimizer(torch.optim.Optimizer):
                      _default_seed() if seed is None else int(seed))
         for g in self.param_groups:
             self._check_group(g)
+        self._generator = generator
         self._impl = _C.Sampler(self.name, [list(g["params"]) for g in self.param_groups], text, self.seed, generator)
         self._ready = True
 
@@ -126,6 +137,40 @@ class SamplerOptimizer(torch.optim.Optimizer):
         self._impl.set_groups([float(g["lr"]) for g in groups],
                               [float(g.get("prior_precision", 0.0)) for g in groups])
 
+    def choose_lr(self, train_step: Callable[["SamplerOptimizer"], object], val_nll: Callable[[], torch.Tensor],
+                  **kwargs):
+        """lr="auto": runs the binary's step-size pilot over ``train_step`` and ``val_nll`` (see
+        ``sgmcmc.choose_lr`` for both and for the keywords: ``run_steps`` or ``steps``, ``noise``,
+        ``model``, ``around``, ``verbose``) and sets the chosen lr in every group that has none of its
+        own. Each trial steps a fresh optimizer of this class, options and seed, handed to
+        ``train_step``; the parameters are back at their start afterwards. Returns the ``LrChoice``
+        (also kept as ``lr_choice``)."""
+        from .lr_pilot import choose_lr
+        if self._impl.steps > 0:
+            raise RuntimeError(f"{self.name}.choose_lr: the chain has taken steps; choose the lr before the first")
+        auto = getattr(self, "_auto_groups", list(range(len(self.param_groups))))
+
+        def make(lr: float) -> "SamplerOptimizer":
+            groups = [dict(g, params=list(g["params"])) for g in self.param_groups]
+            for i in auto:
+                groups[i]["lr"] = lr
+            opt = type(self)(groups, lr=lr, seed=self.seed, **self._options)
+            opt.check_finite = True  # a trial's non-finite gradient is its instability, not an error
+            return opt
+
+        choice = choose_lr(make, train_step, val_nll, **kwargs)
+        for i in auto:
+            self.param_groups[i]["lr"] = choice.lr
+        self.defaults["lr"] = choice.lr
+        # the trials' optimizers laid the parameters out in buffers of their own: this one's again
+        text = {k: _text(f"{self.name}.{k}", v) for k, v in self._options.items()}
+        text["lr"] = _text(f"{self.name}.lr", float(choice.lr))
+        self._impl = _C.Sampler(self.name, [list(g["params"]) for g in self.param_groups], text, self.seed,
+                                self._generator)
+        self.lr_auto = False
+        self.lr_choice = choice
+        return choice
+
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], torch.Tensor]] = None):
         """One update from ∇Ũ in ``.grad`` (see the module's docstring for what it must hold).
@@ -134,6 +179,9 @@ class SamplerOptimizer(torch.optim.Optimizer):
         returns the loss), the closure runs first; HMC and stochastic HMC need one and call it once
         per leapfrog step. Returns the closure's loss (HMC: Ũ at the start, prior included).
         """
+        if self.lr_auto:
+            raise RuntimeError(f"{self.name}: lr=\"auto\": call choose_lr(train_step, val_nll, run_steps=...) "
+                               "before the first step (docs/python.md)")
         self._sync()
         if self.needs_closure:
             if closure is None:
@@ -267,6 +315,11 @@ class SamplerOptimizer(torch.optim.Optimizer):
         return f"sgmcmc.{type(self).__name__}({groups}, seed={self.seed})"
 
 
+def _lr_default(name: str) -> float:
+    """The sampler's default step, from the core's option table (the pilot's grid centre)."""
+    return float(next(o for o in _C.sampler_info()[name]["options"] if o["key"] == "lr")["default"])
+
+
 def _default(option: dict):
     """An option's default as a Python value, from the core's table (its text as a resolved config
     writes it); None where the core has none (an optional key such as xi_init)."""
@@ -311,7 +364,7 @@ def _sampler(cls_name: str, core_name: str, doc: str):
 
     # The options travel as **options (only those given reach the core, which fills in its own
     # defaults and checks every value); __signature__ shows them as the keywords they are.
-    def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
+    def __init__(self, params, lr, *, prior_precision: float = 0.0, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None, **options):
         SamplerOptimizer.__init__(self, params, lr, prior_precision=prior_precision, seed=seed,
                                   generator=generator, **options)
