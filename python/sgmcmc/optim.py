@@ -73,9 +73,13 @@ class SamplerOptimizer(torch.optim.Optimizer):
 
     Subclasses fix ``name``; use them (``sgmcmc.SGHMC(...)``) rather than this class. Param group
     keys: ``lr`` (the step size η; groups may differ) and ``prior_precision`` (λ of a N(0, 1/λ)
-    prior whose gradient λθ the step adds; 0: none). Options (``alpha``, ``integrator``, ...) are
-    the keys of the YAML ``sampler:`` block, checked by the core (an unknown key is an error that
-    names the nearest one).
+    prior whose gradient λθ the step adds; 0: none), which may change between steps, and every option
+    (``alpha``, ``integrator``, ...: the keys of the YAML ``sampler:`` block), which a group may set
+    for itself at construction (``{"params": ..., "alpha": 0.2}``) and which then stays. Options are
+    checked by the core (an unknown key is an error that names the nearest one; a bad value in a
+    group, an error that names the group and the key). Groups with different options run as one
+    core sampler per set of options, stepped in turn over one generator (``HMC`` and
+    ``StochasticHMC`` take one set for all groups).
     """
 
     name: str = ""
@@ -99,32 +103,75 @@ class SamplerOptimizer(torch.optim.Optimizer):
             raise ValueError(f"{self.name}.lr: must be a finite number > 0 or \"auto\", got {lr!r}")
         self.lr_choice = None
         self._ready = False
-        super().__init__(params, dict(lr=float(lr), prior_precision=float(prior_precision)))
-        keys = registry()[self.name]["keys"]
+        info = registry()[self.name]
         given = {k: v for k, v in options.items() if v is not None}
+        for k in given:
+            if k not in info["keys"]:
+                raise TypeError(f"{self.name}: unknown option '{k}' (options: {', '.join(info['keys'])})")
         self._options = dict(given)  # for the pilot's trial optimizers
-        given["lr"] = float(lr)
-        text = {}
-        for k, v in given.items():
-            if k not in keys:
-                raise TypeError(f"{self.name}: unknown option '{k}' (options: {', '.join(keys)})")
-            text[k] = _text(f"{self.name}.{k}", v)
+        # Every option is a hyper-parameter of every param group, as torch.optim keeps them: the value given
+        # here, else the core's default (None: an optional key left unset); a group may give its own.
+        self._option_defaults = {o["key"]: given.get(o["key"], _default(o)) for o in info["options"]
+                                 if o["key"] != "lr"}
+        super().__init__(params, dict(lr=float(lr), prior_precision=float(prior_precision), **self._option_defaults))
         if generator is not None and seed is not None:
             raise ValueError(f"{self.name}: give a seed or a generator, not both")
         self.seed = (generator.initial_seed() if generator is not None else
                      _default_seed() if seed is None else int(seed))
-        for g in self.param_groups:
-            self._check_group(g)
+        for i, g in enumerate(self.param_groups):
+            self._check_group(i, g)
         self._generator = generator
-        self._impl = _C.Sampler(self.name, [list(g["params"]) for g in self.param_groups], text, self.seed, generator)
+        self._impl = self._make_impl(float(lr))
         self._ready = True
 
-    def _check_group(self, group: dict) -> None:
+    def _check_group(self, index: int, group: dict) -> None:
         lr, lam = group["lr"], group["prior_precision"]
-        if not (math.isfinite(lr) and lr > 0):
-            raise ValueError(f"{self.name}: param group lr must be a finite number > 0, got {lr!r}")
-        if not (math.isfinite(lam) and lam >= 0):
-            raise ValueError(f"{self.name}: prior_precision must be a finite number >= 0, got {lam!r}")
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"{self.name}: param group {index}: lr must be a finite number > 0, got {lr!r}")
+        if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
+            raise ValueError(f"{self.name}: param group {index}: prior_precision must be a finite number >= 0, "
+                             f"got {lam!r}")
+
+    def _group_options(self, index: int, group: dict) -> Dict[str, str]:
+        """The options the core gets for a group: those given to the constructor and those the group sets
+        to other than the constructor's value, as text (the others take the core's defaults)."""
+        text = {}
+        for k, default in self._option_defaults.items():
+            v = group.get(k, default)
+            if v is not None and (k in self._options or v != default):
+                text[k] = _text(f"{self.name}: param group {index}: {k}", v)
+        return text
+
+    def _make_impl(self, lr: float):
+        """The core's sampler over the groups: one where every group has the same options (the binary's
+        chain), else one per set of options, stepped in turn and drawing from one generator."""
+        groups = self.param_groups
+        texts = [self._group_options(i, g) for i, g in enumerate(groups)]
+        base = self._group_options(-1, {})
+        sets: Dict[tuple, List[int]] = {}
+        for i, t in enumerate(texts):
+            sets.setdefault(tuple(sorted(t.items())), []).append(i)
+        if len(sets) > 1 and self.needs_closure:
+            raise ValueError(f"{self.name}: every param group needs the same options (one Metropolis test, one "
+                             "leapfrog trajectory over all of them)")
+        generator = self._generator
+        if len(sets) > 1 and generator is None:
+            generator = torch.Generator(device=groups[0]["params"][0].device)
+            generator.manual_seed(self.seed)
+        parts = []
+        for key, members in sets.items():
+            text = dict(key)
+            text["lr"] = _text(f"{self.name}.lr", float(lr))
+            try:
+                impl = _C.Sampler(self.name, [list(groups[i]["params"]) for i in members], text, self.seed, generator)
+            except ValueError as e:
+                if dict(key) == base:
+                    raise
+                raise ValueError(f"{self.name}: param group{'s' if len(members) > 1 else ''} "
+                                 f"{', '.join(map(str, members))}: {e}") from None
+            parts.append((members, impl))
+        self._fixed = [{k: g.get(k, d) for k, d in self._option_defaults.items()} for g in groups]
+        return parts[0][1] if len(parts) == 1 else _Partitioned(parts, len(groups))
 
     def add_param_group(self, param_group: dict) -> None:
         if getattr(self, "_ready", False):
@@ -134,6 +181,11 @@ class SamplerOptimizer(torch.optim.Optimizer):
 
     def _sync(self) -> None:
         groups = self.param_groups
+        for i, (g, fixed) in enumerate(zip(groups, self._fixed)):
+            for k, v in fixed.items():
+                if k in g and g[k] != v:
+                    raise ValueError(f"{self.name}: param group {i}: {k} is set when the optimizer is made ({v!r}, "
+                                     f"now {g[k]!r}); lr and prior_precision may change between steps")
         self._impl.set_groups([float(g["lr"]) for g in groups],
                               [float(g.get("prior_precision", 0.0)) for g in groups])
 
@@ -163,10 +215,7 @@ class SamplerOptimizer(torch.optim.Optimizer):
             self.param_groups[i]["lr"] = choice.lr
         self.defaults["lr"] = choice.lr
         # the trials' optimizers laid the parameters out in buffers of their own: this one's again
-        text = {k: _text(f"{self.name}.{k}", v) for k, v in self._options.items()}
-        text["lr"] = _text(f"{self.name}.lr", float(choice.lr))
-        self._impl = _C.Sampler(self.name, [list(g["params"]) for g in self.param_groups], text, self.seed,
-                                self._generator)
+        self._impl = self._make_impl(float(choice.lr))
         self.lr_auto = False
         self.lr_choice = choice
         return choice
@@ -306,6 +355,9 @@ class SamplerOptimizer(torch.optim.Optimizer):
         if core["name"] != self.name:
             raise ValueError(f"{self.name}: the state_dict is a {core['name']} chain's")
         super().load_state_dict(sd)
+        for g, fixed in zip(self.param_groups, self._fixed):  # a state_dict without the options keeps them
+            for k, v in fixed.items():
+                g.setdefault(k, v)
         self.seed = int(core["seed"])
         self._impl.load_state(core["state"].cpu().numpy().tobytes())
 
@@ -313,6 +365,88 @@ class SamplerOptimizer(torch.optim.Optimizer):
         groups = ", ".join(f"lr={g['lr']:g} prior_precision={g['prior_precision']:g} "
                            f"({sum(p.numel() for p in g['params'])} values)" for g in self.param_groups)
         return f"sgmcmc.{type(self).__name__}({groups}, seed={self.seed})"
+
+
+class _Partitioned:
+    """Param groups whose options differ: one core sampler per set of options over its groups (each laid out
+    and stepped as the binary's chain is), stepped in turn and drawing from one generator; the optimizer
+    talks to it as to one sampler."""
+
+    def __init__(self, parts, n_groups: int):
+        self._parts, self._n = parts, n_groups  # [(group indices, core sampler)]
+
+    def set_groups(self, lrs, lambdas) -> None:
+        for members, impl in self._parts:
+            impl.set_groups([lrs[i] for i in members], [lambdas[i] for i in members])
+
+    def step(self) -> None:
+        for _, impl in self._parts:
+            impl.step()
+
+    def zero_grad(self) -> None:
+        for _, impl in self._parts:
+            impl.zero_grad()
+
+    @property
+    def steps(self) -> int:
+        return self._parts[0][1].steps
+
+    @property
+    def temperature(self) -> float:
+        return self._parts[0][1].temperature
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        for _, impl in self._parts:
+            impl.temperature = value
+
+    @property
+    def fused(self) -> bool:
+        return self._parts[0][1].fused
+
+    @fused.setter
+    def fused(self, on: bool) -> None:
+        for _, impl in self._parts:
+            impl.fused = on
+
+    @property
+    def is_sampler(self) -> bool:
+        return self._parts[0][1].is_sampler
+
+    @property
+    def runs_at_zero_temperature(self) -> bool:
+        return self._parts[0][1].runs_at_zero_temperature
+
+    def diagnostics(self) -> Dict[str, float]:
+        """Each set's diagnostics, named with its groups: "xi_mean[0,2]"."""
+        out = {}
+        for members, impl in self._parts:
+            for k, v in impl.diagnostics().items():
+                out[f"{k}[{','.join(map(str, members))}]"] = v
+        return out
+
+    def gradient_noise_ratios(self, variances) -> List[float]:
+        out = [math.nan] * self._n
+        for members, impl in self._parts:
+            for i, r in zip(members, impl.gradient_noise_ratios([variances[i] for i in members])):
+                out[i] = r
+        return out
+
+    def state(self) -> bytes:
+        """Each set's state, each behind its length (8 bytes, little-endian)."""
+        blobs = [bytes(impl.state()) for _, impl in self._parts]
+        return b"".join(len(b).to_bytes(8, "little") + b for b in blobs)
+
+    def load_state(self, data: bytes) -> None:
+        at = 0
+        for _, impl in self._parts:
+            if at + 8 > len(data):
+                raise ValueError("the state_dict holds fewer option sets than this optimizer's param groups have")
+            n = int.from_bytes(data[at:at + 8], "little")
+            impl.load_state(data[at + 8:at + 8 + n])
+            at += 8 + n
+        if at != len(data):
+            raise ValueError("the state_dict holds more option sets than this optimizer's param groups have")
 
 
 def _lr_default(name: str) -> float:
