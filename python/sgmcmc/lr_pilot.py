@@ -17,7 +17,8 @@ binary's own search): a grid of factors of 4 from 4^-5 to 4^2 times the sampler'
 best refined by factors of 2; half the top of the plateau of steps the validation points cannot tell
 from the best (a paired comparison, mean difference within two standard errors); a stability margin
 where a step up to 4 times the choice was unstable; and, given ``noise``, the gradient-noise cap
-(the minibatch noise at most 0.1 times the injected noise). The binary's two further rounds need its
+(the minibatch noise at most 0.1 times the injected noise, over all the parameters as the binary's one
+sampler group measures it: the groups' ratios weighted by their sizes). The binary's two further rounds need its
 data and model and are not run here: the batch (give yours) and a Gaussian likelihood's τ (start
 ``NoisePrecision`` near its posterior value).
 """
@@ -94,8 +95,13 @@ def _trial(lr: float, make_optimizer, train_step, val_nll, steps: int, noise, re
     points = -(torch.logsumexp(-stacked, 0) - math.log(len(draws)))
     ratio = math.nan
     if noise is not None and hasattr(opt, "gradient_noise"):
-        finite = [r for r in opt.gradient_noise(noise) if math.isfinite(r)]
-        ratio = max(finite) if finite else math.nan
+        # over all the parameters, each group's ratio weighted by its size: the binary's chain is one sampler
+        # group whose ratio is the mean over every coordinate (per-tensor groups would each report their own,
+        # and the largest, a bias's, would cap the step far below the binary's choice)
+        sizes = [sum(p.numel() for p in g["params"]) for g in opt.param_groups]
+        pairs = [(n, r) for n, r in zip(sizes, opt.gradient_noise(noise)) if math.isfinite(r)]
+        if pairs:
+            ratio = sum(n * r for n, r in pairs) / sum(n for n, _ in pairs)
     return points, ratio
 
 
