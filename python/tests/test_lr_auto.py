@@ -54,6 +54,9 @@ def test_lr_auto_picks_a_stable_step_on_a_known_target(capsys):
     with pytest.raises(RuntimeError, match="choose_lr"):
         train_step(opt)  # no step before the pilot
 
+    with pytest.raises(ValueError, match="after optimizer.choose_lr"):
+        sgmcmc.Schedule(opt, "polynomial", b=1.0, gamma=0.55)  # it would scale the placeholder step
+
     choice = opt.choose_lr(train_step, val_nll, steps=100)
     lines = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("  trial ") for line in lines) == len(choice.trials) >= 10
