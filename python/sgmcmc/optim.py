@@ -71,7 +71,9 @@ def _default_seed() -> int:
 class SamplerOptimizer(torch.optim.Optimizer):
     """An sgmcmc sampler (or optimizer) of the core's registry over ``params``.
 
-    Subclasses fix ``name``; use them (``sgmcmc.SGHMC(...)``) rather than this class. Param group
+    Subclasses fix ``name``; use them (``sgmcmc.SGHMC(...)``) rather than this class. ``lr``: the
+    step size η, or ``"auto"``: ``choose_lr(train_step, val_nll, run_steps=...)`` then runs the binary's
+    pilot over your steps and sets it (``step()`` refuses until then; ``sgmcmc.lr_pilot``). Param group
     keys: ``lr`` (the step size η; groups may differ) and ``prior_precision`` (λ of a N(0, 1/λ)
     prior whose gradient λθ the step adds; 0: none), which may change between steps, and every option
     (``alpha``, ``integrator``, ...: the keys of the YAML ``sampler:`` block), which a group may set

@@ -134,7 +134,6 @@ class LrSearch {
   std::optional<LrSelection> round(double centre, int low, int high);
   void tell(const std::string& line) const;
   double elapsed() const;
-  int number() const { return number_; }  // the round now running (1, 2, …)
   const std::vector<LrTrial>& current() const { return current_; }  // this round's trials
 
  private:
@@ -143,7 +142,7 @@ class LrSearch {
   Trial run_;
   Say say_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  int number_ = 0;
+  int number_ = 0;  // the round now running (1, 2, …): LrTrial::round
   std::vector<LrTrial> current_;
   std::set<double> tried_;
 };
