@@ -289,6 +289,39 @@ TEST(LrPilot, ChoosesHalfTheTopOfWhatValidationCannotTellApart) {
   EXPECT_THROW(select_lr(trials), std::invalid_argument);
 }
 
+// The search over a trial runner of the caller's own (Python's lr auto): the grid 4^-5..4^2 around the
+// centre in order, then the best refined by factors of 2, each step tried once; the choice is select_lr's
+// and every trial is told. Scores: the best at centre/16, clearly worse (1.0) two grid steps either side,
+// unstable above 2 × centre.
+TEST(LrPilot, SearchOverTheCallersTrialsIsTheBinarysGridAndChoice) {
+  const double centre = 1e-3;
+  std::vector<double> asked;
+  auto trial = [&](double lr) {
+    asked.push_back(lr);
+    const double k = std::log(lr / centre) / std::log(4.0);  // grid position, -2: the best
+    const int pattern = static_cast<int>(std::lround(2 * (k + 5))) % 6;  // the best's differs from its neighbours'
+    LrTrial t = made_up(lr, std::abs(k + 2) < 0.6 ? 0.01 * std::abs(k + 2) : 1.0, pattern);
+    t.stable = lr <= 2 * centre;
+    return t;
+  };
+  std::vector<std::string> lines;
+  const LrChoice c = search_lr(centre, 40, trial, [&](const std::string& l) { lines.push_back(l); });
+  ASSERT_EQ(asked.size(), 10u);
+  for (int k = -5; k <= 2; ++k) EXPECT_DOUBLE_EQ(asked[k + 5], centre * std::pow(4.0, k));
+  EXPECT_DOUBLE_EQ(asked[8], centre / 8);   // the best (centre/16) doubled
+  EXPECT_DOUBLE_EQ(asked[9], centre / 32);  // and halved
+  EXPECT_EQ(lines.size(), 11u);             // the start and one line per trial
+  std::vector<LrTrial> again;
+  for (double lr : std::vector<double>(asked)) again.push_back(trial(lr));
+  EXPECT_DOUBLE_EQ(c.lr, select_lr(again).lr) << c.why;
+  EXPECT_DOUBLE_EQ(c.lr, centre / 16) << c.why;  // plateau centre/32..centre/8: half its top
+  EXPECT_EQ(c.steps_per_trial, 40);
+  EXPECT_EQ(c.trials.size(), 10u);
+  EXPECT_TRUE(std::isnan(c.noise_ratio));
+  // nothing stable: one line naming the grid
+  EXPECT_THROW(search_lr(centre, 40, [](double lr) { LrTrial t; t.lr = lr; return t; }), std::invalid_argument);
+}
+
 // --- the kernels block ---------------------------------------------------------------------------
 
 TEST(KernelSettings, ParsedCheckedAndRecorded) {

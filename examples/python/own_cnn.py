@@ -11,6 +11,14 @@ C++ step per param group), the Gaussian prior with Gibbs-sampled precisions, the
 Prints the test error, NLL and ECE of the averaged predictive against the last sample alone, and
 the AUROC of telling held-out classes from known ones by the predictive's entropy and by the
 mutual information (only a posterior has the latter).
+
+``--lr auto`` chooses the step size by the binary's pilot (``sampler.lr: auto``) over this loop's own
+steps, scored on 500 held-out training images (``opt.choose_lr``). ``--export DIR`` writes the same
+network (TorchScript, its initial weights), the same splits and a config for ``sgmcmc train``, so the
+binary's ``lr: auto`` run can be compared on the same data::
+
+    python3 examples/python/own_cnn.py --lr auto --export /tmp/cnn
+    build/sgmcmc train /tmp/cnn/config.yaml --out /tmp/cnn/run     # summary.json: test_nll
 """
 import argparse
 import gzip
@@ -26,7 +34,9 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
 parser.add_argument("--train", type=int, default=3000)
 parser.add_argument("--epochs", type=int, default=30)
-parser.add_argument("--lr", type=float, default=None, help="step size η on ∇Ũ (default: 0.005 / N, an SGD-momentum rate of 0.1 on the mean loss at α = 0.05)")
+parser.add_argument("--lr", default=None, help="step size η on ∇Ũ, or auto: the pilot's (default: 0.005 / N, an SGD-momentum rate of 0.1 on the mean loss at α = 0.05)")
+parser.add_argument("--val", type=int, default=500, help="held-out training images the pilot scores on")
+parser.add_argument("--export", default=None, help="write net.pt, data.pt and config.yaml for sgmcmc train here")
 parser.add_argument("--seed", type=int, default=1)
 parser.add_argument("--out", default=None, help="write the samples here (samples/sample_NNNNNN.pt)")
 args = parser.parse_args()
@@ -46,6 +56,7 @@ x_all = idx("train-images-idx3-ubyte.gz").float().div(255).unsqueeze(1)
 y_all = idx("train-labels-idx1-ubyte.gz").long()
 known = y_all < 5
 x, y = x_all[known][: args.train], y_all[known][: args.train]
+x_val, y_val = x_all[known][args.train: args.train + args.val], y_all[known][args.train: args.train + args.val]
 xt_all = idx("t10k-images-idx3-ubyte.gz").float().div(255).unsqueeze(1)
 yt_all = idx("t10k-labels-idx1-ubyte.gz").long()
 x_test, y_test = xt_all[yt_all < 5][:2000], yt_all[yt_all < 5][:2000]
@@ -68,12 +79,48 @@ class Net(torch.nn.Module):
 
 
 model = Net()
-# One prior group (and one λ) per parameter tensor; η on ∇Ũ = N·(mean loss) + λθ.
-lr = args.lr if args.lr is not None else 0.005 / N
-opt = sgmcmc.SGHMC([{"params": [p], "name": n} for n, p in model.named_parameters()], lr=lr, alpha=0.05)
-prior = sgmcmc.GaussianPrior(opt, precision=1.0, hyperprior=(1.0, 1.0))
 batch = 100
 steps_per_epoch = N // batch
+if args.export:
+    os.makedirs(args.export, exist_ok=True)
+    torch.jit.script(model).save(os.path.join(args.export, "net.pt"))
+    torch.save({"x_train": x, "y_train": y, "x_val": x_val, "y_val": y_val, "x_test": x_test, "y_test": y_test},
+               os.path.join(args.export, "data.pt"))
+    with open(os.path.join(args.export, "config.yaml"), "w") as f:
+        f.write(f"""name: own-cnn
+seed: {args.seed}
+data: {{format: tensors, path: {os.path.abspath(args.export)}/data.pt, task: classification}}
+model: {{name: torchscript, path: {os.path.abspath(args.export)}/net.pt}}
+prior: {{hyperprior: gamma, gibbs_start_epochs: 2}}
+sampler: {{name: sghmc, lr: auto, alpha: 0.05}}
+train: {{epochs: {args.epochs}, batch_size: {batch}, burn_in: {args.epochs // 3}, thin: {steps_per_epoch // 2}}}
+""")
+# One prior group (and one λ) per parameter tensor; η on ∇Ũ = N·(mean loss) + λθ.
+lr = "auto" if args.lr == "auto" else float(args.lr) if args.lr is not None else 0.005 / N
+opt = sgmcmc.SGHMC([{"params": [p], "name": n} for n, p in model.named_parameters()], lr=lr, alpha=0.05,
+                   seed=args.seed)
+prior = sgmcmc.GaussianPrior(opt, precision=1.0, hyperprior=(1.0, 1.0))
+if lr == "auto":
+    def minibatches():
+        while True:
+            yield from torch.randperm(N).split(batch)
+    stream = minibatches()
+
+    def train_step(o):
+        b = next(stream)
+        o.zero_grad()
+        loss = F.cross_entropy(model(x[b]), y[b])
+        (N * loss).backward()
+        o.step()
+        return loss
+
+    def fresh_batch_loss():  # U's data term on a new minibatch: the gradient-noise cap's probe
+        b = torch.randperm(N)[:batch]
+        return N * F.cross_entropy(model(x[b]), y[b])
+
+    choice = opt.choose_lr(train_step, lambda: F.cross_entropy(model(x_val), y_val, reduction="none"),
+                           run_steps=steps_per_epoch * args.epochs, noise=fresh_batch_loss)
+    print(f"lr auto: {choice.lr:.3g} ({choice.why}; {choice.seconds:.0f} s)")
 collector = sgmcmc.SampleCollector(model, burn_in=steps_per_epoch * args.epochs // 3, thin=steps_per_epoch // 2,
                                    out_dir=os.path.join(args.out, "samples") if args.out else None, prior=prior)
 

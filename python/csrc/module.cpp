@@ -22,6 +22,7 @@
 #include "samplers/registry.h"
 #include "samplers/schedules.h"
 #include "runtime/cpu.h"
+#include "train/lr_pilot.h"
 #include "train/trainer.h"
 
 namespace py = pybind11;
@@ -400,6 +401,35 @@ PYBIND11_MODULE(_C, m) {
           return ood_metrics(summary_of(in_mean, in_ee, std::nullopt), summary_of(ood_mean, ood_ee, std::nullopt));
         },
         py::arg("in_mean"), py::arg("in_expected_entropy"), py::arg("ood_mean"), py::arg("ood_expected_entropy"));
+
+  // lr auto over trials the caller runs (python/sgmcmc/lr_pilot.py: the user's own steps): trial(lr) returns
+  // (the NLL per validation point [n], or None where the trial was unstable; the gradient-noise ratio or NaN).
+  // The search, the choice and its record are the binary's (train/lr_pilot.h); the choice as JSON text.
+  m.def("search_lr",
+        [](double centre, int64_t steps, const std::function<py::object(double)>& trial,
+           const std::function<void(const std::string&)>& say) {
+          auto run = [&](double lr) {
+            const py::object r = trial(lr);
+            LrTrial t;
+            t.lr = lr;
+            const py::tuple pair = r.cast<py::tuple>();
+            if (!pair[0].is_none()) {
+              const auto points = pair[0].cast<torch::Tensor>().detach().to(torch::kCPU, torch::kFloat64).reshape(-1);
+              const double nll = points.numel() > 0 ? points.mean().item<double>() : NAN;
+              if (std::isfinite(nll)) {
+                t.points = points;
+                t.val_nll = nll;
+                t.stable = true;
+              }
+            }
+            t.noise_ratio = pair[1].cast<double>();
+            return t;
+          };
+          return search_lr(centre, steps, run, say).to_json().dump();
+        },
+        py::arg("centre"), py::arg("steps"), py::arg("trial"), py::arg("say") = py::none());
+  m.def("pilot_steps", &pilot_steps, py::arg("total_steps"),
+        "the steps of one lr trial for a run of total_steps: a fiftieth, 100 to 1,000");
 
   py::class_<TrainResult>(m, "TrainResult")
       .def_readonly("run_dir", &TrainResult::run_dir)

@@ -17,6 +17,7 @@ from .inference_data import to_inference_data
 from .optim import (HMC, MSGNHT, PSGLD, SGD, SGHMC, SGLD, SGNHT, SGRLD, Adam, RMSprop, Santa, SamplerOptimizer,
                     SGDMomentum, SGHMCNaive, StochasticHMC, registry)
 from .likelihood import NoisePrecision
+from .lr_pilot import LrChoice, choose_lr
 from .prior import GaussianPrior
 from .run import train
 from .samples import SampleCollector, load_samples, save_sample
@@ -28,5 +29,5 @@ __all__ = [
     "SGLD", "PSGLD", "SGRLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC", "StochasticHMC", "SGD",
     "SGDMomentum", "RMSprop", "Adam", "SamplerOptimizer", "registry", "GaussianPrior", "Schedule",
     "SampleCollector", "load_samples", "save_sample", "split_rhat", "effective_sample_size", "train",
-    "to_inference_data", "NoisePrecision",
+    "to_inference_data", "NoisePrecision", "choose_lr", "LrChoice",
 ]

@@ -19,7 +19,8 @@ GaussianPrior(optimizer, hyperprior=(α, β))`` resamples each group's λ by Gib
 
 The step size ``lr`` is the papers' η on ∇Ũ: App. H.1's SGHMC uses lr = 2e-6 at N = 50,000 (an
 SGD-momentum learning rate of 0.1 on the mean loss). A step too large shows as a loss that grows;
-``sgmcmc train`` can choose one (``sampler.lr: auto``, docs/first_try.md).
+``lr="auto"`` chooses one by the binary's pilot (``sampler.lr: auto``, docs/first_try.md) over your own
+steps: ``opt.choose_lr(train_step, val_nll, run_steps=...)`` before the first step (``sgmcmc.lr_pilot``).
 
 Chains, state and resume
 ------------------------
@@ -70,11 +71,17 @@ def _default_seed() -> int:
 class SamplerOptimizer(torch.optim.Optimizer):
     """An sgmcmc sampler (or optimizer) of the core's registry over ``params``.
 
-    Subclasses fix ``name``; use them (``sgmcmc.SGHMC(...)``) rather than this class. Param group
+    Subclasses fix ``name``; use them (``sgmcmc.SGHMC(...)``) rather than this class. ``lr``: the
+    step size η, or ``"auto"``: ``choose_lr(train_step, val_nll, run_steps=...)`` then runs the binary's
+    pilot over your steps and sets it (``step()`` refuses until then; ``sgmcmc.lr_pilot``). Param group
     keys: ``lr`` (the step size η; groups may differ) and ``prior_precision`` (λ of a N(0, 1/λ)
-    prior whose gradient λθ the step adds; 0: none). Options (``alpha``, ``integrator``, ...) are
-    the keys of the YAML ``sampler:`` block, checked by the core (an unknown key is an error that
-    names the nearest one).
+    prior whose gradient λθ the step adds; 0: none), which may change between steps, and every option
+    (``alpha``, ``integrator``, ...: the keys of the YAML ``sampler:`` block), which a group may set
+    for itself at construction (``{"params": ..., "alpha": 0.2}``) and which then stays. Options are
+    checked by the core (an unknown key is an error that names the nearest one; a bad value in a
+    group, an error that names the group and the key). Groups with different options run as one
+    core sampler per set of options, stepped in turn over one generator (``HMC`` and
+    ``StochasticHMC`` take one set for all groups).
     """
 
     name: str = ""
@@ -83,37 +90,90 @@ class SamplerOptimizer(torch.optim.Optimizer):
     # sync a step): set it False on an optimizer to skip the check.
     check_finite = True
 
-    def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
+    def __init__(self, params, lr, *, prior_precision: float = 0.0, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None, **options):
         if not self.name:
             raise TypeError("use a subclass (sgmcmc.SGLD, sgmcmc.SGHMC, ...)")
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"{self.name}.lr: must be a finite number > 0, got {lr!r}")
+        # lr="auto": the groups without an lr of their own wait for choose_lr() (step() refuses until then)
+        self.lr_auto = isinstance(lr, str) and lr == "auto"
+        if self.lr_auto:
+            params = list(params)
+            self._auto_groups = [i for i, g in enumerate(params) if not isinstance(g, dict) or "lr" not in g] \
+                if params and isinstance(params[0], dict) else [0]
+            lr = _lr_default(self.name)
+        elif not (isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"{self.name}.lr: must be a finite number > 0 or \"auto\", got {lr!r}")
+        self.lr_choice = None
         self._ready = False
-        super().__init__(params, dict(lr=float(lr), prior_precision=float(prior_precision)))
-        keys = registry()[self.name]["keys"]
+        info = registry()[self.name]
         given = {k: v for k, v in options.items() if v is not None}
-        given["lr"] = float(lr)
-        text = {}
-        for k, v in given.items():
-            if k not in keys:
-                raise TypeError(f"{self.name}: unknown option '{k}' (options: {', '.join(keys)})")
-            text[k] = _text(f"{self.name}.{k}", v)
+        for k in given:
+            if k not in info["keys"]:
+                raise TypeError(f"{self.name}: unknown option '{k}' (options: {', '.join(info['keys'])})")
+        self._options = dict(given)  # for the pilot's trial optimizers
+        # Every option is a hyper-parameter of every param group, as torch.optim keeps them: the value given
+        # here, else the core's default (None: an optional key left unset); a group may give its own.
+        self._option_defaults = {o["key"]: given.get(o["key"], _default(o)) for o in info["options"]
+                                 if o["key"] != "lr"}
+        super().__init__(params, dict(lr=float(lr), prior_precision=float(prior_precision), **self._option_defaults))
         if generator is not None and seed is not None:
             raise ValueError(f"{self.name}: give a seed or a generator, not both")
         self.seed = (generator.initial_seed() if generator is not None else
                      _default_seed() if seed is None else int(seed))
-        for g in self.param_groups:
-            self._check_group(g)
-        self._impl = _C.Sampler(self.name, [list(g["params"]) for g in self.param_groups], text, self.seed, generator)
+        for i, g in enumerate(self.param_groups):
+            self._check_group(i, g)
+        self._generator = generator
+        self._impl = self._make_impl(float(lr))
         self._ready = True
 
-    def _check_group(self, group: dict) -> None:
+    def _check_group(self, index: int, group: dict) -> None:
         lr, lam = group["lr"], group["prior_precision"]
-        if not (math.isfinite(lr) and lr > 0):
-            raise ValueError(f"{self.name}: param group lr must be a finite number > 0, got {lr!r}")
-        if not (math.isfinite(lam) and lam >= 0):
-            raise ValueError(f"{self.name}: prior_precision must be a finite number >= 0, got {lam!r}")
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"{self.name}: param group {index}: lr must be a finite number > 0, got {lr!r}")
+        if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
+            raise ValueError(f"{self.name}: param group {index}: prior_precision must be a finite number >= 0, "
+                             f"got {lam!r}")
+
+    def _group_options(self, index: int, group: dict) -> Dict[str, str]:
+        """The options the core gets for a group: those given to the constructor and those the group sets
+        to other than the constructor's value, as text (the others take the core's defaults)."""
+        text = {}
+        for k, default in self._option_defaults.items():
+            v = group.get(k, default)
+            if v is not None and (k in self._options or v != default):
+                text[k] = _text(f"{self.name}: param group {index}: {k}", v)
+        return text
+
+    def _make_impl(self, lr: float):
+        """The core's sampler over the groups: one where every group has the same options (the binary's
+        chain), else one per set of options, stepped in turn and drawing from one generator."""
+        groups = self.param_groups
+        texts = [self._group_options(i, g) for i, g in enumerate(groups)]
+        base = self._group_options(-1, {})
+        sets: Dict[tuple, List[int]] = {}
+        for i, t in enumerate(texts):
+            sets.setdefault(tuple(sorted(t.items())), []).append(i)
+        if len(sets) > 1 and self.needs_closure:
+            raise ValueError(f"{self.name}: every param group needs the same options (one Metropolis test, one "
+                             "leapfrog trajectory over all of them)")
+        generator = self._generator
+        if len(sets) > 1 and generator is None:
+            generator = torch.Generator(device=groups[0]["params"][0].device)
+            generator.manual_seed(self.seed)
+        parts = []
+        for key, members in sets.items():
+            text = dict(key)
+            text["lr"] = _text(f"{self.name}.lr", float(lr))
+            try:
+                impl = _C.Sampler(self.name, [list(groups[i]["params"]) for i in members], text, self.seed, generator)
+            except ValueError as e:
+                if dict(key) == base:
+                    raise
+                raise ValueError(f"{self.name}: param group{'s' if len(members) > 1 else ''} "
+                                 f"{', '.join(map(str, members))}: {e}") from None
+            parts.append((members, impl))
+        self._fixed = [{k: g.get(k, d) for k, d in self._option_defaults.items()} for g in groups]
+        return parts[0][1] if len(parts) == 1 else _Partitioned(parts, len(groups))
 
     def add_param_group(self, param_group: dict) -> None:
         if getattr(self, "_ready", False):
@@ -123,8 +183,44 @@ class SamplerOptimizer(torch.optim.Optimizer):
 
     def _sync(self) -> None:
         groups = self.param_groups
+        for i, (g, fixed) in enumerate(zip(groups, self._fixed)):
+            for k, v in fixed.items():
+                if k in g and g[k] != v:
+                    raise ValueError(f"{self.name}: param group {i}: {k} is set when the optimizer is made ({v!r}, "
+                                     f"now {g[k]!r}); lr and prior_precision may change between steps")
         self._impl.set_groups([float(g["lr"]) for g in groups],
                               [float(g.get("prior_precision", 0.0)) for g in groups])
+
+    def choose_lr(self, train_step: Callable[["SamplerOptimizer"], object], val_nll: Callable[[], torch.Tensor],
+                  **kwargs):
+        """lr="auto": runs the binary's step-size pilot over ``train_step`` and ``val_nll`` (see
+        ``sgmcmc.choose_lr`` for both and for the keywords: ``run_steps`` or ``steps``, ``noise``,
+        ``model``, ``around``, ``verbose``) and sets the chosen lr in every group that has none of its
+        own. Each trial steps a fresh optimizer of this class, options and seed, handed to
+        ``train_step``; the parameters are back at their start afterwards. Returns the ``LrChoice``
+        (also kept as ``lr_choice``)."""
+        from .lr_pilot import choose_lr
+        if self._impl.steps > 0:
+            raise RuntimeError(f"{self.name}.choose_lr: the chain has taken steps; choose the lr before the first")
+        auto = getattr(self, "_auto_groups", list(range(len(self.param_groups))))
+
+        def make(lr: float) -> "SamplerOptimizer":
+            groups = [dict(g, params=list(g["params"])) for g in self.param_groups]
+            for i in auto:
+                groups[i]["lr"] = lr
+            opt = type(self)(groups, lr=lr, seed=self.seed, **self._options)
+            opt.check_finite = True  # a trial's non-finite gradient is its instability, not an error
+            return opt
+
+        choice = choose_lr(make, train_step, val_nll, **kwargs)
+        for i in auto:
+            self.param_groups[i]["lr"] = choice.lr
+        self.defaults["lr"] = choice.lr
+        # the trials' optimizers laid the parameters out in buffers of their own: this one's again
+        self._impl = self._make_impl(float(choice.lr))
+        self.lr_auto = False
+        self.lr_choice = choice
+        return choice
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], torch.Tensor]] = None):
@@ -134,6 +230,9 @@ class SamplerOptimizer(torch.optim.Optimizer):
         returns the loss), the closure runs first; HMC and stochastic HMC need one and call it once
         per leapfrog step. Returns the closure's loss (HMC: Ũ at the start, prior included).
         """
+        if self.lr_auto:
+            raise RuntimeError(f"{self.name}: lr=\"auto\": call choose_lr(train_step, val_nll, run_steps=...) "
+                               "before the first step (docs/python.md)")
         self._sync()
         if self.needs_closure:
             if closure is None:
@@ -258,6 +357,9 @@ class SamplerOptimizer(torch.optim.Optimizer):
         if core["name"] != self.name:
             raise ValueError(f"{self.name}: the state_dict is a {core['name']} chain's")
         super().load_state_dict(sd)
+        for g, fixed in zip(self.param_groups, self._fixed):  # a state_dict without the options keeps them
+            for k, v in fixed.items():
+                g.setdefault(k, v)
         self.seed = int(core["seed"])
         self._impl.load_state(core["state"].cpu().numpy().tobytes())
 
@@ -265,6 +367,93 @@ class SamplerOptimizer(torch.optim.Optimizer):
         groups = ", ".join(f"lr={g['lr']:g} prior_precision={g['prior_precision']:g} "
                            f"({sum(p.numel() for p in g['params'])} values)" for g in self.param_groups)
         return f"sgmcmc.{type(self).__name__}({groups}, seed={self.seed})"
+
+
+class _Partitioned:
+    """Param groups whose options differ: one core sampler per set of options over its groups (each laid out
+    and stepped as the binary's chain is), stepped in turn and drawing from one generator; the optimizer
+    talks to it as to one sampler."""
+
+    def __init__(self, parts, n_groups: int):
+        self._parts, self._n = parts, n_groups  # [(group indices, core sampler)]
+
+    def set_groups(self, lrs, lambdas) -> None:
+        for members, impl in self._parts:
+            impl.set_groups([lrs[i] for i in members], [lambdas[i] for i in members])
+
+    def step(self) -> None:
+        for _, impl in self._parts:
+            impl.step()
+
+    def zero_grad(self) -> None:
+        for _, impl in self._parts:
+            impl.zero_grad()
+
+    @property
+    def steps(self) -> int:
+        return self._parts[0][1].steps
+
+    @property
+    def temperature(self) -> float:
+        return self._parts[0][1].temperature
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        for _, impl in self._parts:
+            impl.temperature = value
+
+    @property
+    def fused(self) -> bool:
+        return self._parts[0][1].fused
+
+    @fused.setter
+    def fused(self, on: bool) -> None:
+        for _, impl in self._parts:
+            impl.fused = on
+
+    @property
+    def is_sampler(self) -> bool:
+        return self._parts[0][1].is_sampler
+
+    @property
+    def runs_at_zero_temperature(self) -> bool:
+        return self._parts[0][1].runs_at_zero_temperature
+
+    def diagnostics(self) -> Dict[str, float]:
+        """Each set's diagnostics, named with its groups: "xi_mean[0,2]"."""
+        out = {}
+        for members, impl in self._parts:
+            for k, v in impl.diagnostics().items():
+                out[f"{k}[{','.join(map(str, members))}]"] = v
+        return out
+
+    def gradient_noise_ratios(self, variances) -> List[float]:
+        out = [math.nan] * self._n
+        for members, impl in self._parts:
+            for i, r in zip(members, impl.gradient_noise_ratios([variances[i] for i in members])):
+                out[i] = r
+        return out
+
+    def state(self) -> bytes:
+        """Each set's state, each behind its length (8 bytes, little-endian)."""
+        blobs = [bytes(impl.state()) for _, impl in self._parts]
+        return b"".join(len(b).to_bytes(8, "little") + b for b in blobs)
+
+    def load_state(self, data: bytes) -> None:
+        at = 0
+        for _, impl in self._parts:
+            if at + 8 > len(data):
+                raise ValueError("the state_dict holds fewer option sets than this optimizer's param groups have")
+            n = int.from_bytes(data[at:at + 8], "little")
+            impl.load_state(data[at + 8:at + 8 + n])
+            at += 8 + n
+        if at != len(data):
+            raise ValueError("the state_dict holds more option sets than this optimizer's param groups have")
+
+
+def _lr_default(name: str) -> float:
+    """The sampler's default step, from the core's option table (the pilot's grid centre)."""
+    return float(next(o for o in _C.sampler_info()[name]["options"] if o["key"] == "lr")["default"])
 
 
 def _default(option: dict):
@@ -311,7 +500,7 @@ def _sampler(cls_name: str, core_name: str, doc: str):
 
     # The options travel as **options (only those given reach the core, which fills in its own
     # defaults and checks every value); __signature__ shows them as the keywords they are.
-    def __init__(self, params, lr: float, *, prior_precision: float = 0.0, seed: Optional[int] = None,
+    def __init__(self, params, lr, *, prior_precision: float = 0.0, seed: Optional[int] = None,
                  generator: Optional[torch.Generator] = None, **options):
         SamplerOptimizer.__init__(self, params, lr, prior_precision=prior_precision, seed=seed,
                                   generator=generator, **options)

@@ -29,6 +29,9 @@ class Schedule:
     """
 
     def __init__(self, optimizer: SamplerOptimizer, type: str = "constant", *, total_steps: int = 0, **options):
+        if getattr(optimizer, "lr_auto", False):
+            raise ValueError(f"Schedule: {optimizer.name} has lr=\"auto\" and no step size yet: make the schedule "
+                             "after optimizer.choose_lr(...)")
         opts = {"type": type}
         opts.update({k: _text(f"schedule.{k}", v) for k, v in options.items()})
         self.optimizer = optimizer

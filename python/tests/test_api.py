@@ -99,6 +99,63 @@ def test_group_lrs_scale_each_group_step():
     assert torch.allclose(b, torch.full((4,), -0.8))
 
 
+def _sghmc_steps(opt, params, k):
+    for _ in range(k):
+        opt.zero_grad()
+        sum(((i + 1) * p.square()).sum() for i, p in enumerate(params)).backward()
+        opt.step()
+
+
+def test_every_option_per_group_is_one_core_sampler_per_set_of_options():
+    """Groups with their own alpha step exactly as one SGHMC per group over one generator, in the groups'
+    order; every option is in every group (torch.optim's way), and the chain resumes bit for bit."""
+    a, b, c = param(), param(3), param(2)
+    groups = [{"params": [a]}, {"params": [b], "alpha": 0.2}, {"params": [c]}]
+    opt = sgmcmc.SGHMC(groups, lr=0.01, alpha=0.05, seed=7)
+    assert opt.param_groups[1]["alpha"] == 0.2 and opt.param_groups[0]["alpha"] == 0.05
+    assert opt.param_groups[2]["integrator"] == "euler"  # the core's default, where nothing set it
+    _sghmc_steps(opt, [a, b, c], 3)
+    state = opt.state_dict()
+    _sghmc_steps(opt, [a, b, c], 3)
+
+    a2, b2, c2 = param(), param(3), param(2)
+    gen = torch.Generator().manual_seed(7)
+    first = sgmcmc.SGHMC([{"params": [a2]}, {"params": [c2], "lr": 0.01}], lr=0.01, alpha=0.05, generator=gen)
+    second = sgmcmc.SGHMC([b2], lr=0.01, alpha=0.2, generator=gen)
+    for _ in range(6):
+        for o in (first, second):
+            o.zero_grad()
+        (a2.square().sum() + 2 * b2.square().sum() + 3 * c2.square().sum()).backward()
+        first.step()
+        second.step()
+    assert torch.equal(a, a2) and torch.equal(b, b2) and torch.equal(c, c2)
+
+    a3, b3, c3 = param(), param(3), param(2)
+    again = sgmcmc.SGHMC([{"params": [a3]}, {"params": [b3], "alpha": 0.2}, {"params": [c3]}], lr=0.01,
+                         alpha=0.05, seed=7)
+    _sghmc_steps(again, [a3, b3, c3], 3)
+    again.load_state_dict(state)
+    _sghmc_steps(again, [a3, b3, c3], 3)
+    assert torch.equal(a, a3) and torch.equal(b, b3) and torch.equal(c, c3)
+
+
+def test_a_bad_group_option_names_the_group_and_the_key():
+    with pytest.raises(ValueError, match=r"param group 1: sghmc\.alpha"):
+        sgmcmc.SGHMC([{"params": [param()]}, {"params": [param()], "alpha": -1.0}], lr=0.1, seed=1)
+    with pytest.raises(TypeError, match="param group 1: alpha"):
+        sgmcmc.SGHMC([{"params": [param()]}, {"params": [param()], "alpha": [0.1]}], lr=0.1, seed=1)
+    with pytest.raises(ValueError, match="param group 1: lr"):
+        sgmcmc.SGHMC([{"params": [param()]}, {"params": [param()], "lr": -1.0}], lr=0.1, seed=1)
+    with pytest.raises(ValueError, match="param group 0: prior_precision"):
+        sgmcmc.SGHMC([{"params": [param()], "prior_precision": math.nan}], lr=0.1, seed=1)
+    with pytest.raises(ValueError, match="same options"):
+        sgmcmc.HMC([{"params": [param()]}, {"params": [param()], "leapfrog_steps": 3}], lr=0.1, seed=1)
+    opt = sgmcmc.SGHMC([{"params": [param()]}, {"params": [param()], "alpha": 0.2}], lr=0.1, seed=1)
+    opt.param_groups[1]["alpha"] = 0.3  # options are the core sampler's, made at construction
+    with pytest.raises(ValueError, match="param group 1: alpha is set when the optimizer is made"):
+        opt.step()
+
+
 def test_prior_precision_adds_lambda_theta():
     """SGD with prior_precision λ and a zero likelihood gradient: θ ← θ(1 − lr·λ)."""
     p = torch.ones(3, requires_grad=True)

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <set>
 #include <sstream>
 
 #include "compat.h"
@@ -317,72 +316,44 @@ std::string cap_by_noise(LrChoice& choice, const std::vector<LrTrial>& current, 
 
 }  // namespace
 
-LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
-                   const std::function<void(const std::string&)>& say) {
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  auto tell = [&](const std::string& line) {
-    if (say) say(line);
-  };
-  LrChoice choice;
-  ExperimentConfig config = given;
-  tell("sampler.lr: auto: the pilot starts (its data and model, then short trials of step sizes)");
-  const PilotStart p = start_pilot(config, place, choice);
-  tell("sampler.lr: auto: trials of " + std::to_string(choice.steps_per_trial) + " steps around " + text(p.centre) +
-       (choice.batch_size > 0 ? " at batch " + std::to_string(choice.batch_size) : std::string()));
+LrSearch::LrSearch(LrChoice& choice, Trial trial, Say say)
+    : choice_(choice), run_(std::move(trial)), say_(std::move(say)) {}
 
-  TrialOptions options;
-  options.probe = true;
-  int round = 1;
-  std::vector<LrTrial> current;  // this round's candidates
-  std::set<double> tried;
-  auto trial = [&](double lr) {
-    if (!tried.insert(lr).second) return;
-    LrTrial t = run_lr_trial(config, place, lr, choice.steps_per_trial, options);
-    t.round = round;
-    tell("  trial " + std::to_string(choice.trials.size() + 1) + ": lr " + text(lr) + " -> " +
-         (t.stable ? "validation NLL " + text(t.val_nll) : std::string("unstable")) + " (" +
-         std::to_string(std::lround(elapsed())) + " s)");
-    choice.trials.push_back(t);
-    current.push_back(t);
-  };
-  // A grid of factors of 4 from 4^-5 to 4^2 times the default step (too small a step underfits in the
-  // trial, too large a one is noisy or unstable; the score is not always monotone in between, so the
-  // whole grid is scored), then the best refined by factors of 2.
-  for (int k = -5; k <= 2; ++k) trial(p.centre * std::pow(4.0, k));
-  if (std::none_of(current.begin(), current.end(), [](const LrTrial& t) { return t.stable; }))
-    throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
-                                text(p.centre * std::pow(4.0, -5)) + " and " + text(p.centre * 16) +
-                                " (check the data, the model and the prior; or give sampler.lr)");
-  auto refine = [&] {
-    const double best = select_lr(current).best_lr;
-    for (double lr : {best * 2, best / 2}) trial(lr);
-    return select_lr(current);
-  };
-  LrSelection pick = refine();
-  std::string tau_why;
-  // τ at the posterior's scale (tau_fit). Only a τ̂ well above τ₀ moves the step (a larger τ, a larger
-  // curvature and gradient noise: the first choice runs hot); a smaller one leaves it on the safe side. A
-  // τ̂ past the health check's limit is a collapse, not a posterior. A point fit's residuals run a little
-  // below the noise's, so τ̂ errs high, towards the smaller step.
-  if (p.settle) {
-    const LrTrial t = tau_fit(config, place, 10 * choice.steps_per_trial);
-    tell("  fit for tau (Adam): tau " + (t.stable ? text(t.tau) : std::string("unstable")) + " (" +
-         std::to_string(std::lround(elapsed())) + " s)");
-    choice.trials.push_back(t);
-    if (t.stable && std::isfinite(t.tau) && t.tau <= 1e7 && t.tau / p.tau0 >= LrChoice::kTauShift) {
-      round = 2;
-      const double next_centre = pick.lr * p.tau0 / t.tau;  // the likelihood's curvature scales with τ
-      options.tau = t.tau;
-      choice.tau = t.tau;
-      tau_why = "; tau fits at " + text(t.tau) + " (from " + text(p.tau0) + "): searched again there";
-      current.clear();
-      tried.clear();
-      for (int k = -2; k <= 1; ++k) trial(next_centre * std::pow(4.0, k));
-      if (std::any_of(current.begin(), current.end(), [](const LrTrial& x) { return x.stable; })) pick = refine();
-    }
-  }
-  const std::string cap_why = cap_by_noise(choice, current, pick.lr);
+void LrSearch::tell(const std::string& line) const {
+  if (say_) say_(line);
+}
+
+double LrSearch::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void LrSearch::trial(double lr) {
+  if (!tried_.insert(lr).second) return;
+  LrTrial t = run_(lr);
+  t.round = number_;
+  tell("  trial " + std::to_string(choice_.trials.size() + 1) + ": lr " + text(lr) + " -> " +
+       (t.stable ? "validation NLL " + text(t.val_nll) : std::string("unstable")) + " (" +
+       std::to_string(std::lround(elapsed())) + " s)");
+  choice_.trials.push_back(t);
+  current_.push_back(t);
+}
+
+std::optional<LrSelection> LrSearch::round(double centre, int low, int high) {
+  ++number_;
+  current_.clear();
+  tried_.clear();
+  for (int k = low; k <= high; ++k) trial(centre * std::pow(4.0, k));
+  if (std::none_of(current_.begin(), current_.end(), [](const LrTrial& t) { return t.stable; })) return std::nullopt;
+  const double best = select_lr(current_).best_lr;
+  for (double lr : {best * 2, best / 2}) trial(lr);
+  return select_lr(current_);
+}
+
+namespace {
+
+// The choice from the last round's pick: the gradient-noise cap, the plateau and the one-line why.
+void finish(LrChoice& choice, const LrSearch& search, const LrSelection& pick, const std::string& tau_why) {
+  const std::string cap_why = cap_by_noise(choice, search.current(), pick.lr);
   choice.plateau_low = pick.low;
   choice.plateau_high = pick.high;
   std::string batch_why;
@@ -391,7 +362,68 @@ LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
                 " ms against " + text(1e3 * choice.step_seconds_auto) + " ms at the auto batch)";
   choice.why = pick.why + tau_why + cap_why + batch_why + " (" + std::to_string(choice.trials.size()) +
                " trials of " + std::to_string(choice.steps_per_trial) + " steps)";
-  choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  choice.seconds = search.elapsed();
+}
+
+}  // namespace
+
+LrChoice search_lr(double centre, int64_t steps_per_trial, const LrSearch::Trial& trial, const LrSearch::Say& say) {
+  if (!(std::isfinite(centre) && centre > 0))
+    throw std::invalid_argument("lr auto: the grid's centre must be a finite step size > 0, got " + text(centre));
+  if (steps_per_trial < 1) throw std::invalid_argument("lr auto: a trial needs at least 1 step");
+  LrChoice choice;
+  choice.steps_per_trial = steps_per_trial;
+  LrSearch search(choice, trial, say);
+  search.tell("lr auto: trials of " + std::to_string(steps_per_trial) + " steps around " + text(centre));
+  const auto pick = search.round(centre, LrSearch::kLow, LrSearch::kHigh);
+  if (!pick)
+    throw std::invalid_argument("lr auto found no stable step size between " +
+                                text(centre * std::pow(4.0, LrSearch::kLow)) + " and " +
+                                text(centre * std::pow(4.0, LrSearch::kHigh)) +
+                                " (check the model, the data and the loss; or give lr)");
+  finish(choice, search, *pick, "");
+  return choice;
+}
+
+LrChoice choose_lr(const ExperimentConfig& given, const RunPlace& place,
+                   const std::function<void(const std::string&)>& say) {
+  LrChoice choice;
+  ExperimentConfig config = given;
+  TrialOptions options;
+  options.probe = true;
+  LrSearch search(choice, [&](double lr) { return run_lr_trial(config, place, lr, choice.steps_per_trial, options); },
+                  say);
+  search.tell("sampler.lr: auto: the pilot starts (its data and model, then short trials of step sizes)");
+  const PilotStart p = start_pilot(config, place, choice);
+  search.tell("sampler.lr: auto: trials of " + std::to_string(choice.steps_per_trial) + " steps around " +
+              text(p.centre) +
+              (choice.batch_size > 0 ? " at batch " + std::to_string(choice.batch_size) : std::string()));
+  std::optional<LrSelection> first = search.round(p.centre, LrSearch::kLow, LrSearch::kHigh);
+  if (!first)
+    throw std::invalid_argument(config.source + ": sampler.lr: auto found no stable step size between " +
+                                text(p.centre * std::pow(4.0, LrSearch::kLow)) + " and " +
+                                text(p.centre * std::pow(4.0, LrSearch::kHigh)) +
+                                " (check the data, the model and the prior; or give sampler.lr)");
+  LrSelection pick = *first;
+  std::string tau_why;
+  // τ at the posterior's scale (tau_fit). Only a τ̂ well above τ₀ moves the step (a larger τ, a larger
+  // curvature and gradient noise: the first choice runs hot); a smaller one leaves it on the safe side. A
+  // τ̂ past the health check's limit is a collapse, not a posterior. A point fit's residuals run a little
+  // below the noise's, so τ̂ errs high, towards the smaller step.
+  if (p.settle) {
+    const LrTrial t = tau_fit(config, place, 10 * choice.steps_per_trial);
+    search.tell("  fit for tau (Adam): tau " + (t.stable ? text(t.tau) : std::string("unstable")) + " (" +
+                std::to_string(std::lround(search.elapsed())) + " s)");
+    choice.trials.push_back(t);
+    if (t.stable && std::isfinite(t.tau) && t.tau <= 1e7 && t.tau / p.tau0 >= LrChoice::kTauShift) {
+      const double next_centre = pick.lr * p.tau0 / t.tau;  // the likelihood's curvature scales with τ
+      options.tau = t.tau;
+      choice.tau = t.tau;
+      tau_why = "; tau fits at " + text(t.tau) + " (from " + text(p.tau0) + "): searched again there";
+      if (auto second = search.round(next_centre, LrSearch::kRetryLow, LrSearch::kRetryHigh)) pick = *second;
+    }
+  }
+  finish(choice, search, pick, tau_why);
   return choice;
 }
 

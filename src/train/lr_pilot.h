@@ -38,8 +38,11 @@
 // into the run's config.yaml, so a resumed run does not search again.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,6 +115,44 @@ LrSelection select_lr(const std::vector<LrTrial>& trials);
 // Two trials the validation points cannot tell apart: the mean of the paired differences of their
 // per-point NLLs within two of its standard errors (trials without points: equal val_nll only).
 bool indistinguishable(const LrTrial& a, const LrTrial& b);
+
+// The search over step sizes, whatever runs a trial: the binary's run_lr_trial (choose_lr) and a Python
+// loop's own steps (sgmcmc.choose_lr) go through it, so both choose by one grid, one refinement and one
+// select_lr. Each trial is told (`say`: "  trial N: lr … -> validation NLL … (… s)") and kept in the
+// choice's trials in the order tried.
+class LrSearch {
+ public:
+  using Trial = std::function<LrTrial(double lr)>;
+  using Say = std::function<void(const std::string&)>;
+  // The grid of the first round, centre·4^k for k = kLow..kHigh (too small a step underfits in a trial,
+  // too large a one is noisy or unstable; the score is not always monotone in between, so the whole grid
+  // is scored), and of the round at a fitted τ̂ (around a centre that is already a choice).
+  static constexpr int kLow = -5, kHigh = 2, kRetryLow = -2, kRetryHigh = 1;
+  LrSearch(LrChoice& choice, Trial trial, Say say);
+  // One round: the grid centre·4^k for k = low..high, then, where any was stable, the best refined by
+  // factors of 2 (a step this round has tried is not tried again). nullopt where no grid step was stable.
+  std::optional<LrSelection> round(double centre, int low, int high);
+  void tell(const std::string& line) const;
+  double elapsed() const;
+  const std::vector<LrTrial>& current() const { return current_; }  // this round's trials
+
+ private:
+  void trial(double lr);
+  LrChoice& choice_;
+  Trial run_;
+  Say say_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int number_ = 0;  // the round now running (1, 2, …): LrTrial::round
+  std::vector<LrTrial> current_;
+  std::set<double> tried_;
+};
+
+// The pilot over a trial runner of the caller's own (Python's sgmcmc.choose_lr, whose trials are the
+// user's steps and validation NLLs): the first round around `centre`, select_lr, and the gradient-noise
+// cap where the trials carry a noise_ratio; choose_lr without the batch and τ rounds, which need the
+// binary's data and model. Throws std::invalid_argument when no grid step is stable.
+LrChoice search_lr(double centre, int64_t steps_per_trial, const LrSearch::Trial& trial,
+                   const LrSearch::Say& say = {});
 
 // Runs the search for `config` (its sampler.lr is ignored). `say`, where given, hears a line as the
 // search starts and one per trial (the pilot can take minutes).
