@@ -15,7 +15,7 @@ from . import _C  # noqa: F401
 from .diagnostics import effective_sample_size, split_rhat
 from .inference_data import to_inference_data
 from .optim import (HMC, MSGNHT, PSGLD, SGD, SGHMC, SGLD, SGNHT, SGRLD, Adam, RMSprop, Santa, SamplerOptimizer,
-                    SGDMomentum, SGHMCNaive, StochasticHMC, registry)
+                    SGDMomentum, SGHMCNaive, SGNUTS, StochasticHMC, registry)
 from .likelihood import NoisePrecision
 from .lr_pilot import LrChoice, choose_lr
 from .prior import GaussianPrior
@@ -26,7 +26,7 @@ from .schedule import Schedule
 __version__ = "0.1.0"
 
 __all__ = [
-    "SGLD", "PSGLD", "SGRLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC", "StochasticHMC", "SGD",
+    "SGLD", "PSGLD", "SGRLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC", "StochasticHMC", "SGNUTS", "SGD",
     "SGDMomentum", "RMSprop", "Adam", "SamplerOptimizer", "registry", "GaussianPrior", "Schedule",
     "SampleCollector", "load_samples", "save_sample", "split_rhat", "effective_sample_size", "train",
     "to_inference_data", "NoisePrecision", "choose_lr", "LrChoice",

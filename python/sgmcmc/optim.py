@@ -536,6 +536,10 @@ HMC = _sampler("HMC", "hmc", """Exact HMC: leapfrog and a Metropolis–Hastings 
 StochasticHMC = _sampler("StochasticHMC", "stochastic-hmc", """Stochastic HMC: leapfrog steps on minibatch
     gradients with a partial momentum refresh (Franzese et al. 2022). ``step(closure)``: the closure
     draws its own minibatch.""")
+SGNUTS = _sampler("SGNUTS", "sgnuts", """Stochastic HMC whose trajectory lengths come from the no-U-turn criterion
+    (docs/sgnuts.md): a full momentum refresh per trajectory; the first ``adapt_trajectories`` run until
+    (θ − θ₀)·r < 0 or (θ − θ₀)·r₀ < 0, the later ones draw their length from those. One minibatch
+    gradient a step, read from ``.grad`` like SGHMC.""")
 SGD = _sampler("SGD", "sgd", """Stochastic gradient descent (baseline: a point estimate).""")
 SGDMomentum = _sampler("SGDMomentum", "sgd-momentum", """SGD with (Nesterov) momentum (baseline).""")
 RMSprop = _sampler("RMSprop", "rmsprop", """RMSprop (Tieleman & Hinton 2012; baseline).""")

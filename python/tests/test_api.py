@@ -16,7 +16,7 @@ def param(n=4, dtype=torch.float32):
 def test_registry_lists_every_sampler_with_a_class():
     names = set(sgmcmc.registry())
     classes = {c.name for c in (sgmcmc.SGLD, sgmcmc.PSGLD, sgmcmc.SGRLD, sgmcmc.SGHMC, sgmcmc.SGHMCNaive, sgmcmc.SGNHT,
-                                sgmcmc.MSGNHT, sgmcmc.Santa, sgmcmc.HMC, sgmcmc.StochasticHMC, sgmcmc.SGD,
+                                sgmcmc.MSGNHT, sgmcmc.Santa, sgmcmc.HMC, sgmcmc.StochasticHMC, sgmcmc.SGNUTS, sgmcmc.SGD,
                                 sgmcmc.SGDMomentum, sgmcmc.RMSprop, sgmcmc.Adam)}
     assert names == classes
 
