@@ -45,7 +45,7 @@ from . import _C
 
 __all__ = [
     "SamplerOptimizer", "SGLD", "PSGLD", "SGRLD", "SGHMC", "SGHMCNaive", "SGNHT", "MSGNHT", "Santa", "HMC",
-    "StochasticHMC", "SGD", "SGDMomentum", "RMSprop", "Adam", "registry",
+    "StochasticHMC", "SGNUTS", "SGD", "SGDMomentum", "RMSprop", "Adam", "registry",
 ]
 
 
