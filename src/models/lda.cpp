@@ -110,7 +110,8 @@ std::vector<OptionDoc> lda_option_docs() {
       {"eval_sweeps", "integer", std::to_string(d.eval_sweeps),
        "Gibbs sweeps of a held-out document's topics per prediction (the first half burn-in)", {}, ">= 1"},
       {"inference", "choice", d.inference,
-       "sgmcmc: θ by the sampler | collapsed_gibbs: the collapsed Gibbs baseline (with sampler: gibbs)",
+       "sgmcmc: θ by the sampler | collapsed_gibbs: the collapsed Gibbs baseline (θ moves by its sweeps "
+       "alone: pair it with sgld at temperature 0, as configs/lee_lda_gibbs.yaml)",
        {"sgmcmc", "collapsed_gibbs"}, ""},
   };
 }

@@ -26,9 +26,9 @@
 // Averaged over posterior samples, −mean log p̄(w | d) over the held-out tokens is the test NLL and
 // exp of it the perplexity.
 //
-// model.inference: collapsed_gibbs (with sampler: gibbs) is the baseline of Table 1 (Griffiths and
-// Steyvers 2004): θ is integrated out too, every training token's topic is resampled from
-// p(z_di = k | rest) ∝ (n_dk^{¬di} + α)(n_kw^{¬di} + β)/(n_k^{¬di} + Wβ) once per train Gibbs step
+// model.inference: collapsed_gibbs (with SGLD at temperature 0, which then moves nothing) is the
+// baseline of Table 1 (Griffiths and Steyvers 2004): θ is integrated out too, every training token's
+// topic is resampled from p(z_di = k | rest) ∝ (n_dk^{¬di} + α)(n_kw^{¬di} + β)/(n_k^{¬di} + Wβ) once per train Gibbs step
 // (gibbs_step_likelihood; the assignments are a buffer, so they checkpoint), and the topics are set to
 // the posterior mean π_kw = (n_kw + β)/(n_k + Wβ) after each sweep (θ = log π). The gradient is zero.
 //
