@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -249,6 +250,44 @@ BowCorpus read_text_corpus(const std::string& path, const TextCorpusOptions& o) 
   return c;
 }
 
+void cap_vocabulary(BowCorpus& c, int64_t max_words) {
+  const auto W = static_cast<int64_t>(c.vocab.size());
+  if (max_words <= 0 || max_words >= W) return;
+  std::vector<int64_t> freq(static_cast<size_t>(W), 0), order(static_cast<size_t>(W));
+  for (const auto& d : c.docs)
+    for (auto w : d) ++freq[static_cast<size_t>(w)];
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return freq[a] > freq[b]; });
+  std::vector<char> keep(static_cast<size_t>(W), 0);
+  for (int64_t i = 0; i < max_words; ++i) keep[static_cast<size_t>(order[i])] = 1;
+  std::vector<int64_t> id(static_cast<size_t>(W), -1);
+  std::vector<std::string> vocab;
+  for (int64_t w = 0; w < W; ++w)
+    if (keep[w]) id[w] = static_cast<int64_t>(vocab.size()), vocab.push_back(c.vocab[w]);
+  std::vector<std::vector<int64_t>> docs;
+  for (const auto& d : c.docs) {
+    std::vector<int64_t> t;
+    for (auto w : d)
+      if (id[w] >= 0) t.push_back(id[w]);
+    if (t.size() < 2) ++c.dropped_docs;
+    else docs.push_back(std::move(t));
+  }
+  c.vocab = std::move(vocab);
+  c.docs = std::move(docs);
+}
+
+void chunk_documents(BowCorpus& c, int64_t tokens) {
+  if (tokens <= 0) return;
+  std::vector<std::vector<int64_t>> docs;
+  for (const auto& d : c.docs)
+    for (size_t begin = 0; begin < d.size(); begin += static_cast<size_t>(tokens)) {
+      const size_t end = std::min(d.size(), begin + static_cast<size_t>(tokens));
+      if (end - begin < 2) ++c.dropped_docs;
+      else docs.emplace_back(d.begin() + static_cast<std::ptrdiff_t>(begin), d.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+  c.docs = std::move(docs);
+}
+
 void BowOptions::validate(const std::string& where) const {
   if (path_.empty()) throw std::invalid_argument(where + ".path: required for data.format: bow (a corpus file)");
   if (layout_ != "text" && layout_ != "docword")
@@ -264,6 +303,11 @@ void BowOptions::validate(const std::string& where) const {
   if (min_docs_ < 1) throw std::invalid_argument(where + ".min_docs: must be >= 1, got " + std::to_string(min_docs_));
   if (stop_words_ != "english" && stop_words_ != "none")
     throw std::invalid_argument(where + ".stop_words: must be english or none, got '" + stop_words_ + "'");
+  if (max_words_ < 0) throw std::invalid_argument(where + ".max_words: must be >= 0, got " + std::to_string(max_words_));
+  if (chunk_tokens_ < 0 || chunk_tokens_ == 1)
+    throw std::invalid_argument(where + ".chunk_tokens: must be 0 or >= 2, got " + std::to_string(chunk_tokens_));
+  if (chunk_tokens_ > 0 && layout_ != "text")
+    throw std::invalid_argument(where + ".chunk_tokens: only for layout: text (a docword file has no token order)");
 }
 
 std::vector<OptionDoc> bow_option_docs() {
@@ -286,6 +330,11 @@ std::vector<OptionDoc> bow_option_docs() {
        {}, ">= 1"},
       {"stop_words", "choice", d.stop_words(), "layout text: english (scikit-learn's 318 words) | none",
        {"english", "none"}, ""},
+      {"max_words", "integer", std::to_string(d.max_words()), "the vocabulary capped at its most frequent words (0: all)",
+       {}, ">= 0"},
+      {"chunk_tokens", "integer", std::to_string(d.chunk_tokens()),
+       "layout text: each document cut into consecutive pieces of this many tokens (0: whole documents)", {},
+       "0 or >= 2"},
   };
 }
 
@@ -300,7 +349,9 @@ BowOptions parse_bow_options(const OptionMap& o) {
       .observed_fraction(o.get_double("observed_fraction", b.observed_fraction()))
       .min_length(o.get_int("min_length", b.min_length()))
       .min_docs(o.get_int("min_docs", b.min_docs()))
-      .stop_words(o.get_choice("stop_words", b.stop_words(), {"english", "none"}));
+      .stop_words(o.get_choice("stop_words", b.stop_words(), {"english", "none"}))
+      .max_words(o.get_int("max_words", b.max_words()))
+      .chunk_tokens(o.get_int("chunk_tokens", b.chunk_tokens()));
   b.validate(where);
   return b;
 }
@@ -352,9 +403,13 @@ Dataset bow_dataset(const BowCorpus& corpus, const BowOptions& o, int64_t val_si
 }
 
 Dataset load_bow_dataset(const BowOptions& o, int64_t val_size, uint64_t seed, const std::string& where) {
-  const BowCorpus corpus = o.layout() == "docword"
-                               ? read_uci_bow(o.path(), o.vocab())
-                               : read_text_corpus(o.path(), {o.min_length(), o.min_docs(), o.stop_words() == "english"});
+  BowCorpus corpus = o.layout() == "docword"
+                         ? read_uci_bow(o.path(), o.vocab())
+                         : read_text_corpus(o.path(), {o.min_length(), o.min_docs(), o.stop_words() == "english"});
+  cap_vocabulary(corpus, o.max_words());
+  chunk_documents(corpus, o.chunk_tokens());
+  if (corpus.docs.size() < 2)
+    throw std::invalid_argument(o.path() + ": fewer than 2 documents keep 2 tokens (after data.max_words, chunk_tokens)");
   return bow_dataset(corpus, o, val_size, seed, std::filesystem::path(o.path()).filename().string(), where);
 }
 

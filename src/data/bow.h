@@ -11,7 +11,10 @@
 //            English stop word (data.stop_words: english, the 318 words of scikit-learn's
 //            ENGLISH_STOP_WORDS list, which is Glasgow's SMART-derived list; none), then words in
 //            fewer than data.min_docs documents dropped. The vocabulary is sorted.
-// Documents left with fewer than 2 tokens are dropped (and counted in the description).
+// Documents left with fewer than 2 tokens are dropped (and counted in the description). Then, in this
+// order: data.max_words caps the vocabulary at its most frequent words (0: no cap; 002's Wikipedia runs
+// keep 7,702), and data.chunk_tokens (layout text) cuts each document into consecutive pieces of that
+// many tokens (0: whole documents), so that a corpus of long articles streams as many short documents.
 //
 // Splits, by documents: data.test_fraction (0.2, as 002 §5.1's 80/20) held out after a permutation
 // seeded by data.split_seed; data.val_size documents of the rest (auto: a sixth) for validation.
@@ -56,6 +59,12 @@ struct TextCorpusOptions {
 };
 // Reads a plain-text corpus, one document a line (tokenized as the header states).
 BowCorpus read_text_corpus(const std::string& path, const TextCorpusOptions& options);
+// The vocabulary cut to its `max_words` most frequent words (ties: the lower id), ids renumbered in the
+// old order, documents left under 2 tokens dropped (and counted).
+void cap_vocabulary(BowCorpus& corpus, int64_t max_words);
+// Every document cut into consecutive pieces of `tokens` tokens (the last piece shorter; one under 2 tokens
+// dropped and counted): long articles as many documents, as streaming topic models read them.
+void chunk_documents(BowCorpus& corpus, int64_t tokens);
 // Splits a line into tokens (lower-cased letter runs of at least `min_length`, stop words dropped).
 std::vector<std::string> tokenize(const std::string& line, int64_t min_length, bool drop_stop_words);
 
@@ -71,6 +80,8 @@ struct BowOptions {
   TORCH_ARG(int64_t, min_length) = 3;         // text: >= 1
   TORCH_ARG(int64_t, min_docs) = 2;           // text: >= 1
   TORCH_ARG(std::string, stop_words) = "english";  // text: english | none
+  TORCH_ARG(int64_t, max_words) = 0;          // >= 0: the vocabulary capped at the most frequent words (0: all)
+  TORCH_ARG(int64_t, chunk_tokens) = 0;       // text, >= 0: documents cut into pieces of this many tokens (0: whole)
 };
 
 std::vector<OptionDoc> bow_option_docs();

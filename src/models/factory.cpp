@@ -113,6 +113,8 @@ const std::vector<ModelEntry>& model_registry() {
        {}},
       {"lda", "semi-collapsed latent Dirichlet allocation on a bag-of-words corpus (002 §5.1, Table 1)",
        lda_option_docs()},
+      {"dpfa", "deep Poisson factor analysis: topics under a sigmoid belief network (002 §5.2, Fig. 5)",
+       dpfa_option_docs()},
   };
   return registry;
 }
@@ -144,8 +146,9 @@ void ModelOptions::validate(const std::string& where) const {
   else if (name == "bpmf") bpmf.validate();
   else if (name == "torchscript") validate_torchscript(torchscript, where);
   else if (name == "lda") lda.validate(where);
+  else if (name == "dpfa") dpfa.validate(where);
   else if (name != "logistic")
-    bad(where, "name", "model '" + name + "' is not available in this build yet (have: mlp, cnn, bpmf, torchscript, logistic, lda)");
+    bad(where, "name", "model '" + name + "' is not available in this build (have: mlp, cnn, bpmf, torchscript, logistic, lda, dpfa)");
 }
 
 ModelOptions parse_model_options(const OptionMap& o, Task task) {
@@ -157,6 +160,7 @@ ModelOptions parse_model_options(const OptionMap& o, Task task) {
   else if (m.name == "bpmf") m.bpmf = parse_bpmf_options(o);
   else if (m.name == "torchscript") parse_torchscript(o, task, m.torchscript);
   else if (m.name == "lda") m.lda = parse_lda_options(o);
+  else if (m.name == "dpfa") m.dpfa = parse_dpfa_options(o);
   m.validate(where);
   return m;
 }
@@ -213,6 +217,13 @@ ModelPtr make_model(const ModelOptions& opts, const Dataset& data, uint64_t seed
     l.documents = dim_or(data, "documents", 0);
     if (l.words <= 0) bad(where, "name", "lda needs a bag-of-words data set (data.format: bow)");
     return std::make_shared<Lda>(l, seed);
+  }
+  if (opts.name == "dpfa") {
+    DpfaOptions d = opts.dpfa;
+    d.words = dim_or(data, "words", 0);
+    d.documents = dim_or(data, "documents", 0);
+    if (d.words <= 0) bad(where, "name", "dpfa needs a bag-of-words data set (data.format: bow)");
+    return std::make_shared<Dpfa>(d, seed);
   }
   return make_bpmf(data, opts.bpmf, gen);
 }

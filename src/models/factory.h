@@ -26,6 +26,7 @@
 #include "data/dataset.h"
 #include "models/bpmf.h"
 #include "models/cnn.h"
+#include "models/dpfa.h"
 #include "models/lda.h"
 #include "models/logistic.h"
 #include "models/mlp.h"
@@ -45,6 +46,7 @@ struct ModelOptions {
   BpmfOptions bpmf;
   TorchScriptOptions torchscript;
   LdaOptions lda;
+  DpfaOptions dpfa;
   // Throws std::invalid_argument "<where>.<key>: ..." for a value out of range (the chosen model's
   // keys only).
   void validate(const std::string& where = "model") const;

@@ -509,6 +509,8 @@ void TrainingRun::queue_evaluation(bool sample_fresh, const PosteriorPredictive&
   p.lr = s_.sampler->lr();
   p.row["epoch"] = s_.plan.epoch(step_);
   p.row["step"] = static_cast<double>(step_);
+  // Examples (documents, for a corpus) read so far: a streaming run's x axis (scripts/plot.py traces --x).
+  p.row["examples_seen"] = static_cast<double>(step_) * static_cast<double>(s_.plan.batch_size);
   p.row["wall_seconds"] = wall_before_ + seconds_since(start_);
   p.row["lr"] = p.lr;
   p.loss_steps = loss_.take_steps();
