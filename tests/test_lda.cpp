@@ -128,7 +128,8 @@ TEST(Bow, DocumentCompletionSplits) {
   EXPECT_EQ(ds.train.size(), 12);
   EXPECT_EQ(ds.dims.at("documents"), 12);
   EXPECT_EQ(ds.dims.at("val_documents"), 3);
-  EXPECT_EQ(ds.num_classes, 11);
+  EXPECT_EQ(ds.num_classes, 2);  // the token's word (class 0) or not
+  EXPECT_EQ(ds.dims.at("words"), 11);
   // train rows: index, then the document's tokens padded with −1
   for (int64_t r = 0; r < ds.train.size(); ++r) EXPECT_EQ(ds.train.inputs[r][0].item<int64_t>(), r);
   // test: 5 documents; group the points by document and rebuild each document's multiset
@@ -137,9 +138,10 @@ TEST(Bow, DocumentCompletionSplits) {
   std::map<int64_t, std::vector<int64_t>> observed;
   for (int64_t i = 0; i < t.size(); ++i) {
     const int64_t d = t.inputs[i][0].item<int64_t>();
-    predicted[d].push_back(t.targets[i].item<int64_t>());
+    EXPECT_EQ(t.targets[i].item<int64_t>(), 0);
+    predicted[d].push_back(t.inputs[i][1].item<int64_t>());
     std::vector<int64_t> obs;
-    for (int64_t j = 1; j < t.inputs.size(1) && t.inputs[i][j].item<int64_t>() >= 0; ++j)
+    for (int64_t j = 2; j < t.inputs.size(1) && t.inputs[i][j].item<int64_t>() >= 0; ++j)
       obs.push_back(t.inputs[i][j].item<int64_t>());
     if (observed.count(d)) EXPECT_EQ(observed[d], obs);  // the same observed half on every point
     observed[d] = obs;
@@ -163,10 +165,12 @@ TEST(Bow, DocumentCompletionSplits) {
 TEST(Lda, PerplexityByHand) {
   Dataset ds;
   ds.task = Task::kClassification;
-  ds.num_classes = 3;
-  ds.dims = {{"words", 3}, {"classes", 3}};
-  const auto inputs = torch::tensor({{0, 0, 1, -1}, {0, 0, 1, -1}, {0, 0, 1, -1}, {1, 2, 2, 2}}, torch::kInt64);
-  ds.test = Batch{inputs, torch::tensor({0, 1, 2, 0}, torch::kInt64)};
+  ds.num_classes = 2;
+  ds.dims = {{"words", 3}, {"classes", 2}};
+  // Document 0 observes words 0 and 1 and predicts 0, 1, 2; document 1 observes 2, 2, 2 and predicts 0.
+  const auto inputs =
+      torch::tensor({{0, 0, 0, 1, -1}, {0, 1, 0, 1, -1}, {0, 2, 0, 1, -1}, {1, 0, 2, 2, 2}}, torch::kInt64);
+  ds.test = Batch{inputs, torch::zeros({4}, torch::kInt64)};
   Evaluator eval(ds, 1000);
   EXPECT_EQ(eval.headline(), "perplexity");
   LdaOptions o;

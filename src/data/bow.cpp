@@ -128,9 +128,8 @@ torch::Tensor padded_rows(const std::vector<std::pair<int64_t, const std::vector
 // Document completion points of the held-out documents `ids` (the header's val/test tensors).
 Batch completion_points(const BowCorpus& corpus, const std::vector<int64_t>& ids, double observed_fraction,
                         uint64_t seed, int64_t& predicted_tokens) {
-  std::vector<std::vector<int64_t>> observed(ids.size());
-  std::vector<std::pair<int64_t, const std::vector<int64_t>*>> rows;
-  std::vector<int64_t> targets;
+  std::vector<std::vector<int64_t>> observed(ids.size()), points;
+  std::vector<int64_t> point_doc;
   for (size_t d = 0; d < ids.size(); ++d) {
     const auto& tokens = corpus.docs[static_cast<size_t>(ids[d])];
     const auto n = static_cast<int64_t>(tokens.size());
@@ -138,14 +137,17 @@ Batch completion_points(const BowCorpus& corpus, const std::vector<int64_t>& ids
     const int64_t seen = std::clamp<int64_t>(std::llround(observed_fraction * static_cast<double>(n)), 1, n - 1);
     for (int64_t i = 0; i < seen; ++i) observed[d].push_back(tokens[static_cast<size_t>(perm[i])]);
     std::sort(observed[d].begin(), observed[d].end());
-    for (int64_t i = seen; i < n; ++i) {
-      rows.emplace_back(static_cast<int64_t>(d), &observed[d]);
-      targets.push_back(tokens[static_cast<size_t>(perm[i])]);
+    for (int64_t i = seen; i < n; ++i) {  // the word to predict, then the observed half
+      points.push_back({tokens[static_cast<size_t>(perm[i])]});
+      points.back().insert(points.back().end(), observed[d].begin(), observed[d].end());
+      point_doc.push_back(static_cast<int64_t>(d));
     }
   }
-  predicted_tokens = static_cast<int64_t>(targets.size());
-  if (rows.empty()) return Batch{};
-  return Batch{padded_rows(rows), torch::tensor(targets, torch::kInt64)};
+  predicted_tokens = static_cast<int64_t>(points.size());
+  if (points.empty()) return Batch{};
+  std::vector<std::pair<int64_t, const std::vector<int64_t>*>> rows;
+  for (size_t i = 0; i < points.size(); ++i) rows.emplace_back(point_doc[i], &points[i]);
+  return Batch{padded_rows(rows), torch::zeros({predicted_tokens}, torch::kInt64)};
 }
 
 }  // namespace
@@ -387,8 +389,8 @@ Dataset bow_dataset(const BowCorpus& corpus, const BowOptions& o, int64_t val_si
   if (!val_ids.empty()) ds.val = completion_points(corpus, val_ids, o.observed_fraction(), split_seed, val_tokens);
   ds.test = completion_points(corpus, test_ids, o.observed_fraction(), split_seed, test_tokens);
   const auto W = static_cast<int64_t>(corpus.vocab.size());
-  ds.num_classes = W;
-  ds.dims = {{"words", W}, {"classes", W}, {"documents", static_cast<int64_t>(train_ids.size())},
+  ds.num_classes = 2;  // a held-out token's point: its word (class 0) or not (data/bow.h)
+  ds.dims = {{"words", W}, {"classes", 2}, {"documents", static_cast<int64_t>(train_ids.size())},
              {"val_documents", static_cast<int64_t>(val_ids.size())}};
   std::string vocab;
   for (const auto& w : corpus.vocab) vocab += w + "\n";

@@ -22,13 +22,16 @@
 // topic models", §4.2; Patterson & Teh 2013 §5): each held-out document's tokens are shuffled (seeded)
 // and the first data.observed_fraction (0.5) of them are observed, the rest are to be predicted.
 //
-// Tensors (task: classification over the W words, so that the posterior predictive, its NLL and
-// every trainer path apply unchanged; the NLL per held-out word is log perplexity):
+// Tensors (task: classification, so that the posterior predictive, its NLL and every trainer path
+// apply unchanged; the NLL per held-out word is log perplexity):
 //   train  inputs [D, 1 + L] int64: column 0 the document's index in the training split, then its
 //          word ids padded with −1 (L: the longest document); targets [D] zeros (unused).
-//   val/test  one point per to-be-predicted token: inputs [T, 1 + L'] int64, column 0 the held-out
-//          document's index, then its observed word ids padded with −1; targets [T] the token's
-//          word id. Points of one document are consecutive (a model infers its proportions once).
+//   val/test  one point per to-be-predicted token: inputs [T, 2 + L'] int64, column 0 the held-out
+//          document's index, column 1 the token's word, then the document's observed word ids padded
+//          with −1; targets [T] zeros. A model predicts two classes, [p(word | observed), 1 − p]: the
+//          target is class 0, so the NLL is −log p(word | d) while the predictive (and its running sums
+//          over samples, and checkpoints) hold 2 numbers a token, not W. Points of one document are
+//          consecutive (a model infers its proportions once a document).
 #pragma once
 
 #include <cstdint>

@@ -335,18 +335,18 @@ torch::Tensor Dpfa::nll(const Batch& batch) {
 torch::Tensor Dpfa::predict(const torch::Tensor& inputs) {
   torch::NoGradGuard no_grad;
   const auto g = globals();
-  const int64_t K = options_.topics, W = options_.words, T = inputs.size(0);
+  const int64_t K = options_.topics, T = inputs.size(0);
   const auto in = inputs.to(torch::kCPU).contiguous();
   const auto phi = topics();
   const auto starts = document_starts(in);
-  auto out = torch::empty({T, W}, torch::kFloat32);
+  auto out = torch::empty({T, 2}, torch::kFloat32);
   const uint64_t state = state_hash() ^ mix(seed_);
   const int64_t sweeps = options_.eval_sweeps, burn = sweeps / 2;
   const int64_t groups = static_cast<int64_t>(starts.size()) - 1;
   at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t gi = begin; gi < end; ++gi) {
       const int64_t first = starts[gi];
-      const auto tokens = row_tokens(in[first]);
+      const auto tokens = row_tokens(in[first], 2);
       uint64_t doc_seed = state;
       for (int64_t w : tokens) doc_seed = mix(doc_seed ^ static_cast<uint64_t>(w));
       DpfaDocument doc(g, tokens, doc_seed);
@@ -358,8 +358,7 @@ torch::Tensor Dpfa::predict(const torch::Tensor& inputs) {
         for (int64_t k = 0; k < K; ++k)
           eta[k] += (doc.x()[k] + g.r[k] * doc.h()[0][k]) / (denom * static_cast<double>(sweeps - burn));
       }
-      const auto p = torch::from_blob(eta.data(), {1, K}, torch::kFloat64).matmul(phi).to(torch::kFloat32);
-      out.narrow(0, first, starts[gi + 1] - first).copy_(p.expand({starts[gi + 1] - first, W}));
+      write_word_probabilities(in, first, starts[gi + 1], eta, phi, out);
     }
   });
   return out.to(inputs.device());

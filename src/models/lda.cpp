@@ -211,13 +211,13 @@ torch::Tensor Lda::predict(const torch::Tensor& inputs) {
   const auto pi = topics();
   // Consecutive identical rows are one document's points: its proportions are inferred once.
   const auto starts = document_starts(in);
-  auto out = torch::empty({T, W}, torch::kFloat32);
+  auto out = torch::empty({T, 2}, torch::kFloat32);
   const uint64_t state = hash_of(theta_.detach()) ^ mix(seed_);
   const int64_t groups = static_cast<int64_t>(starts.size()) - 1;
   at::parallel_for(0, groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const int64_t first = starts[g];
-      const auto tokens = row_tokens(in[first]);
+      const auto tokens = row_tokens(in[first], 2);
       std::vector<double> eta(static_cast<size_t>(K), 1.0 / static_cast<double>(K));
       if (!tokens.empty()) {
         uint64_t doc_seed = state;
@@ -227,8 +227,7 @@ torch::Tensor Lda::predict(const torch::Tensor& inputs) {
         const double denom = static_cast<double>(tokens.size()) + static_cast<double>(K) * options_.alpha;
         for (int64_t k = 0; k < K; ++k) eta[k] = (ndk[k] + options_.alpha) / denom;
       }
-      const auto p = torch::from_blob(eta.data(), {1, K}, torch::kFloat64).matmul(pi).to(torch::kFloat32);
-      out.narrow(0, first, starts[g + 1] - first).copy_(p.expand({starts[g + 1] - first, W}));
+      write_word_probabilities(in, first, starts[g + 1], eta, pi, out);
     }
   });
   return out.to(inputs.device());

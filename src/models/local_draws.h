@@ -51,25 +51,43 @@ inline int64_t draw(const double* p, int64_t K, double total, Stream& s) {
   return K - 1;
 }
 
-// A row of a bag-of-words split (data/bow.h): column 0 the document, then word ids padded with −1.
-inline std::vector<int64_t> row_tokens(const torch::Tensor& row) {
+// A row of a bag-of-words split (data/bow.h): its word ids from column `first` (a training row's 1, a
+// held-out point's observed half from 2), padded with −1.
+inline std::vector<int64_t> row_tokens(const torch::Tensor& row, int64_t first = 1) {
   const auto r = row.to(torch::kCPU).contiguous();
   const int64_t* p = r.data_ptr<int64_t>();
   std::vector<int64_t> out;
-  for (int64_t j = 1; j < r.numel() && p[j] >= 0; ++j) out.push_back(p[j]);
+  for (int64_t j = first; j < r.numel() && p[j] >= 0; ++j) out.push_back(p[j]);
   return out;
 }
 
-// The first row of each run of identical rows in [T, width] (held-out points of one document are
-// consecutive), then T.
+// The first row of each run of rows with one document index (column 0) in a held-out split [T, width]
+// (a document's points are consecutive), then T.
 inline std::vector<int64_t> document_starts(const torch::Tensor& in) {
   std::vector<int64_t> starts;
   const int64_t T = in.size(0), width = in.size(1);
   const int64_t* rows = in.data_ptr<int64_t>();
   for (int64_t i = 0; i < T; ++i)
-    if (i == 0 || std::memcmp(rows + i * width, rows + (i - 1) * width, sizeof(int64_t) * width) != 0) starts.push_back(i);
+    if (i == 0 || rows[i * width] != rows[(i - 1) * width]) starts.push_back(i);
   starts.push_back(T);
   return starts;
+}
+
+// A held-out split's predictive [T, 2] (data/bow.h): [p(word of row t | its document), 1 − p], from the
+// document's mixture weights over topics `eta` [K] and the topics `topics` [K, W] (float64, CPU).
+inline void write_word_probabilities(const torch::Tensor& in, int64_t first, int64_t end, const std::vector<double>& eta,
+                                     const torch::Tensor& topics, torch::Tensor& out) {
+  const int64_t K = topics.size(0), W = topics.size(1);
+  const double* pi = topics.data_ptr<double>();
+  const int64_t* rows = in.data_ptr<int64_t>();
+  auto o = out.accessor<float, 2>();
+  for (int64_t t = first; t < end; ++t) {
+    const int64_t w = rows[t * in.size(1) + 1];
+    double p = 0;
+    for (int64_t k = 0; k < K; ++k) p += eta[k] * pi[k * W + w];
+    o[t][0] = static_cast<float>(p);
+    o[t][1] = static_cast<float>(1 - p);
+  }
 }
 
 }  // namespace local_draws

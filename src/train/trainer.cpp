@@ -33,7 +33,9 @@ Metrics trivial_test_metrics(const Evaluator& eval, const Dataset& data, double 
   if (data.test.size() == 0) return {};
   // the uniform predictive's NLL is log K for every label: no prediction to evaluate (on a GPU that would
   // be the run's first metrics kernels, inside the start-up)
-  if (eval.classification()) return {{"test_nll", std::log(static_cast<double>(std::max<int64_t>(data.num_classes, 2)))}};
+  // (a corpus's held-out words: uniform over its W words, data/bow.h)
+  const int64_t classes = data.dims.count("words") ? data.dims.at("words") : data.num_classes;
+  if (eval.classification()) return {{"test_nll", std::log(static_cast<double>(std::max<int64_t>(classes, 2)))}};
   torch::NoGradGuard no_grad;
   const auto mean = data.train.targets.to(torch::kFloat64).mean();
   const torch::Tensor prediction =
