@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "compat.h"
-#include "config/experiment_config.h"
 #include "core/option_map.h"
 #include "metrics/convergence.h"
 #include "metrics/predictive_metrics.h"
@@ -23,7 +22,12 @@
 #include "samplers/schedules.h"
 #include "runtime/cpu.h"
 #include "train/lr_pilot.h"
+// Built with SGMCMC_PYTHON_ONLY (CMakeLists.txt), the module links the samplers' part of the core alone:
+// no trainer, so no sgmcmc._C.train (python/sgmcmc/run.py says so).
+#if !SGMCMC_PYTHON_ONLY
+#include "config/experiment_config.h"
 #include "train/trainer.h"
+#endif
 
 namespace py = pybind11;
 
@@ -257,6 +261,7 @@ PredictiveSummary summary_of(const torch::Tensor& mean, const std::optional<torc
   return s;
 }
 
+#if !SGMCMC_PYTHON_ONLY
 struct TrainResult {
   std::string run_dir;
   std::map<std::string, double> values;
@@ -294,6 +299,7 @@ TrainResult train(const std::string& yaml_text, const std::string& source, const
   set_flush_denormal(flushing);
   return {s.run_dir, s.values, s.finished, s.worse_than_trivial, s.health_message};
 }
+#endif
 
 }  // namespace
 }  // namespace sgmcmc
@@ -431,6 +437,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("pilot_steps", &pilot_steps, py::arg("total_steps"),
         "the steps of one lr trial for a run of total_steps: a fiftieth, 100 to 1,000");
 
+#if !SGMCMC_PYTHON_ONLY
   py::class_<TrainResult>(m, "TrainResult")
       .def_readonly("run_dir", &TrainResult::run_dir)
       .def_readonly("values", &TrainResult::values)
@@ -439,4 +446,5 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("health_message", &TrainResult::health_message);
   m.def("train", &train, py::arg("yaml_text"), py::arg("source"), py::arg("overrides"), py::arg("out_dir"),
         py::arg("overwrite"), py::arg("resume"), py::arg("quiet"));
+#endif
 }

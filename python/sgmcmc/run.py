@@ -26,6 +26,9 @@ def train(config: Union[str, os.PathLike, Mapping, None] = None, *, out: Optiona
     binary's one-line message. A run that ends worse than the trivial predictor (the binary's exit
     code 4) returns with a RuntimeWarning that says what to try.
     """
+    if not hasattr(_C, "train"):  # a module built from the samplers' part of the core only (CMakeLists.txt)
+        raise RuntimeError("sgmcmc.train: this sgmcmc._C was built without the trainer (SGMCMC_PYTHON_ONLY); "
+                           "build it with the whole core: pip install --no-build-isolation ./python")
     if resume is not None:
         if config is not None:
             raise ValueError("sgmcmc.train: give either config or resume=RUN_DIR (its config.yaml is used)")

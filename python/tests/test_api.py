@@ -301,6 +301,7 @@ def test_collector_files_predictive_and_metrics(tmp_path):
         sgmcmc.load_samples(str(tmp_path / "nothing"))
 
 
+@pytest.mark.skipif(not hasattr(sgmcmc._C, "train"), reason="sgmcmc._C built without the trainer (SGMCMC_PYTHON_ONLY)")
 def test_train_runs_the_binary_trainer_in_process(tmp_path):
     torch.manual_seed(0)
     x = torch.randn(120, 3)
@@ -323,6 +324,12 @@ def test_train_runs_the_binary_trainer_in_process(tmp_path):
     with pytest.raises(ValueError, match="sampler.alpah: unknown key"):
         sgmcmc.train(dict(config, sampler={"name": "sghmc", "alpah": 0.1}), out=str(tmp_path / "bad"))
     assert not os.path.exists(tmp_path / "bad")
+
+
+@pytest.mark.skipif(hasattr(sgmcmc._C, "train"), reason="sgmcmc._C has the trainer")
+def test_train_without_the_trainer_says_how_to_get_it():
+    with pytest.raises(RuntimeError, match="without the trainer .SGMCMC_PYTHON_ONLY.; build it with the whole core"):
+        sgmcmc.train({"sampler": {"name": "sghmc"}})
 
 
 def test_noise_precision_draws_from_its_gamma_conditional():

@@ -119,7 +119,8 @@ bool indistinguishable(const LrTrial& a, const LrTrial& b);
 // The search over step sizes, whatever runs a trial: the binary's run_lr_trial (choose_lr) and a Python
 // loop's own steps (sgmcmc.choose_lr) go through it, so both choose by one grid, one refinement and one
 // select_lr. Each trial is told (`say`: "  trial N: lr … -> validation NLL … (… s)") and kept in the
-// choice's trials in the order tried.
+// choice's trials in the order tried. It lives in train/lr_search.cpp with search_lr, select_lr and
+// LrChoice::to_json, apart from the binary's trials: the part the Python module links without the trainer.
 class LrSearch {
  public:
   using Trial = std::function<LrTrial(double lr)>;
@@ -132,6 +133,9 @@ class LrSearch {
   // One round: the grid centre·4^k for k = low..high, then, where any was stable, the best refined by
   // factors of 2 (a step this round has tried is not tried again). nullopt where no grid step was stable.
   std::optional<LrSelection> round(double centre, int low, int high);
+  // The choice from the last round's pick: the gradient-noise cap, the plateau and the one-line why
+  // (`tau_why`: what the τ round did, or "").
+  void finish(const LrSelection& pick, const std::string& tau_why);
   void tell(const std::string& line) const;
   double elapsed() const;
   const std::vector<LrTrial>& current() const { return current_; }  // this round's trials
