@@ -237,7 +237,7 @@ std::vector<Case> cases() {
        "c.yaml: sede: unknown key (did you mean 'seed'?)"},
       // --- unknown names ---------------------------------------------------------------------------
       {"unknown sampler", {}, kTrain + " --set sampler.name=sghcm", 2, "unknown sampler 'sghcm'"},
-      {"unknown model", {}, kTrain + " --set model.name=mpl", 2, "c.yaml: model.name: 'mpl' is not one of {mlp, cnn, bpmf, torchscript, logistic, lda} (did you mean 'mlp'?)"},
+      {"unknown model", {}, kTrain + " --set model.name=mpl", 2, "c.yaml: model.name: 'mpl' is not one of {mlp, cnn, bpmf, torchscript, logistic, lda, dpfa} (did you mean 'mlp'?)"},
       {"unknown data format", {}, kTrain + " --set data.format=idxx", 2, "data.format"},
       {"unknown device", {}, kTrain + " --set device=gpu", 2, "device: must be cpu, cuda or cuda:N, got 'gpu'"},
       {"unknown schedule type", {}, kTrain + " --set schedule.type=cosine", 2, "schedule.type"},

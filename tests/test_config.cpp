@@ -252,10 +252,10 @@ Dataset tiny_dataset(const std::string& model) {
     d.task = Task::kRegression;
     d.dims = {{"users", 3}, {"items", 4}};
     d.train = Batch{torch::tensor({0, 1, 2, 3, 2, 0}, torch::kInt64).reshape({3, 2}), torch::tensor({1.0f, 2.0f, 3.0f})};
-  } else if (model == "lda") {  // a bag-of-words split (data/bow.h): document index, then word ids
+  } else if (model == "lda" || model == "dpfa") {  // a bag-of-words split (data/bow.h): document, word ids
     d.task = Task::kClassification;
-    d.num_classes = 5;
-    d.dims = {{"words", 5}, {"classes", 5}, {"documents", 2}};
+    d.num_classes = 2;
+    d.dims = {{"words", 5}, {"classes", 2}, {"documents", 2}};
     d.train = Batch{torch::tensor({0, 1, 4, 1, 2, -1}, torch::kInt64).reshape({2, 3}), torch::zeros({2}, torch::kInt64)};
   } else {
     d.task = Task::kClassification;
