@@ -18,12 +18,6 @@ namespace {
   throw std::invalid_argument(where + "." + key + ": " + what);
 }
 
-std::string real_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 std::string list_text(const std::vector<int64_t>& v) {
   std::string s;
   for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
@@ -31,7 +25,7 @@ std::string list_text(const std::vector<int64_t>& v) {
 }
 
 void positive(const std::string& where, const char* key, double v) {
-  if (!(v > 0) || !std::isfinite(v)) bad(where, key, "must be a finite number > 0, got " + real_text(v));
+  if (!(v > 0) || !std::isfinite(v)) bad(where, key, "must be a finite number > 0, got " + round_trip_text(v));
 }
 
 double softplus(double v) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); }
@@ -46,7 +40,7 @@ void DpfaOptions::validate(const std::string& where) const {
   for (auto k : hidden)
     if (k < 1) bad(where, "hidden", "layer widths must be >= 1, got " + list_text(hidden));
   positive(where, "prior_sd", prior_sd);
-  if (!std::isfinite(prior_mean)) bad(where, "prior_mean", "must be finite, got " + real_text(prior_mean));
+  if (!std::isfinite(prior_mean)) bad(where, "prior_mean", "must be finite, got " + round_trip_text(prior_mean));
   positive(where, "weight_sd", weight_sd);
   positive(where, "r_shape", r_shape);
   positive(where, "r_rate", r_rate);
@@ -68,14 +62,14 @@ std::vector<OptionDoc> dpfa_option_docs() {
       {"topics", "integer", std::to_string(d.topics), "K_1, the topics (the units right above the words)", {}, ">= 1"},
       {"hidden", "list", list_text(d.hidden), "the SBN's layers above the topics, e.g. 64,32 (none: [])", {},
        ">= 1 each"},
-      {"prior_mean", "real", real_text(d.prior_mean), "the mean of the topics' natural parameters' Gaussian prior", {},
+      {"prior_mean", "real", round_trip_text(d.prior_mean), "the mean of the topics' natural parameters' Gaussian prior", {},
        "finite"},
-      {"prior_sd", "real", real_text(d.prior_sd), "the sd of the topics' natural parameters' Gaussian prior", {}, "> 0"},
-      {"weight_sd", "real", real_text(d.weight_sd), "the sd of the SBN weights' and biases' Gaussian prior", {}, "> 0"},
-      {"r_shape", "real", real_text(d.r_shape), "γ₀ of the topics' Gamma(γ₀, c₀) prior on r_k", {}, "> 0"},
-      {"r_rate", "real", real_text(d.r_rate), "c₀ (rate) of the Gamma prior on r_k", {}, "> 0"},
-      {"p_a", "real", real_text(d.p_a), "a₀ of each document's Beta(a₀, b₀) prior on p_n (integrated out)", {}, "> 0"},
-      {"p_b", "real", real_text(d.p_b), "b₀ of the Beta prior on p_n", {}, "> 0"},
+      {"prior_sd", "real", round_trip_text(d.prior_sd), "the sd of the topics' natural parameters' Gaussian prior", {}, "> 0"},
+      {"weight_sd", "real", round_trip_text(d.weight_sd), "the sd of the SBN weights' and biases' Gaussian prior", {}, "> 0"},
+      {"r_shape", "real", round_trip_text(d.r_shape), "γ₀ of the topics' Gamma(γ₀, c₀) prior on r_k", {}, "> 0"},
+      {"r_rate", "real", round_trip_text(d.r_rate), "c₀ (rate) of the Gamma prior on r_k", {}, "> 0"},
+      {"p_a", "real", round_trip_text(d.p_a), "a₀ of each document's Beta(a₀, b₀) prior on p_n (integrated out)", {}, "> 0"},
+      {"p_b", "real", round_trip_text(d.p_b), "b₀ of the Beta prior on p_n", {}, "> 0"},
       {"gibbs_sweeps", "integer", std::to_string(d.gibbs_sweeps),
        "Gibbs sweeps of a minibatch document's locals per step (the first half burn-in)", {}, ">= 1"},
       {"eval_sweeps", "integer", std::to_string(d.eval_sweeps),

@@ -24,20 +24,14 @@ constexpr double kTinyTheta = 1e-30;
   throw std::invalid_argument(where + "." + key + ": " + what);
 }
 
-std::string real_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 }  // namespace
 
 void LdaOptions::validate(const std::string& where) const {
   if (topics < 1) bad(where, "topics", "must be >= 1, got " + std::to_string(topics));
-  if (!(alpha > 0) || !std::isfinite(alpha)) bad(where, "alpha", "must be a finite number > 0, got " + real_text(alpha));
-  if (!(beta > 0) || !std::isfinite(beta)) bad(where, "beta", "must be a finite number > 0, got " + real_text(beta));
-  if (!(prior_sd > 0) || !std::isfinite(prior_sd)) bad(where, "prior_sd", "must be a finite number > 0, got " + real_text(prior_sd));
-  if (!std::isfinite(prior_mean)) bad(where, "prior_mean", "must be finite, got " + real_text(prior_mean));
+  if (!(alpha > 0) || !std::isfinite(alpha)) bad(where, "alpha", "must be a finite number > 0, got " + round_trip_text(alpha));
+  if (!(beta > 0) || !std::isfinite(beta)) bad(where, "beta", "must be a finite number > 0, got " + round_trip_text(beta));
+  if (!(prior_sd > 0) || !std::isfinite(prior_sd)) bad(where, "prior_sd", "must be a finite number > 0, got " + round_trip_text(prior_sd));
+  if (!std::isfinite(prior_mean)) bad(where, "prior_mean", "must be finite, got " + round_trip_text(prior_mean));
   if (gibbs_sweeps < 1) bad(where, "gibbs_sweeps", "must be >= 1, got " + std::to_string(gibbs_sweeps));
   if (eval_sweeps < 1) bad(where, "eval_sweeps", "must be >= 1, got " + std::to_string(eval_sweeps));
   if (parametrization != "natural" && parametrization != "mean")
@@ -50,13 +44,13 @@ std::vector<OptionDoc> lda_option_docs() {
   const LdaOptions d;
   return {
       {"topics", "integer", std::to_string(d.topics), "K, the number of topics", {}, ">= 1"},
-      {"alpha", "real", real_text(d.alpha), "Dirichlet α of each document's topic proportions", {}, "> 0"},
+      {"alpha", "real", round_trip_text(d.alpha), "Dirichlet α of each document's topic proportions", {}, "> 0"},
       {"parametrization", "choice", d.parametrization,
        "natural: π = softmax(θ), θ ~ N(prior_mean, prior_sd²) | mean: π = θ/Σθ, θ ~ Gamma(beta, 1) (for sgrld)",
        {"natural", "mean"}, ""},
-      {"prior_mean", "real", real_text(d.prior_mean), "natural: the mean of θ's Gaussian prior", {}, "finite"},
-      {"prior_sd", "real", real_text(d.prior_sd), "natural: the sd of θ's Gaussian prior", {}, "> 0"},
-      {"beta", "real", real_text(d.beta), "mean: θ's Gamma(β, 1) prior; collapsed_gibbs: the topics' Dirichlet β", {},
+      {"prior_mean", "real", round_trip_text(d.prior_mean), "natural: the mean of θ's Gaussian prior", {}, "finite"},
+      {"prior_sd", "real", round_trip_text(d.prior_sd), "natural: the sd of θ's Gaussian prior", {}, "> 0"},
+      {"beta", "real", round_trip_text(d.beta), "mean: θ's Gamma(β, 1) prior; collapsed_gibbs: the topics' Dirichlet β", {},
        "> 0"},
       {"gibbs_sweeps", "integer", std::to_string(d.gibbs_sweeps),
        "Gibbs sweeps of a minibatch document's topics per step (the first half burn-in)", {}, ">= 1"},
